@@ -1,0 +1,662 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import type { Cluster, Redis } from 'ioredis';
+import { LockBackendError, LockNotAcquiredError } from './errors';
+import { LockNotifier } from './lock-notifier';
+import {
+  ACQUIRE_SCRIPT,
+  EXTEND_SCRIPT,
+  HANDOFF_SCRIPT,
+  RAISE_FENCE_SCRIPT,
+  RELEASE_SCRIPT,
+} from './lock.scripts';
+
+/** @internal */
+export type RedisNode = Redis | Cluster;
+
+/** @internal */
+export interface LockClientSettings {
+  keyPrefix: string;
+  driftFactor: number;
+  localHandoffs: number;
+  commandTimeout: number;
+}
+
+/** A held lock as the engine knows it. @internal */
+export interface Lease {
+  /** Rendered keys, sorted and deduplicated. */
+  readonly keys: readonly string[];
+  token: string;
+  fences: number[];
+  ttl: number;
+  /** `performance.now()` until which the lease is certainly ours. */
+  validUntil: number;
+  readonly acquiredAt: number;
+  readonly waitedMs: number;
+  released: boolean;
+}
+
+/** Counters for tests and the benchmark. @internal */
+export interface LockClientStats {
+  /** Waiters woken by a release notification (PUBLISH). */
+  notifiedWakeups: number;
+  /** Waiters woken by their fallback timer (the holder's remaining lease, or the wait cap). */
+  timerWakeups: number;
+  /** Locks handed straight to a waiter of this process. */
+  localHandoffs: number;
+  /** Acquire round trips sent. */
+  attempts: number;
+}
+
+interface Script {
+  lua: string;
+  sha: string;
+}
+const script = (lua: string): Script => ({
+  lua,
+  sha: createHash('sha1').update(lua).digest('hex'),
+});
+const ACQUIRE = script(ACQUIRE_SCRIPT);
+const EXTEND = script(EXTEND_SCRIPT);
+const RELEASE = script(RELEASE_SCRIPT);
+const HANDOFF = script(HANDOFF_SCRIPT);
+const RAISE_FENCE = script(RAISE_FENCE_SCRIPT);
+
+type Vote =
+  | { kind: 'ok'; fences: number[] }
+  | { kind: 'busy'; pttl: number }
+  | { kind: 'error'; error: Error };
+
+/** A caller of this process waiting for a single key, in FIFO order. */
+interface Waiter {
+  token: string;
+  ttl: number;
+  startedAt: number;
+  /** Called with a lease when the lock is handed over by a local holder. */
+  handOver(lease: Lease): void;
+  /** Nudges the waiter to try over the network now. */
+  wake(): void;
+  /** Whether it hears the key's release notifications. */
+  listening: boolean;
+}
+
+interface KeyQueue {
+  waiters: Waiter[];
+  /** Holds of this key by this process (0 or 1 in practice). */
+  held: number;
+  /** Consecutive local handoffs since the lock last went public. */
+  handoffs: number;
+}
+
+const MAX_POLL_MS = 1_000;
+const tokenPrefix = randomBytes(9).toString('base64url');
+let tokenSeq = 0;
+/** Unique per acquisition: a random process prefix plus a counter (cheap, never reused). */
+const newToken = () => `${tokenPrefix}.${(tokenSeq++).toString(36)}`;
+
+const asError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
+
+/**
+ * The lock protocol for one client group: Redlock's quorum rules (majority of N independent
+ * nodes, validity = ttl - elapsed - drift) over single-round-trip Lua scripts that also mint the
+ * fencing token, plus the waiting engine: a FIFO of local waiters per key where only the head
+ * competes over the network, wake-ups pushed by the release, and bounded local handoffs.
+ * @internal
+ */
+export class LockClient {
+  readonly quorum: number;
+  readonly stats: LockClientStats = {
+    notifiedWakeups: 0,
+    timerWakeups: 0,
+    localHandoffs: 0,
+    attempts: 0,
+  };
+  readonly notifier: LockNotifier;
+  private readonly clustered: boolean;
+  private readonly queues = new Map<string, KeyQueue>();
+  private closed = false;
+
+  constructor(
+    readonly name: string,
+    readonly nodes: readonly RedisNode[],
+    private readonly settings: LockClientSettings,
+    onSubscriberError: (error: Error) => void,
+  ) {
+    this.quorum = Math.floor(nodes.length / 2) + 1;
+    this.clustered = nodes.some((n) => (n as Cluster).isCluster === true);
+    this.notifier = new LockNotifier(nodes[0], onSubscriberError);
+  }
+
+  /** Local queues still alive (for tests: empty once every waiter left). */
+  get queueCount(): number {
+    return this.queues.size;
+  }
+
+  /** The Redis key of a lock (`<prefix>{<key>}`). */
+  redisKey(key: string): string {
+    return `${this.settings.keyPrefix}{${key}}`;
+  }
+
+  /**
+   * Takes every key (sorted, deduplicated by the caller), waiting up to `waitTimeout` ms.
+   * @throws LockNotAcquiredError when still busy at the deadline
+   * @throws LockBackendError when too many nodes fail for a quorum
+   */
+  async acquire(keys: readonly string[], ttl: number, waitTimeout: number): Promise<Lease> {
+    const startedAt = performance.now();
+    const deadline = startedAt + waitTimeout;
+    const token = newToken();
+    if (keys.length === 1) {
+      const queue = this.queues.get(keys[0]);
+      // Someone of ours holds or waits for this key: queue behind them instead of competing.
+      if (queue && (queue.held > 0 || queue.waiters.length > 0) && waitTimeout > 0) {
+        return this.waitInQueue(keys, queue, token, ttl, startedAt, deadline);
+      }
+    }
+    // The first try flags nothing: only a subscribed waiter asks releases to publish.
+    const first = await this.attempt(keys, token, ttl, 0);
+    if (first.kind === 'ok') return this.hold(keys, token, ttl, first, startedAt);
+    if (waitTimeout <= 0 || performance.now() >= deadline) {
+      throw new LockNotAcquiredError(keys, performance.now() - startedAt, first.pttl);
+    }
+    if (keys.length === 1) {
+      const queue = this.queueFor(keys[0]);
+      return this.waitInQueue(keys, queue, token, ttl, startedAt, deadline);
+    }
+    return this.waitAsMany(keys, token, ttl, startedAt, deadline);
+  }
+
+  /**
+   * Renews the lease to `ttl` ms from now.
+   * @returns false when the lock is no longer held by this lease
+   * @throws LockBackendError when too many nodes fail to tell
+   */
+  async extend(lease: Lease, ttl: number): Promise<boolean> {
+    const start = performance.now();
+    const votes = await this.onNodes((node) => this.nodeExtend(node, lease, ttl));
+    const ok = votes.filter((v) => v === true).length;
+    if (ok >= this.quorum) {
+      lease.ttl = ttl;
+      lease.validUntil = start + ttl - this.drift(ttl);
+      return true;
+    }
+    const errors = votes.filter((v): v is Error => v instanceof Error);
+    if (errors.length > this.nodes.length - this.quorum) {
+      throw new LockBackendError(lease.keys, errors, 'extend');
+    }
+    return false;
+  }
+
+  /**
+   * Releases the lease, or hands it straight to the next waiter of this process for the same
+   * key (at most `localHandoffs` times in a row, then it goes back to every process).
+   * @throws LockBackendError when no node could be told (the lease then expires by itself)
+   */
+  async release(lease: Lease): Promise<void> {
+    if (lease.released) return;
+    lease.released = true;
+    const queue = lease.keys.length === 1 ? this.queues.get(lease.keys[0]) : undefined;
+    // `held` stays up until Redis has the key back, so our own head does not compete for a
+    // key this process still holds.
+    if (queue && queue.waiters.length > 0 && !this.closed) {
+      if (queue.handoffs < this.settings.localHandoffs && performance.now() < lease.validUntil) {
+        const next = queue.waiters[0];
+        const handed = await this.handoff(lease, next).catch(() => undefined);
+        if (handed) {
+          queue.handoffs++;
+          this.stats.localHandoffs++;
+          return;
+        }
+      }
+      queue.handoffs = 0;
+    }
+    const results = await this.onNodes((node) => this.nodeRelease(node, lease.keys, lease.token));
+    const errors = results.filter((r): r is Error => r instanceof Error);
+    const notified = results.some((r) => typeof r === 'number' && r > 0);
+    if (queue) {
+      queue.held--;
+      this.dropQueueIfIdle(lease.keys[0], queue);
+      // A head that listens hears the PUBLISH at the same moment as the other processes' heads
+      // and competes on equal terms (bounded barging); one that does not is told directly.
+      const head = queue.waiters[0];
+      if (head && (!notified || !head.listening)) head.wake();
+    }
+    if (errors.length === this.nodes.length) {
+      throw new LockBackendError(lease.keys, errors, 'release');
+    }
+  }
+
+  /** Whether a majority of nodes has the key locked right now. */
+  async isLocked(key: string): Promise<boolean> {
+    const rk = this.redisKey(key);
+    const votes = await this.onNodes(async (node) => (await node.exists(rk)) === 1);
+    const errors = votes.filter((v): v is Error => v instanceof Error);
+    if (errors.length > this.nodes.length - this.quorum) {
+      throw new LockBackendError([key], errors, 'check');
+    }
+    return votes.filter((v) => v === true).length >= this.quorum;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const queue of this.queues.values()) for (const w of queue.waiters) w.wake();
+    await this.notifier.close();
+  }
+
+  // ---------------------------------------------------------------- waiting
+
+  private queueFor(key: string): KeyQueue {
+    let queue = this.queues.get(key);
+    if (!queue) {
+      queue = { waiters: [], held: 0, handoffs: 0 };
+      this.queues.set(key, queue);
+    }
+    return queue;
+  }
+
+  private dropQueueIfIdle(key: string, queue: KeyQueue): void {
+    if (queue.held <= 0 && queue.waiters.length === 0 && this.queues.get(key) === queue) {
+      this.queues.delete(key);
+    }
+  }
+
+  /**
+   * Waits in the key's local FIFO. Only the head competes over the network; the others wait for
+   * a local handoff or to become the head.
+   */
+  private waitInQueue(
+    keys: readonly string[],
+    queue: KeyQueue,
+    token: string,
+    ttl: number,
+    startedAt: number,
+    deadline: number,
+  ): Promise<Lease> {
+    const key = keys[0];
+    return new Promise<Lease>((resolve, reject) => {
+      let done = false;
+      let nudge: (() => void) | undefined;
+      let listening: { ready: Promise<void>; stop: () => void } | undefined;
+      let lastPttl = ttl;
+      const deadlineTimer = setTimeout(() => {
+        finish();
+        reject(new LockNotAcquiredError(keys, performance.now() - startedAt, lastPttl));
+      }, Math.max(0, deadline - performance.now()));
+
+      const finish = () => {
+        done = true;
+        clearTimeout(deadlineTimer);
+        listening?.stop();
+        const i = queue.waiters.indexOf(waiter);
+        if (i >= 0) queue.waiters.splice(i, 1);
+        // The next in line becomes the head; if the lock is not held here, it competes now.
+        if (i === 0 && queue.held <= 0) queue.waiters[0]?.wake();
+        this.dropQueueIfIdle(key, queue);
+      };
+
+      const waiter: Waiter = {
+        token,
+        ttl,
+        startedAt,
+        handOver: (lease) => {
+          if (done) return;
+          finish();
+          resolve(lease);
+        },
+        wake: () => {
+          const n = nudge;
+          nudge = undefined;
+          n?.();
+        },
+        listening: false,
+      };
+      queue.waiters.push(waiter);
+
+      const sleep = (ms: number) =>
+        new Promise<'notified' | 'timer'>((wake) => {
+          const t = setTimeout(() => {
+            nudge = undefined;
+            wake('timer');
+          }, ms);
+          nudge = () => {
+            clearTimeout(t);
+            wake('notified');
+          };
+        });
+
+      const loop = async () => {
+        while (!done && !this.closed) {
+          if (queue.waiters[0] !== waiter) {
+            // Not our turn: we become the head when the one ahead of us leaves.
+            await sleep(Math.min(MAX_POLL_MS, Math.max(1, deadline - performance.now())));
+            continue;
+          }
+          if (!listening) {
+            // The head hears every release of the key, including its own process's public ones.
+            listening = this.notifier.listen(this.channel(key), () => {
+              this.stats.notifiedWakeups++;
+              waiter.wake();
+            });
+            await listening.ready.then(
+              () => (waiter.listening = true),
+              () => undefined,
+            );
+          }
+          if (done) return;
+          if (queue.held > 0) {
+            // Held here: the holder hands it over, or releases it and we hear the PUBLISH.
+            const why = await sleep(Math.min(MAX_POLL_MS, Math.max(1, deadline - performance.now())));
+            if (why === 'timer') this.stats.timerWakeups++;
+            continue;
+          }
+          const remaining = deadline - performance.now();
+          const vote = await this.attempt(keys, token, ttl, Math.max(1, remaining));
+          if (done) {
+            // The deadline passed while the attempt was in flight: give back what it took.
+            if (vote.kind === 'ok') void this.onNodes((n) => this.nodeRelease(n, keys, token));
+            return;
+          }
+          if (vote.kind === 'ok') {
+            // Count the hold before leaving the queue, so the next head waits for a handoff
+            // instead of competing for a key this process holds.
+            const lease = this.hold(keys, token, ttl, vote, startedAt);
+            finish();
+            resolve(lease);
+            return;
+          }
+          lastPttl = vote.pttl;
+          const why = await sleep(this.retryDelay(vote.pttl, deadline));
+          if (why === 'timer') this.stats.timerWakeups++;
+        }
+      };
+      loop().catch((err: unknown) => {
+        if (done) return;
+        finish();
+        reject(err);
+      });
+    });
+  }
+
+  /** Multi-key callers: no local queue; retry on any release of a key they wait for. */
+  private async waitAsMany(
+    keys: readonly string[],
+    token: string,
+    ttl: number,
+    startedAt: number,
+    deadline: number,
+  ): Promise<Lease> {
+    let nudge: (() => void) | undefined;
+    const subs = keys.map((k) =>
+      this.notifier.listen(this.channel(k), () => {
+        this.stats.notifiedWakeups++;
+        nudge?.();
+      }),
+    );
+    try {
+      await Promise.all(subs.map((s) => s.ready.catch(() => undefined)));
+      for (;;) {
+        const remaining = deadline - performance.now();
+        if (remaining <= 0) break;
+        const vote = await this.attempt(keys, token, ttl, remaining);
+        if (vote.kind === 'ok') return this.hold(keys, token, ttl, vote, startedAt);
+        const delay = Math.min(this.retryDelay(vote.pttl, deadline), deadline - performance.now());
+        if (delay <= 0) throw new LockNotAcquiredError(keys, performance.now() - startedAt, vote.pttl);
+        const why = await new Promise<'notified' | 'timer'>((wake) => {
+          const t = setTimeout(() => wake('timer'), delay);
+          nudge = () => {
+            clearTimeout(t);
+            wake('notified');
+          };
+        });
+        nudge = undefined;
+        if (why === 'timer') this.stats.timerWakeups++;
+      }
+      throw new LockNotAcquiredError(keys, performance.now() - startedAt, ttl);
+    } finally {
+      for (const s of subs) s.stop();
+    }
+  }
+
+  /**
+   * Expiry publishes nothing, so a waiter also retries when the holder's lease would run out;
+   * the cap covers a lost notification (subscriber reconnecting).
+   */
+  private retryDelay(pttl: number, deadline: number): number {
+    const untilExpiry = pttl > 0 ? pttl + 1 : 1;
+    return Math.max(1, Math.min(untilExpiry, MAX_POLL_MS, deadline - performance.now()));
+  }
+
+  private hold(
+    keys: readonly string[],
+    token: string,
+    ttl: number,
+    vote: { fences: number[]; start?: number },
+    startedAt: number,
+  ): Lease {
+    const now = performance.now();
+    if (keys.length === 1) this.queueFor(keys[0]).held++;
+    return {
+      keys,
+      token,
+      ttl,
+      fences: vote.fences,
+      validUntil: (vote.start ?? now) + ttl - this.drift(ttl),
+      acquiredAt: Date.now(),
+      waitedMs: now - startedAt,
+      released: false,
+    };
+  }
+
+  private async handoff(lease: Lease, next: Waiter): Promise<boolean> {
+    const start = performance.now();
+    const votes = await this.onNodes((node) =>
+      this.runScript(node, HANDOFF, this.allKeys(lease.keys), [lease.token, next.token, next.ttl]),
+    );
+    const fencesPerNode = votes
+      .filter((v): v is number[] => Array.isArray(v) && v[0] === 1)
+      .map((v) => v.slice(1).map(Number));
+    if (fencesPerNode.length < this.quorum || performance.now() >= start + next.ttl - this.drift(next.ttl)) {
+      return false;
+    }
+    const fences = await this.settleFences(lease.keys, fencesPerNode);
+    // The hold passes from one caller to the next: `held` of the key does not change.
+    const now = performance.now();
+    next.handOver({
+      keys: lease.keys,
+      token: next.token,
+      ttl: next.ttl,
+      fences,
+      validUntil: start + next.ttl - this.drift(next.ttl),
+      acquiredAt: Date.now(),
+      waitedMs: now - next.startedAt,
+      released: false,
+    });
+    return true;
+  }
+
+  // ---------------------------------------------------------------- protocol
+
+  private channel(key: string): string {
+    return `${this.redisKey(key)}:rel`;
+  }
+
+  private drift(ttl: number): number {
+    return Math.round(ttl * this.settings.driftFactor) + 2;
+  }
+
+  /** The script keys of a lease: per lock key, the lock, fence and wait-flag keys. */
+  private allKeys(keys: readonly string[]): string[] {
+    const out: string[] = [];
+    for (const k of keys) {
+      const rk = this.redisKey(k);
+      out.push(rk, `${rk}:fence`, `${rk}:wait`);
+    }
+    return out;
+  }
+
+  /**
+   * Units that can go in one script: every key at once, except on Redis Cluster where keys of
+   * different slots must be taken one by one (in sorted order, so never a deadlock).
+   */
+  private units(keys: readonly string[]): string[][] {
+    if (!this.clustered || keys.length === 1) return [this.allKeys(keys)];
+    return keys.map((k) => this.allKeys([k]));
+  }
+
+  /**
+   * One acquire round over every node. Contention and failure are kept apart: it is a backend
+   * failure only when errors alone make a quorum impossible.
+   */
+  private async attempt(
+    keys: readonly string[],
+    token: string,
+    ttl: number,
+    flagMs: number,
+  ): Promise<{ kind: 'ok'; fences: number[]; start: number } | { kind: 'busy'; pttl: number }> {
+    this.stats.attempts++;
+    const start = performance.now();
+    const units = this.units(keys);
+    const flag = Math.ceil(flagMs);
+    if (this.nodes.length === 1) {
+      const vote = await this.nodeAcquire(this.nodes[0], units, token, ttl, flag);
+      if (vote.kind === 'ok') return { kind: 'ok', fences: vote.fences, start };
+      if (vote.kind === 'busy') return vote;
+      throw new LockBackendError(keys, [vote.error]);
+    }
+    const votes = await Promise.all(
+      this.nodes.map((node) => this.nodeAcquire(node, units, token, ttl, flag)),
+    );
+    const ok = votes.filter((v): v is { kind: 'ok'; fences: number[] } => v.kind === 'ok');
+    const validity = ttl - (performance.now() - start) - this.drift(ttl);
+    if (ok.length >= this.quorum && validity > 0) {
+      const fences = await this.settleFences(
+        keys,
+        ok.map((v) => v.fences),
+      );
+      return { kind: 'ok', fences, start };
+    }
+    // No quorum: give back what we took (also on nodes that errored or timed out, whose
+    // acquire may still land; a release of a lock we do not hold is a no-op).
+    const toUndo = this.nodes.filter((_, i) => votes[i].kind !== 'busy');
+    void Promise.all(toUndo.map((n) => this.nodeRelease(n, keys, token).catch(() => 0)));
+    const errors = votes.filter((v): v is { kind: 'error'; error: Error } => v.kind === 'error');
+    if (errors.length > this.nodes.length - this.quorum) {
+      throw new LockBackendError(
+        keys,
+        errors.map((e) => e.error),
+      );
+    }
+    const busy = votes
+      .filter((v): v is { kind: 'busy'; pttl: number } => v.kind === 'busy')
+      .map((v) => v.pttl)
+      .sort((a, b) => a - b);
+    return { kind: 'busy', pttl: busy[0] ?? 0 };
+  }
+
+  /**
+   * Quorum only: nodes that disagree on a fence get raised to the largest one before the holder
+   * runs, so the next holder's fence is larger on every majority. Nodes in step (the usual case)
+   * cost nothing.
+   */
+  private async settleFences(
+    keys: readonly string[],
+    perNode: number[][],
+  ): Promise<number[]> {
+    const fences = perNode[0].slice();
+    let inStep = true;
+    for (const nodeFences of perNode.slice(1)) {
+      nodeFences.forEach((f, i) => {
+        if (f !== fences[i]) inStep = false;
+        if (f > fences[i]) fences[i] = f;
+      });
+    }
+    if (!inStep) {
+      await this.onNodes((node) =>
+        this.runScript(node, RAISE_FENCE, this.allKeys(keys), fences),
+      );
+    }
+    return fences;
+  }
+
+  private async nodeAcquire(
+    node: RedisNode,
+    units: string[][],
+    token: string,
+    ttl: number,
+    flag: number,
+  ): Promise<Vote> {
+    const fences: number[] = [];
+    for (let u = 0; u < units.length; u++) {
+      let reply: unknown;
+      try {
+        reply = await this.runScript(node, ACQUIRE, units[u], [token, ttl, flag]);
+      } catch (e) {
+        if (u > 0) await this.releaseUnits(node, units.slice(0, u), token);
+        return { kind: 'error', error: asError(e) };
+      }
+      const r = reply as number[];
+      if (r[0] !== 1) {
+        if (u > 0) await this.releaseUnits(node, units.slice(0, u), token);
+        return { kind: 'busy', pttl: Number(r[1]) };
+      }
+      for (let i = 1; i < r.length; i++) fences.push(Number(r[i]));
+    }
+    return { kind: 'ok', fences };
+  }
+
+  private async releaseUnits(node: RedisNode, units: string[][], token: string): Promise<void> {
+    await Promise.all(units.map((u) => this.runScript(node, RELEASE, u, [token]).catch(() => undefined)));
+  }
+
+  private async nodeExtend(node: RedisNode, lease: Lease, ttl: number): Promise<boolean> {
+    const replies = await Promise.all(
+      this.units(lease.keys).map((u) => this.runScript(node, EXTEND, u, [lease.token, ttl])),
+    );
+    return replies.every((r) => Number(r) === 1);
+  }
+
+  /** Returns how many freed keys had waiters to notify. */
+  private async nodeRelease(node: RedisNode, keys: readonly string[], token: string): Promise<number> {
+    const replies = await Promise.all(
+      this.units(keys).map((u) => this.runScript(node, RELEASE, u, [token])),
+    );
+    let notified = 0;
+    for (const r of replies) notified += Number((r as number[])[1]);
+    return notified;
+  }
+
+  /** Runs `fn` on every node with the command timeout; an error becomes the node's vote. */
+  private onNodes<T>(fn: (node: RedisNode) => Promise<T>): Promise<(T | Error)[]> {
+    return Promise.all(
+      this.nodes.map((node) => fn(node).then((v) => v, (e: unknown) => asError(e))),
+    );
+  }
+
+  /** EVALSHA, falling back to EVAL once per node when the script is not loaded yet. */
+  private async runScript(
+    node: RedisNode,
+    s: Script,
+    keys: string[],
+    args: (string | number)[],
+  ): Promise<unknown> {
+    const timeout = this.settings.commandTimeout;
+    let timer: NodeJS.Timeout | undefined;
+    const call = node.evalsha(s.sha, keys.length, ...keys, ...args).catch((e: unknown) => {
+      if (e instanceof Error && e.message.startsWith('NOSCRIPT')) {
+        return node.eval(s.lua, keys.length, ...keys, ...args);
+      }
+      throw e;
+    });
+    const limit = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`no answer from Redis within ${timeout} ms (commandTimeout)`)),
+        timeout,
+      );
+    });
+    try {
+      return await Promise.race([call, limit]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

@@ -1,0 +1,95 @@
+import type { Cluster, Redis } from 'ioredis';
+
+type RedisNode = Redis | Cluster;
+
+interface Channel {
+  listeners: Set<() => void>;
+  ready: Promise<void>;
+}
+
+/**
+ * Wake-ups for waiters: one subscriber connection per client group (not one per waiter),
+ * subscribed to a key's release channel only while a caller of this process waits for that key.
+ * The last waiter to leave unsubscribes, so millions of keys over time leave nothing behind.
+ * @internal
+ */
+export class LockNotifier {
+  private subscriber?: RedisNode;
+  private readonly channels = new Map<string, Channel>();
+  /** Messages received (release notifications), for tests and stats. */
+  received = 0;
+
+  constructor(
+    private readonly source: RedisNode,
+    private readonly onError: (error: Error) => void,
+  ) {}
+
+  /** Subscribed channels (for tests: empty once every waiter left). */
+  get size(): number {
+    return this.channels.size;
+  }
+
+  /**
+   * Calls `listener` on every release of `channel` until the returned `stop` is called.
+   * `ready` settles once the subscription is active (a release before that is not seen, so
+   * callers try the lock once more after `ready`).
+   */
+  listen(channel: string, listener: () => void): { ready: Promise<void>; stop: () => void } {
+    let entry = this.channels.get(channel);
+    if (!entry) {
+      const sub = this.connection();
+      entry = {
+        listeners: new Set(),
+        ready: sub.subscribe(channel).then(() => undefined),
+      };
+      entry.ready.catch(() => undefined);
+      this.channels.set(channel, entry);
+    }
+    const e = entry;
+    e.listeners.add(listener);
+    let stopped = false;
+    return {
+      ready: e.ready,
+      stop: () => {
+        if (stopped) return;
+        stopped = true;
+        e.listeners.delete(listener);
+        if (e.listeners.size === 0 && this.channels.get(channel) === e) {
+          this.channels.delete(channel);
+          // Commands on one connection run in order, so a later SUBSCRIBE of the same channel
+          // lands after this UNSUBSCRIBE.
+          this.subscriber?.unsubscribe(channel).catch(() => undefined);
+        }
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    const sub = this.subscriber;
+    this.subscriber = undefined;
+    this.channels.clear();
+    if (sub) {
+      await sub.quit().catch(() => sub.disconnect());
+    }
+  }
+
+  private connection(): RedisNode {
+    if (this.subscriber) return this.subscriber;
+    // A duplicate shares the node's address and options; the offline queue lets SUBSCRIBE wait
+    // for the connection instead of failing while it opens.
+    const sub = (
+      'isCluster' in this.source && this.source.isCluster
+        ? (this.source as Cluster).duplicate(undefined, { enableOfflineQueue: true })
+        : (this.source as Redis).duplicate({ enableOfflineQueue: true, lazyConnect: false })
+    ) as RedisNode;
+    sub.on('error', (err: Error) => this.onError(err));
+    sub.on('message', (channel: string) => {
+      const entry = this.channels.get(channel);
+      if (!entry) return;
+      this.received++;
+      for (const l of [...entry.listeners]) l();
+    });
+    this.subscriber = sub;
+    return sub;
+  }
+}

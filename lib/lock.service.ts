@@ -1,0 +1,334 @@
+import { EventEmitter } from 'node:events';
+import {
+  type BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+} from '@nestjs/common';
+import { isObservable, Observable } from 'rxjs';
+import { LockConfigError, LockError, LockLostError } from './errors';
+import type { LockContextInfo, LockedOptions, LockHandle } from './interfaces';
+import { assertRawKey, type KeyRenderer } from './key-template';
+import type { Lease, LockClient } from './lock-client';
+import { LockClientRegistry } from './lock-client.registry';
+import { holdId, LockContext, type HoldRecord, type LockScope } from './lock-context';
+import { type ResolvedRedlockOptions, validateBehaviour } from './redlock-options';
+import { DEFAULT_CLIENT, RESOLVED_OPTIONS } from './redlock.constants';
+import { SegmentedStrategy } from './strategies/segmented.strategy';
+import { Watchdog } from './watchdog';
+
+/** What a `lost` listener receives. */
+export interface LockLostEvent {
+  readonly keys: readonly string[];
+  readonly client: string;
+  readonly error: LockLostError;
+}
+
+/** Events of `LockService`. */
+export interface LockServiceEvents {
+  /** A held lock was lost while its call still ran (the signal aborted at the same moment). */
+  lost: (event: LockLostEvent) => void;
+}
+
+/** What `@Locked` stores about a method, prepared at decoration time. @internal */
+export interface LockedMethod {
+  readonly where: string;
+  readonly render: KeyRenderer;
+  readonly options: LockedOptions;
+}
+
+/** A lock held right now, for shutdown. */
+interface ActiveHold {
+  readonly lease: Lease;
+  readonly client: LockClient;
+  readonly controller: AbortController;
+  watchdog?: Watchdog;
+  readonly record: HoldRecord;
+}
+
+interface Behaviour {
+  client: LockClient;
+  clientName: string;
+  ttl: number;
+  watchdog: boolean;
+  maxHold: number;
+  waitTimeout: number;
+  segments?: number;
+}
+
+const settle = async <T>(value: T | Promise<T>): Promise<T> => value;
+
+/**
+ * Distributed locks for code that is not a decorated method, and the engine behind `@Locked`.
+ *
+ * @example
+ * ```ts
+ * constructor(private readonly locks: LockService) {}
+ *
+ * async settle(orderId: string) {
+ *   return this.locks.using(`order:${orderId}`, async ({ fence, signal }) => {
+ *     await this.orders.settle(orderId, { fence });
+ *   }, { waitTimeout: 0 });
+ * }
+ * ```
+ * @publicApi
+ */
+@Injectable()
+export class LockService implements BeforeApplicationShutdown {
+  private readonly logger = new Logger('nest-locked');
+  private readonly events = new EventEmitter();
+  private readonly active = new Set<ActiveHold>();
+  private readonly segmented: SegmentedStrategy;
+  private shuttingDown = false;
+
+  constructor(
+    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedRedlockOptions,
+    private readonly registry: LockClientRegistry,
+  ) {
+    this.segmented = new SegmentedStrategy();
+  }
+
+  /**
+   * Runs `fn` while holding every key (all or nothing, taken in sorted order), renewing the
+   * lease while it runs and releasing when it settles. Keys are used as given (no template).
+   *
+   * @throws LockNotAcquiredError still busy after `waitTimeout`
+   * @throws LockBackendError Redis failed
+   * @throws LockKeyError a key is empty or longer than 1024 bytes
+   */
+  async using<T>(
+    keys: string | readonly string[],
+    fn: (lock: LockContextInfo) => T | Promise<T>,
+    options: LockedOptions = {},
+  ): Promise<T> {
+    validateBehaviour(options, 'LockService.using options');
+    const list = (typeof keys === 'string' ? [keys] : [...keys]).map((k) =>
+      assertRawKey(k, 'LockService.using'),
+    );
+    return this.run(list, options, () => fn(LockContext.current() as LockContextInfo));
+  }
+
+  /**
+   * Takes the lock and returns a handle; release it yourself, in a `finally`. The watchdog
+   * renews it until `release()` (unless `watchdog: false`). Not reentrant: a second `acquire` of
+   * a key you hold waits like any other caller.
+   */
+  async acquire(keys: string | readonly string[], options: LockedOptions = {}): Promise<LockHandle> {
+    validateBehaviour(options, 'LockService.acquire options');
+    if (options.segments !== undefined) {
+      throw new LockConfigError(
+        'LockService.acquire does not take "segments"; use using() or @Locked for segmented locks.',
+        'segments',
+      );
+    }
+    const list = (typeof keys === 'string' ? [keys] : [...keys]).map((k) =>
+      assertRawKey(k, 'LockService.acquire'),
+    );
+    const b = this.behaviour(options);
+    const hold = await this.take(sortUnique(list), b);
+    const { lease, client } = hold;
+    const release = () => this.finish(hold);
+    return {
+      ...this.info(hold),
+      release,
+      extend: async (ms: number) => {
+        if (!(await client.extend(lease, ms))) {
+          throw new LockLostError(lease.keys, 'lost');
+        }
+      },
+    };
+  }
+
+  /** Whether `key` (a rendered key, without keyPrefix) is locked right now. */
+  async isLocked(key: string, options: Pick<LockedOptions, 'client'> = {}): Promise<boolean> {
+    return this.client(options.client).isLocked(assertRawKey(key, 'LockService.isLocked'));
+  }
+
+  /**
+   * Forgets which slices of a segmented key were found exhausted, so a restocked resource is
+   * used at once (without this, exhausted slices are retried within 1 s anyway).
+   */
+  resetSegments(key: string, options: Pick<LockedOptions, 'client'> = {}): void {
+    this.segmented.reset(options.client ?? DEFAULT_CLIENT, assertRawKey(key, 'LockService.resetSegments'));
+  }
+
+  /** Listens to lock events (`lost`). */
+  on<E extends keyof LockServiceEvents>(event: E, listener: LockServiceEvents[E]): this {
+    this.events.on(event, listener);
+    return this;
+  }
+
+  /** Removes a listener added with `on`. */
+  off<E extends keyof LockServiceEvents>(event: E, listener: LockServiceEvents[E]): this {
+    this.events.off(event, listener);
+    return this;
+  }
+
+  /** @internal Called by the `@Locked` proxy. */
+  runDecorated(method: LockedMethod, fn: () => unknown, args: readonly unknown[]): Promise<unknown> {
+    let keys: string[];
+    try {
+      keys = method.render(args);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.run(keys, method.options, fn);
+  }
+
+  /** @internal */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.shuttingDown = true;
+    await Promise.all(
+      [...this.active].map((hold) => {
+        hold.controller.abort(new LockLostError(hold.lease.keys, 'shutdown'));
+        return this.finish(hold);
+      }),
+    );
+  }
+
+  /** The group a call locks in. @throws LockConfigError for an unknown group */
+  private client(name: string = DEFAULT_CLIENT): LockClient {
+    return this.registry.get(name);
+  }
+
+  private behaviour(options: LockedOptions): Behaviour {
+    const o = this.options;
+    const clientName = options.client ?? DEFAULT_CLIENT;
+    return {
+      client: this.client(clientName),
+      clientName,
+      ttl: options.ttl ?? o.ttl,
+      watchdog: options.watchdog ?? o.watchdog,
+      maxHold: options.maxHold ?? o.maxHold,
+      waitTimeout: options.waitTimeout ?? o.waitTimeout,
+      segments: options.segments,
+    };
+  }
+
+  /** Lock, run, unlock: the one path behind `@Locked` and `using`. */
+  private async run(keys: string[], options: LockedOptions, fn: () => unknown): Promise<never> {
+    const b = this.behaviour(options);
+    const sorted = sortUnique(keys);
+    const scope = LockContext.scope();
+
+    if (b.segments !== undefined) {
+      return this.segmented.run(sorted[0], b.segments, b.clientName, (slice, segment) =>
+        this.runHeld([slice], b, fn, scope, segment),
+      ) as Promise<never>;
+    }
+    // Reentrancy: every key already held by this async context -> no Redis round trip.
+    if (scope && sorted.every((k) => scope.held.get(holdId(b.clientName, k))?.active)) {
+      return settle(fn()) as Promise<never>;
+    }
+    return this.runHeld(sorted, b, fn, scope) as Promise<never>;
+  }
+
+  private async runHeld(
+    keys: string[],
+    b: Behaviour,
+    fn: () => unknown,
+    parent: LockScope | undefined,
+    segment?: number,
+  ): Promise<unknown> {
+    // Keys this context already holds are not taken twice.
+    const needed = parent
+      ? keys.filter((k) => !parent.held.get(holdId(b.clientName, k))?.active)
+      : keys;
+    const hold = await this.take(needed, b);
+    const held = new Map(parent?.held);
+    for (const k of needed) held.set(holdId(b.clientName, k), hold.record);
+    const scope: LockScope = { info: this.info(hold, segment), held };
+
+    let result: unknown;
+    try {
+      result = LockContext.run(scope, fn);
+    } catch (err) {
+      await this.finish(hold);
+      throw err;
+    }
+    if (isObservable(result)) return this.holdObservable(result, scope, hold);
+    try {
+      return await result;
+    } finally {
+      await this.finish(hold);
+    }
+  }
+
+  /** An Observable keeps the lock until it completes, errors or is unsubscribed. */
+  private holdObservable(
+    source: Observable<unknown>,
+    scope: LockScope,
+    hold: ActiveHold,
+  ): Observable<unknown> {
+    return new Observable((subscriber) => {
+      const inner = LockContext.run(scope, () =>
+        source.subscribe({
+          next: (v) => subscriber.next(v),
+          error: (e: unknown) => void this.finish(hold).then(() => subscriber.error(e)),
+          complete: () => void this.finish(hold).then(() => subscriber.complete()),
+        }),
+      );
+      return () => {
+        inner.unsubscribe();
+        void this.finish(hold);
+      };
+    });
+  }
+
+  private async take(keys: string[], b: Behaviour): Promise<ActiveHold> {
+    const ttl = Math.min(b.ttl, b.maxHold);
+    const lease = await b.client.acquire(keys, Math.max(10, Math.ceil(ttl)), b.waitTimeout);
+    const controller = new AbortController();
+    const hold: ActiveHold = { lease, client: b.client, controller, record: { active: true } };
+    if (b.watchdog) {
+      hold.watchdog = new Watchdog(b.client, lease, lease.ttl, b.maxHold, (error) =>
+        this.lost(hold, b.clientName, error),
+      );
+      hold.watchdog.start();
+    }
+    this.active.add(hold);
+    if (this.shuttingDown) {
+      controller.abort(new LockLostError(keys, 'shutdown'));
+    }
+    return hold;
+  }
+
+  private lost(hold: ActiveHold, client: string, error: LockLostError): void {
+    if (!hold.controller.signal.aborted) hold.controller.abort(error);
+    this.logger.warn(error.message);
+    this.events.emit('lost', { keys: hold.lease.keys, client, error } satisfies LockLostEvent);
+  }
+
+  /** Stops renewals and releases; a failed release is logged, never thrown over the result. */
+  private async finish(hold: ActiveHold): Promise<void> {
+    if (!this.active.delete(hold)) return;
+    hold.watchdog?.stop();
+    hold.record.active = false;
+    try {
+      await hold.client.release(hold.lease);
+    } catch (err) {
+      const why = err instanceof LockError || err instanceof Error ? err.message : String(err);
+      this.logger.warn(`Release failed, the lease will expire by itself: ${why}`);
+    }
+  }
+
+  private info(hold: ActiveHold, segment?: number): LockContextInfo {
+    const { lease } = hold;
+    const fences: Record<string, number> = {};
+    lease.keys.forEach((k, i) => (fences[k] = lease.fences[i]));
+    return {
+      keys: lease.keys,
+      fence: lease.fences[0],
+      fences,
+      segment,
+      signal: hold.controller.signal,
+      acquiredAt: lease.acquiredAt,
+      waitedMs: lease.waitedMs,
+    };
+  }
+}
+
+function sortUnique(keys: readonly string[]): string[] {
+  if (keys.length === 1) return [keys[0]];
+  return [...new Set(keys)].sort();
+}

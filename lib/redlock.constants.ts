@@ -1,0 +1,32 @@
+/** @internal */
+export const DEFAULT_CLIENT = 'default';
+
+/**
+ * The defaults of every option, in one frozen place, merged once in `resolveRedlockOptions` so
+ * `forRoot` and `forRootAsync` agree.
+ * @internal
+ */
+export const DEFAULT_OPTIONS = Object.freeze({
+  keyPrefix: 'lock:',
+  ttl: 30_000,
+  watchdog: true,
+  maxHold: Infinity,
+  waitTimeout: 5_000,
+  busyStatus: 409,
+  interceptor: true,
+  driftFactor: 0.01,
+  localHandoffs: 4,
+  commandTimeout: 2_000,
+});
+
+/** Metadata key written by `@Locked` on the wrapped method. @internal */
+export const LOCKED_METADATA = 'nest-locked:locked';
+
+/** Property under which `@Locked` injects the LockService into the host instance. @internal */
+export const LOCK_SERVICE_PROPERTY = Symbol('nest-locked:lockService');
+
+/** Token of the validated, defaults-merged options. @internal */
+export const RESOLVED_OPTIONS = Symbol('nest-locked:resolvedOptions');
+
+/** How long a slice that threw SegmentExhaustedError is skipped before being retried. @internal */
+export const SEGMENT_EXHAUSTED_MS = 1_000;
