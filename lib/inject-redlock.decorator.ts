@@ -27,7 +27,9 @@ export function requestedRedlockNames(): string[] {
  * ```
  * @publicApi
  */
-export function InjectRedlock(name: string = DEFAULT_CLIENT): ParameterDecorator & PropertyDecorator {
+export function InjectRedlock(
+  name: string = DEFAULT_CLIENT,
+): ParameterDecorator & PropertyDecorator {
   requested.add(name);
   return Inject(getRedlockToken(name));
 }

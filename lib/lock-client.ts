@@ -278,10 +278,13 @@ export class LockClient {
       let nudge: (() => void) | undefined;
       let listening: { ready: Promise<void>; stop: () => void } | undefined;
       let lastPttl = ttl;
-      const deadlineTimer = setTimeout(() => {
-        finish();
-        reject(new LockNotAcquiredError(keys, performance.now() - startedAt, lastPttl));
-      }, Math.max(0, deadline - performance.now()));
+      const deadlineTimer = setTimeout(
+        () => {
+          finish();
+          reject(new LockNotAcquiredError(keys, performance.now() - startedAt, lastPttl));
+        },
+        Math.max(0, deadline - performance.now()),
+      );
 
       const finish = () => {
         done = true;
@@ -345,7 +348,9 @@ export class LockClient {
           if (done) return;
           if (queue.held > 0) {
             // Held here: the holder hands it over, or releases it and we hear the PUBLISH.
-            const why = await sleep(Math.min(MAX_POLL_MS, Math.max(1, deadline - performance.now())));
+            const why = await sleep(
+              Math.min(MAX_POLL_MS, Math.max(1, deadline - performance.now())),
+            );
             if (why === 'timer') this.stats.timerWakeups++;
             continue;
           }
@@ -400,7 +405,8 @@ export class LockClient {
         const vote = await this.attempt(keys, token, ttl, remaining);
         if (vote.kind === 'ok') return this.hold(keys, token, ttl, vote, startedAt);
         const delay = Math.min(this.retryDelay(vote.pttl, deadline), deadline - performance.now());
-        if (delay <= 0) throw new LockNotAcquiredError(keys, performance.now() - startedAt, vote.pttl);
+        if (delay <= 0)
+          throw new LockNotAcquiredError(keys, performance.now() - startedAt, vote.pttl);
         const why = await new Promise<'notified' | 'timer'>((wake) => {
           const t = setTimeout(() => wake('timer'), delay);
           nudge = () => {
@@ -455,7 +461,10 @@ export class LockClient {
     const fencesPerNode = votes
       .filter((v): v is number[] => Array.isArray(v) && v[0] === 1)
       .map((v) => v.slice(1).map(Number));
-    if (fencesPerNode.length < this.quorum || performance.now() >= start + next.ttl - this.drift(next.ttl)) {
+    if (
+      fencesPerNode.length < this.quorum ||
+      performance.now() >= start + next.ttl - this.drift(next.ttl)
+    ) {
       return false;
     }
     const fences = await this.settleFences(lease.keys, fencesPerNode);
@@ -558,10 +567,7 @@ export class LockClient {
    * runs, so the next holder's fence is larger on every majority. Nodes in step (the usual case)
    * cost nothing.
    */
-  private async settleFences(
-    keys: readonly string[],
-    perNode: number[][],
-  ): Promise<number[]> {
+  private async settleFences(keys: readonly string[], perNode: number[][]): Promise<number[]> {
     const fences = perNode[0].slice();
     let inStep = true;
     for (const nodeFences of perNode.slice(1)) {
@@ -571,9 +577,7 @@ export class LockClient {
       });
     }
     if (!inStep) {
-      await this.onNodes((node) =>
-        this.runScript(node, RAISE_FENCE, this.allKeys(keys), fences),
-      );
+      await this.onNodes((node) => this.runScript(node, RAISE_FENCE, this.allKeys(keys), fences));
     }
     return fences;
   }
@@ -605,7 +609,9 @@ export class LockClient {
   }
 
   private async releaseUnits(node: RedisNode, units: string[][], token: string): Promise<void> {
-    await Promise.all(units.map((u) => this.runScript(node, RELEASE, u, [token]).catch(() => undefined)));
+    await Promise.all(
+      units.map((u) => this.runScript(node, RELEASE, u, [token]).catch(() => undefined)),
+    );
   }
 
   private async nodeExtend(node: RedisNode, lease: Lease, ttl: number): Promise<boolean> {
@@ -616,7 +622,11 @@ export class LockClient {
   }
 
   /** Returns how many freed keys had waiters to notify. */
-  private async nodeRelease(node: RedisNode, keys: readonly string[], token: string): Promise<number> {
+  private async nodeRelease(
+    node: RedisNode,
+    keys: readonly string[],
+    token: string,
+  ): Promise<number> {
     const replies = await Promise.all(
       this.units(keys).map((u) => this.runScript(node, RELEASE, u, [token])),
     );
@@ -628,7 +638,12 @@ export class LockClient {
   /** Runs `fn` on every node with the command timeout; an error becomes the node's vote. */
   private onNodes<T>(fn: (node: RedisNode) => Promise<T>): Promise<(T | Error)[]> {
     return Promise.all(
-      this.nodes.map((node) => fn(node).then((v) => v, (e: unknown) => asError(e))),
+      this.nodes.map((node) =>
+        fn(node).then(
+          (v) => v,
+          (e: unknown) => asError(e),
+        ),
+      ),
     );
   }
 

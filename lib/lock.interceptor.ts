@@ -129,7 +129,8 @@ export class LockInterceptor implements NestInterceptor {
       }
       case 'rpc': {
         const RpcException = optional(
-          () => (require('@nestjs/microservices') as { RpcException: RpcExceptionCtor }).RpcException,
+          () =>
+            (require('@nestjs/microservices') as { RpcException: RpcExceptionCtor }).RpcException,
           rpcCache,
         );
         return RpcException ? new RpcException(body) : error;

@@ -1,10 +1,5 @@
 import { EventEmitter } from 'node:events';
-import {
-  type BeforeApplicationShutdown,
-  Inject,
-  Injectable,
-  Logger,
-} from '@nestjs/common';
+import { type BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import { isObservable, Observable } from 'rxjs';
 import { LockConfigError, LockError, LockLostError } from './errors';
 import type { LockContextInfo, LockedOptions, LockHandle } from './interfaces';
@@ -113,7 +108,10 @@ export class LockService implements BeforeApplicationShutdown {
    * renews it until `release()` (unless `watchdog: false`). Not reentrant: a second `acquire` of
    * a key you hold waits like any other caller.
    */
-  async acquire(keys: string | readonly string[], options: LockedOptions = {}): Promise<LockHandle> {
+  async acquire(
+    keys: string | readonly string[],
+    options: LockedOptions = {},
+  ): Promise<LockHandle> {
     validateBehaviour(options, 'LockService.acquire options');
     if (options.segments !== undefined) {
       throw new LockConfigError(
@@ -149,7 +147,10 @@ export class LockService implements BeforeApplicationShutdown {
    * used at once (without this, exhausted slices are retried within 1 s anyway).
    */
   resetSegments(key: string, options: Pick<LockedOptions, 'client'> = {}): void {
-    this.segmented.reset(options.client ?? DEFAULT_CLIENT, assertRawKey(key, 'LockService.resetSegments'));
+    this.segmented.reset(
+      options.client ?? DEFAULT_CLIENT,
+      assertRawKey(key, 'LockService.resetSegments'),
+    );
   }
 
   /** Listens to lock events (`lost`). */
@@ -165,7 +166,11 @@ export class LockService implements BeforeApplicationShutdown {
   }
 
   /** @internal Called by the `@Locked` proxy. */
-  runDecorated(method: LockedMethod, fn: () => unknown, args: readonly unknown[]): Promise<unknown> {
+  runDecorated(
+    method: LockedMethod,
+    fn: () => unknown,
+    args: readonly unknown[],
+  ): Promise<unknown> {
     let keys: string[];
     try {
       keys = method.render(args);

@@ -30,9 +30,13 @@ const isNumber = (v: unknown): v is number => typeof v === 'number' && !Number.i
 export function validateBehaviour(options: LockedOptions, prefix = ''): void {
   const f = (name: string) => (prefix ? `${prefix}.${name}` : name);
   const { ttl, watchdog, maxHold, waitTimeout, segments, client } = options;
-  if (ttl !== undefined && (!isNumber(ttl) || !Number.isFinite(ttl) || ttl < 10 || !Number.isInteger(ttl)))
+  if (
+    ttl !== undefined &&
+    (!isNumber(ttl) || !Number.isFinite(ttl) || ttl < 10 || !Number.isInteger(ttl))
+  )
     fail(f('ttl'), ttl, 'an integer number of ms >= 10');
-  if (watchdog !== undefined && typeof watchdog !== 'boolean') fail(f('watchdog'), watchdog, 'a boolean');
+  if (watchdog !== undefined && typeof watchdog !== 'boolean')
+    fail(f('watchdog'), watchdog, 'a boolean');
   if (maxHold !== undefined && (!isNumber(maxHold) || maxHold <= 0))
     fail(f('maxHold'), maxHold, 'a number of ms > 0 (or Infinity)');
   if (
@@ -81,13 +85,21 @@ export function resolveRedlockOptions(options: RedlockModuleOptions = {}): Resol
   } else {
     fail('clients', clients, 'an array of Redis nodes or a record of named groups');
   }
-  if (Object.keys(groups).length === 0)
-    fail('clients', clients, 'at least one client group');
+  if (Object.keys(groups).length === 0) fail('clients', clients, 'at least one client group');
   for (const [name, entries] of Object.entries(groups)) {
     if (!Array.isArray(entries) || entries.length === 0)
-      fail(`clients.${name}`, entries, 'a non-empty array of Redis nodes (URL, options or instance)');
+      fail(
+        `clients.${name}`,
+        entries,
+        'a non-empty array of Redis nodes (URL, options or instance)',
+      );
     entries.forEach((e, i) => {
-      if (!isEntry(e)) fail(`clients.${name}[${i}]`, e, 'a Redis URL, ioredis options or a Redis/Cluster instance');
+      if (!isEntry(e))
+        fail(
+          `clients.${name}[${i}]`,
+          e,
+          'a Redis URL, ioredis options or a Redis/Cluster instance',
+        );
     });
   }
   const { clients: _omit, ...rest } = o as typeof o & { clients?: unknown };
@@ -96,6 +108,7 @@ export function resolveRedlockOptions(options: RedlockModuleOptions = {}): Resol
 
 function stripUndefined<T extends object>(o: T): Partial<T> {
   const out: Partial<T> = {};
-  for (const [k, v] of Object.entries(o)) if (v !== undefined) (out as Record<string, unknown>)[k] = v;
+  for (const [k, v] of Object.entries(o))
+    if (v !== undefined) (out as Record<string, unknown>)[k] = v;
   return out;
 }

@@ -17,7 +17,11 @@ export const LOCK_NOT_ACQUIRED = (keys: readonly string[], waitedMs: number) =>
   `Lock ${list(keys)} is held by another caller; gave up after waiting ${Math.round(waitedMs)} ms ` +
   `(waitTimeout). Retry later, or raise waitTimeout for this call.`;
 
-export const LOCK_BACKEND_FAILED = (keys: readonly string[], op: string, failures: readonly Error[]) =>
+export const LOCK_BACKEND_FAILED = (
+  keys: readonly string[],
+  op: string,
+  failures: readonly Error[],
+) =>
   `Could not ${op} lock ${list(keys)}: Redis failed (${failures
     .map((f) => f.message)
     .slice(0, 3)

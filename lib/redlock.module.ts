@@ -53,7 +53,10 @@ export class RedlockModule extends ConfigurableModuleClass {
     return RedlockModule.withProviders(super.forRootAsync(options), options.isGlobal);
   }
 
-  private static withProviders(module: DynamicModule, isGlobal: boolean | undefined): DynamicModule {
+  private static withProviders(
+    module: DynamicModule,
+    isGlobal: boolean | undefined,
+  ): DynamicModule {
     const redlocks: Provider[] = requestedRedlockNames().map((name) => ({
       provide: getRedlockToken(name),
       useFactory: (registry: LockClientRegistry) => registry.redlock(name),
@@ -79,7 +82,10 @@ export class RedlockModule extends ConfigurableModuleClass {
         },
         ...redlocks,
       ],
-      exports: [...(module.exports ?? []), ...redlocks.map((p) => (p as { provide: string }).provide)],
+      exports: [
+        ...(module.exports ?? []),
+        ...redlocks.map((p) => (p as { provide: string }).provide),
+      ],
     };
   }
 }

@@ -17,7 +17,8 @@ export class LockKeyError extends LockError {
     readonly template: string,
     /** The placeholder that failed, without braces, when one did. */
     readonly placeholder?: string,
+    cause?: unknown,
   ) {
-    super(message, []);
+    super(message, [], cause);
   }
 }

@@ -12,7 +12,8 @@ export type RedlockClientEntry = string | RedisOptions | Redis | Cluster;
  * (`{ default: [...], orders: [...] }`). A group with one entry is a single-node lock; with
  * N >= 2 entries it is a Redlock quorum (majority) over N independent masters.
  */
-export type RedlockClients = readonly RedlockClientEntry[] | Record<string, readonly RedlockClientEntry[]>;
+export type RedlockClients =
+  readonly RedlockClientEntry[] | Record<string, readonly RedlockClientEntry[]>;
 
 /** Lock behaviour that can be set module-wide and overridden per call. */
 export interface LockBehaviourOptions {
