@@ -132,6 +132,11 @@ export class LockClient {
     return this.queues.size;
   }
 
+  /** Callers of this process waiting for `key` (holders not counted). */
+  queued(key: string): number {
+    return this.queues.get(key)?.waiters.length ?? 0;
+  }
+
   /** The Redis key of a lock (`<prefix>{<key>}`). */
   redisKey(key: string): string {
     return `${this.settings.keyPrefix}{${key}}`;
@@ -139,22 +144,31 @@ export class LockClient {
 
   /**
    * Takes every key (sorted, deduplicated by the caller), waiting up to `waitTimeout` ms.
+   * `flagMs` > 0 makes a busy first try ask the holder's release to publish (for callers that
+   * already listen, see `watch`).
    * @throws LockNotAcquiredError when still busy at the deadline
    * @throws LockBackendError when too many nodes fail for a quorum
    */
-  async acquire(keys: readonly string[], ttl: number, waitTimeout: number): Promise<Lease> {
+  async acquire(
+    keys: readonly string[],
+    ttl: number,
+    waitTimeout: number,
+    flagMs = 0,
+  ): Promise<Lease> {
     const startedAt = performance.now();
     const deadline = startedAt + waitTimeout;
     const token = newToken();
     if (keys.length === 1) {
       const queue = this.queues.get(keys[0]);
-      // Someone of ours holds or waits for this key: queue behind them instead of competing.
-      if (queue && (queue.held > 0 || queue.waiters.length > 0) && waitTimeout > 0) {
-        return this.waitInQueue(keys, queue, token, ttl, startedAt, deadline);
+      if (queue && (queue.held > 0 || queue.waiters.length > 0)) {
+        // Someone of ours holds or waits for this key: queue behind them instead of competing.
+        if (waitTimeout > 0) return this.waitInQueue(keys, queue, token, ttl, startedAt, deadline);
+        // Held here and no wait wanted: busy for sure, no round trip needed.
+        if (queue.held > 0 && flagMs <= 0) throw new LockNotAcquiredError(keys, 0, ttl);
       }
     }
-    // The first try flags nothing: only a subscribed waiter asks releases to publish.
-    const first = await this.attempt(keys, token, ttl, 0);
+    // The first try flags nothing by default: only a listening waiter asks releases to publish.
+    const first = await this.attempt(keys, token, ttl, flagMs);
     if (first.kind === 'ok') return this.hold(keys, token, ttl, first, startedAt);
     if (waitTimeout <= 0 || performance.now() >= deadline) {
       throw new LockNotAcquiredError(keys, performance.now() - startedAt, first.pttl);
@@ -164,6 +178,70 @@ export class LockClient {
       return this.waitInQueue(keys, queue, token, ttl, startedAt, deadline);
     }
     return this.waitAsMany(keys, token, ttl, startedAt, deadline);
+  }
+
+  /**
+   * One try, no waiting, no error object on contention (cheap enough for sweeps over many
+   * keys): the lease, or the busy holder's remaining lease in ms.
+   * @throws LockBackendError when too many nodes fail for a quorum
+   */
+  async tryAcquire(keys: readonly string[], ttl: number): Promise<Lease | number> {
+    const queue = keys.length === 1 ? this.queues.get(keys[0]) : undefined;
+    // Held or awaited here: busy for sure, no round trip needed.
+    if (queue && (queue.held > 0 || queue.waiters.length > 0)) return ttl;
+    const startedAt = performance.now();
+    const token = newToken();
+    const vote = await this.attempt(keys, token, ttl, 0);
+    return vote.kind === 'ok' ? this.hold(keys, token, ttl, vote, startedAt) : vote.pttl;
+  }
+
+  /**
+   * Listens for releases of any of `keys` (one shared subscriber connection). After `ready`,
+   * try the lock with a `flagMs` so its release publishes, then `next(ms)` waits for a release
+   * or the timer, whichever comes first. Call `stop` when done.
+   */
+  watch(keys: readonly string[]): {
+    ready: Promise<void>;
+    next: (ms: number) => Promise<'notified' | 'timer'>;
+    stop: () => void;
+  } {
+    let nudge: (() => void) | undefined;
+    let pending = false;
+    const subs = keys.map((k) =>
+      this.notifier.listen(this.channel(k), () => {
+        this.stats.notifiedWakeups++;
+        if (nudge) nudge();
+        else pending = true;
+      }),
+    );
+    return {
+      ready: Promise.all(subs.map((s) => s.ready.catch(() => undefined))).then(() => undefined),
+      next: (ms) => {
+        if (pending) {
+          pending = false;
+          return Promise.resolve('notified');
+        }
+        return new Promise((wake) => {
+          const t = setTimeout(
+            () => {
+              nudge = undefined;
+              this.stats.timerWakeups++;
+              wake('timer');
+            },
+            Math.max(1, ms),
+          );
+          nudge = () => {
+            nudge = undefined;
+            clearTimeout(t);
+            wake('notified');
+          };
+        });
+      },
+      stop: () => {
+        nudge = undefined;
+        for (const s of subs) s.stop();
+      },
+    };
   }
 
   /**
@@ -348,10 +426,7 @@ export class LockClient {
           if (done) return;
           if (queue.held > 0) {
             // Held here: the holder hands it over, or releases it and we hear the PUBLISH.
-            const why = await sleep(
-              Math.min(MAX_POLL_MS, Math.max(1, deadline - performance.now())),
-            );
-            if (why === 'timer') this.stats.timerWakeups++;
+            await sleep(Math.min(MAX_POLL_MS, Math.max(1, deadline - performance.now())));
             continue;
           }
           const remaining = deadline - performance.now();
@@ -390,36 +465,23 @@ export class LockClient {
     startedAt: number,
     deadline: number,
   ): Promise<Lease> {
-    let nudge: (() => void) | undefined;
-    const subs = keys.map((k) =>
-      this.notifier.listen(this.channel(k), () => {
-        this.stats.notifiedWakeups++;
-        nudge?.();
-      }),
-    );
+    const watch = this.watch(keys);
     try {
-      await Promise.all(subs.map((s) => s.ready.catch(() => undefined)));
+      await watch.ready;
+      let pttl = ttl;
       for (;;) {
         const remaining = deadline - performance.now();
         if (remaining <= 0) break;
         const vote = await this.attempt(keys, token, ttl, remaining);
         if (vote.kind === 'ok') return this.hold(keys, token, ttl, vote, startedAt);
+        pttl = vote.pttl;
         const delay = Math.min(this.retryDelay(vote.pttl, deadline), deadline - performance.now());
-        if (delay <= 0)
-          throw new LockNotAcquiredError(keys, performance.now() - startedAt, vote.pttl);
-        const why = await new Promise<'notified' | 'timer'>((wake) => {
-          const t = setTimeout(() => wake('timer'), delay);
-          nudge = () => {
-            clearTimeout(t);
-            wake('notified');
-          };
-        });
-        nudge = undefined;
-        if (why === 'timer') this.stats.timerWakeups++;
+        if (delay <= 0) break;
+        await watch.next(delay);
       }
-      throw new LockNotAcquiredError(keys, performance.now() - startedAt, ttl);
+      throw new LockNotAcquiredError(keys, performance.now() - startedAt, pttl);
     } finally {
-      for (const s of subs) s.stop();
+      watch.stop();
     }
   }
 

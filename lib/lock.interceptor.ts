@@ -130,6 +130,7 @@ export class LockInterceptor implements NestInterceptor {
       case 'rpc': {
         const RpcException = optional(
           () =>
+            // eslint-disable-next-line @typescript-eslint/no-require-imports -- optional peer
             (require('@nestjs/microservices') as { RpcException: RpcExceptionCtor }).RpcException,
           rpcCache,
         );
@@ -137,6 +138,7 @@ export class LockInterceptor implements NestInterceptor {
       }
       case 'graphql': {
         const GraphQLError = optional(
+          // eslint-disable-next-line @typescript-eslint/no-require-imports -- optional peer
           () => (require('graphql') as { GraphQLError: GraphQLErrorCtor }).GraphQLError,
           gqlCache,
         );

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import { isObservable, Observable } from 'rxjs';
-import { LockConfigError, LockError, LockLostError } from './errors';
+import { LockConfigError, LockError, LockLostError, LockNotAcquiredError } from './errors';
 import type { LockContextInfo, LockedOptions, LockHandle } from './interfaces';
 import { assertRawKey, type KeyRenderer } from './key-template';
 import type { Lease, LockClient } from './lock-client';
@@ -9,7 +9,7 @@ import { LockClientRegistry } from './lock-client.registry';
 import { holdId, LockContext, type HoldRecord, type LockScope } from './lock-context';
 import { type ResolvedRedlockOptions, validateBehaviour } from './redlock-options';
 import { DEFAULT_CLIENT, RESOLVED_OPTIONS } from './redlock.constants';
-import { SegmentedStrategy } from './strategies/segmented.strategy';
+import { SegmentedStrategy, sliceKey } from './strategies/segmented.strategy';
 import { Watchdog } from './watchdog';
 
 /** What a `lost` listener receives. */
@@ -148,8 +148,7 @@ export class LockService implements BeforeApplicationShutdown {
    */
   resetSegments(key: string, options: Pick<LockedOptions, 'client'> = {}): void {
     this.segmented.reset(
-      options.client ?? DEFAULT_CLIENT,
-      assertRawKey(key, 'LockService.resetSegments'),
+      holdId(options.client ?? DEFAULT_CLIENT, assertRawKey(key, 'LockService.resetSegments')),
     );
   }
 
@@ -217,9 +216,20 @@ export class LockService implements BeforeApplicationShutdown {
     const scope = LockContext.scope();
 
     if (b.segments !== undefined) {
-      return this.segmented.run(sorted[0], b.segments, b.clientName, (slice, segment) =>
-        this.runHeld([slice], b, fn, scope, segment),
-      ) as Promise<never>;
+      const base = sorted[0];
+      return this.segmented.run({
+        id: holdId(b.clientName, base),
+        base,
+        segments: b.segments,
+        waitTimeout: b.waitTimeout,
+        tryRun: async (segment, waitMs) => {
+          const slice = [sliceKey(base, segment)];
+          const hold = await this.take(slice, { ...b, waitTimeout: waitMs }, true);
+          if (typeof hold === 'number') return { busy: true, pttl: hold };
+          return { busy: false, value: await this.runWith(hold, slice, b, fn, scope, segment) };
+        },
+        queued: (segment) => b.client.queued(sliceKey(base, segment)),
+      }) as Promise<never>;
     }
     // Reentrancy: every key already held by this async context -> no Redis round trip.
     if (scope && sorted.every((k) => scope.held.get(holdId(b.clientName, k))?.active)) {
@@ -240,6 +250,17 @@ export class LockService implements BeforeApplicationShutdown {
       ? keys.filter((k) => !parent.held.get(holdId(b.clientName, k))?.active)
       : keys;
     const hold = await this.take(needed, b);
+    return this.runWith(hold, needed, b, fn, parent, segment);
+  }
+
+  private async runWith(
+    hold: ActiveHold,
+    needed: string[],
+    b: Behaviour,
+    fn: () => unknown,
+    parent: LockScope | undefined,
+    segment?: number,
+  ): Promise<unknown> {
     const held = new Map(parent?.held);
     for (const k of needed) held.set(holdId(b.clientName, k), hold.record);
     const scope: LockScope = { info: this.info(hold, segment), held };
@@ -280,9 +301,29 @@ export class LockService implements BeforeApplicationShutdown {
     });
   }
 
-  private async take(keys: string[], b: Behaviour): Promise<ActiveHold> {
-    const ttl = Math.min(b.ttl, b.maxHold);
-    const lease = await b.client.acquire(keys, Math.max(10, Math.ceil(ttl)), b.waitTimeout);
+  private take(keys: string[], b: Behaviour): Promise<ActiveHold>;
+  private take(keys: string[], b: Behaviour, busyAsNumber: true): Promise<ActiveHold | number>;
+  /** Acquires and starts the watchdog. `busyAsNumber`: contention returns the lease left. */
+  private async take(
+    keys: string[],
+    b: Behaviour,
+    busyAsNumber = false,
+  ): Promise<ActiveHold | number> {
+    const ttl = Math.max(10, Math.ceil(Math.min(b.ttl, b.maxHold)));
+    let lease: Lease;
+    if (busyAsNumber) {
+      const r =
+        b.waitTimeout > 0
+          ? await b.client.acquire(keys, ttl, b.waitTimeout).catch((err: unknown) => {
+              if (err instanceof LockNotAcquiredError) return err.retryAfterMs;
+              throw err;
+            })
+          : await b.client.tryAcquire(keys, ttl);
+      if (typeof r === 'number') return r;
+      lease = r;
+    } else {
+      lease = await b.client.acquire(keys, ttl, b.waitTimeout);
+    }
     const controller = new AbortController();
     const hold: ActiveHold = { lease, client: b.client, controller, record: { active: true } };
     if (b.watchdog) {

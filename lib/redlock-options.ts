@@ -72,9 +72,6 @@ export function resolveRedlockOptions(options: RedlockModuleOptions = {}): Resol
     fail('localHandoffs', o.localHandoffs, 'an integer >= 0');
   if (!isNumber(o.commandTimeout) || o.commandTimeout < 1)
     fail('commandTimeout', o.commandTimeout, 'a number of ms >= 1');
-  if (o.maxHold < o.ttl && o.maxHold !== Infinity && !o.watchdog) {
-    // Harmless: without a watchdog maxHold never comes into play. Nothing to reject.
-  }
 
   const clients = options.clients ?? [process.env.REDIS_URL || 'redis://127.0.0.1:6379'];
   const groups: Record<string, readonly RedlockClientEntry[]> = {};

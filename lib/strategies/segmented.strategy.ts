@@ -1,16 +1,117 @@
+import { performance } from 'node:perf_hooks';
+import { AllSegmentsExhaustedError, LockNotAcquiredError, SegmentExhaustedError } from '../errors';
+import { SEGMENT_EXHAUSTED_MS } from '../redlock.constants';
+
+/** The lock key of one slice of a segmented resource. @internal */
+export const sliceKey = (base: string, segment: number): string => `${base}:seg:${segment}`;
+
+/** What the strategy needs from the lock engine for one call. @internal */
+export interface SegmentCall<T> {
+  /** `<client>\0<base key>`: where exhausted slices are remembered. */
+  readonly id: string;
+  readonly base: string;
+  readonly segments: number;
+  readonly waitTimeout: number;
+  /**
+   * Takes the slice (waiting up to `waitMs`, 0 = one try), runs the method under it and releases
+   * it. `busy` when the slice stayed held by someone else. A `SegmentExhaustedError` thrown by
+   * the method comes through (after the release).
+   */
+  tryRun(
+    segment: number,
+    waitMs: number,
+  ): Promise<{ busy: true; pttl: number } | { busy: false; value: T }>;
+  /** How many callers of this process already wait for the slice. */
+  queued(segment: number): number;
+}
+
 /**
- * Segmented strategy (placeholder until the segmented-strategy issue lands).
+ * The segmented strategy (seeds 001, "another 10x"): one hot resource split into N slices, each
+ * its own lock, so N callers proceed at once. A call sweeps the slices from a random start
+ * without waiting, one slice at a time (never two held by one call). If every usable slice is
+ * busy it waits in line for the slice with the shortest local queue: that slice's holder hands
+ * it over directly when done, and a release in another process wakes the line's head, so the
+ * callers of a process spread evenly over the slices instead of all stampeding at every
+ * release. A slice whose method threw `SegmentExhaustedError` is skipped for a second (or until
+ * `reset`), so a replenished resource needs no restart.
  * @internal
  */
 export class SegmentedStrategy {
-  reset(_client: string, _key: string): void {}
+  /** Per resource: slice -> `performance.now()` until which it counts as exhausted. */
+  private readonly exhausted = new Map<string, Map<number, number>>();
 
-  run(
-    baseKey: string,
-    _segments: number,
-    _client: string,
-    attempt: (sliceKey: string, segment: number) => Promise<unknown>,
-  ): Promise<unknown> {
-    return attempt(`${baseKey}:seg:0`, 0);
+  constructor(
+    private readonly exhaustedMs = SEGMENT_EXHAUSTED_MS,
+    private readonly random: () => number = Math.random,
+  ) {}
+
+  /** Forgets the exhausted slices of a resource at once. */
+  reset(id: string): void {
+    this.exhausted.delete(id);
+  }
+
+  async run<T>(call: SegmentCall<T>): Promise<T> {
+    const { segments } = call;
+    const startedAt = performance.now();
+    const deadline = startedAt + call.waitTimeout;
+    const start = Math.floor(this.random() * segments);
+    let lastCause: SegmentExhaustedError | undefined;
+    let pttl = 0;
+    for (;;) {
+      // 1. Sweep: every usable slice once, without waiting.
+      const usable: number[] = [];
+      for (let i = 0; i < segments; i++) {
+        const segment = (start + i) % segments;
+        if (this.isExhausted(call.id, segment)) continue;
+        try {
+          const r = await call.tryRun(segment, 0);
+          if (!r.busy) return r.value;
+          pttl = r.pttl;
+          usable.push(segment);
+        } catch (err) {
+          if (!(err instanceof SegmentExhaustedError)) throw err;
+          this.markExhausted(call.id, segment);
+          lastCause = err;
+        }
+      }
+      if (usable.length === 0) {
+        throw new AllSegmentsExhaustedError([call.base], segments, lastCause);
+      }
+      const remaining = deadline - performance.now();
+      if (remaining <= 0) {
+        throw new LockNotAcquiredError([call.base], performance.now() - startedAt, pttl);
+      }
+      // 2. Wait in the shortest line (ties: the first in sweep order).
+      let best = usable[0];
+      for (const segment of usable) if (call.queued(segment) < call.queued(best)) best = segment;
+      try {
+        const r = await call.tryRun(best, remaining);
+        if (!r.busy) return r.value;
+        throw new LockNotAcquiredError([call.base], performance.now() - startedAt, r.pttl);
+      } catch (err) {
+        if (!(err instanceof SegmentExhaustedError)) throw err;
+        this.markExhausted(call.id, best);
+        lastCause = err;
+      }
+    }
+  }
+
+  private isExhausted(id: string, segment: number): boolean {
+    const slices = this.exhausted.get(id);
+    const until = slices?.get(segment);
+    if (until === undefined) return false;
+    if (performance.now() < until) return true;
+    slices!.delete(segment);
+    if (slices!.size === 0) this.exhausted.delete(id);
+    return false;
+  }
+
+  private markExhausted(id: string, segment: number): void {
+    let slices = this.exhausted.get(id);
+    if (!slices) {
+      slices = new Map();
+      this.exhausted.set(id, slices);
+    }
+    slices.set(segment, performance.now() + this.exhaustedMs);
   }
 }
