@@ -5,7 +5,7 @@ const common = {
   rootDir: __dirname,
   moduleNameMapper: { '^nest-locked$': '<rootDir>/lib/index.ts' },
   transform: {
-    '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.json', isolatedModules: true }],
+    '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.json' }],
   },
 };
 
