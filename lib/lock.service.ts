@@ -210,7 +210,20 @@ export class LockService implements BeforeApplicationShutdown {
   }
 
   /** Lock, run, unlock: the one path behind `@Locked` and `using`. */
-  private async run(keys: string[], options: LockedOptions, fn: () => unknown): Promise<never> {
+  private run(keys: string[], options: LockedOptions, fn: () => unknown): Promise<never> {
+    const running = this.runLocked(keys, options, fn);
+    if (options.onBusy !== 'skip') return running;
+    return running.catch((err: unknown) => {
+      if (err instanceof LockNotAcquiredError) return undefined as never;
+      throw err;
+    });
+  }
+
+  private async runLocked(
+    keys: string[],
+    options: LockedOptions,
+    fn: () => unknown,
+  ): Promise<never> {
     const b = this.behaviour(options);
     const sorted = sortUnique(keys);
     const scope = LockContext.scope();

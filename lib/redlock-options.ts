@@ -29,7 +29,7 @@ const isNumber = (v: unknown): v is number => typeof v === 'number' && !Number.i
  */
 export function validateBehaviour(options: LockedOptions, prefix = ''): void {
   const f = (name: string) => (prefix ? `${prefix}.${name}` : name);
-  const { ttl, watchdog, maxHold, waitTimeout, segments, client } = options;
+  const { ttl, watchdog, maxHold, waitTimeout, segments, client, onBusy } = options;
   if (
     ttl !== undefined &&
     (!isNumber(ttl) || !Number.isFinite(ttl) || ttl < 10 || !Number.isInteger(ttl))
@@ -46,6 +46,8 @@ export function validateBehaviour(options: LockedOptions, prefix = ''): void {
     fail(f('waitTimeout'), waitTimeout, 'a finite number of ms >= 0 (0 tries once)');
   if (segments !== undefined && (!Number.isInteger(segments) || segments < 1 || segments > 1024))
     fail(f('segments'), segments, 'an integer from 1 to 1024');
+  if (onBusy !== undefined && onBusy !== 'throw' && onBusy !== 'skip')
+    fail(f('onBusy'), onBusy, "'throw' or 'skip'");
   if (client !== undefined && (typeof client !== 'string' || client === ''))
     fail(f('client'), client, 'the name of a client group');
 }

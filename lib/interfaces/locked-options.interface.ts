@@ -13,4 +13,11 @@ export interface LockedOptions extends LockBehaviourOptions {
    * its index from `LockContext.current().segment`.
    */
   segments?: number;
+  /**
+   * What a call does when the lock is still busy after `waitTimeout`: `'throw'` rejects with
+   * `LockNotAcquiredError`; `'skip'` resolves with `undefined` without running the method (for
+   * `@Cron` jobs that only one instance should run, with `waitTimeout: 0`).
+   * @default 'throw'
+   */
+  onBusy?: 'throw' | 'skip';
 }
