@@ -1,0 +1,96 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+/**
+ * Every redis-server the harness spawns gets one file here, named by its PID. Jest workers can
+ * die without running exit hooks, so the global teardown (another process) reads these files to
+ * find servers that outlived their test file. The directory is shared by every jest run on the
+ * machine, so each record names the processes that own it.
+ */
+export const PID_REGISTRY_DIR = path.join(os.tmpdir(), 'nest-locked-test-pids');
+
+export interface PidRecord {
+  /** PID of the redis-server. */
+  pid: number;
+  /** Port it listens on; with the PID, it tells our server apart from a reused PID. */
+  port: number;
+  /** The test process that spawned it: a jest worker, or jest itself with `--runInBand`. */
+  owner: number;
+  /** Parent of `owner`: the jest process when tests run in workers. */
+  ownerParent: number;
+  /** The server's `--dir`, removed together with a leftover server. */
+  dir: string;
+}
+
+/** Prefix of every server's `--dir` under `os.tmpdir()`. */
+export const SERVER_DIR_PREFIX = 'nest-locked-redis-';
+
+export function writePidRecord(pid: number, port: number, dir: string): void {
+  const record: PidRecord = { pid, port, owner: process.pid, ownerParent: process.ppid, dir };
+  fs.mkdirSync(PID_REGISTRY_DIR, { recursive: true });
+  fs.writeFileSync(path.join(PID_REGISTRY_DIR, String(pid)), JSON.stringify(record));
+}
+
+export function removePidRecord(pid: number): void {
+  fs.rmSync(path.join(PID_REGISTRY_DIR, String(pid)), { force: true });
+}
+
+/** Removes a server's `--dir`, refusing any path the harness did not create. */
+export function removeServerDir(dir: string): void {
+  const resolved = path.resolve(dir);
+  if (
+    path.dirname(resolved) === path.resolve(os.tmpdir()) &&
+    path.basename(resolved).startsWith(SERVER_DIR_PREFIX)
+  ) {
+    fs.rmSync(resolved, { recursive: true, force: true });
+  }
+}
+
+export function readPidRecords(): PidRecord[] {
+  let names: string[];
+  try {
+    names = fs.readdirSync(PID_REGISTRY_DIR);
+  } catch {
+    return [];
+  }
+  const records: PidRecord[] = [];
+  for (const name of names) {
+    try {
+      const record = JSON.parse(
+        fs.readFileSync(path.join(PID_REGISTRY_DIR, name), 'utf8'),
+      ) as PidRecord;
+      if (Number.isInteger(record.pid) && String(record.pid) === name) records.push(record);
+    } catch {
+      // Half-written or foreign file: not ours to act on.
+    }
+  }
+  return records;
+}
+
+export function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it exists but belongs to someone else.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * True only if `pid` is still the redis-server we recorded: the PID may have been reused by an
+ * unrelated process since the record was written.
+ */
+export function isRecordedRedisServer(record: PidRecord): boolean {
+  let cmdline: string;
+  try {
+    cmdline = fs.readFileSync(`/proc/${record.pid}/cmdline`, 'utf8').split('\0').join(' ');
+  } catch {
+    return false;
+  }
+  // redis-server rewrites its title to "redis-server 127.0.0.1:<port> [cluster]" once it is up;
+  // before that, the original "--port <port>" arguments are still there.
+  const listens = new RegExp(`(127\\.0\\.0\\.1:|--port )${record.port}\\b`);
+  return cmdline.includes('redis-server') && listens.test(cmdline);
+}
