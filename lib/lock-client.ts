@@ -9,6 +9,7 @@ import {
   HANDOFF_SCRIPT,
   RAISE_FENCE_SCRIPT,
   RELEASE_SCRIPT,
+  RELEASE_TO_SCRIPT,
 } from './lock.scripts';
 
 /** @internal */
@@ -46,6 +47,8 @@ export interface LockClientStats {
   localHandoffs: number;
   /** Acquire round trips sent. */
   attempts: number;
+  /** Locks received by grant: a release in another process passed the key to us. */
+  grants: number;
 }
 
 interface Script {
@@ -59,6 +62,7 @@ const script = (lua: string): Script => ({
 const ACQUIRE = script(ACQUIRE_SCRIPT);
 const EXTEND = script(EXTEND_SCRIPT);
 const RELEASE = script(RELEASE_SCRIPT);
+const RELEASE_TO = script(RELEASE_TO_SCRIPT);
 const HANDOFF = script(HANDOFF_SCRIPT);
 const RAISE_FENCE = script(RAISE_FENCE_SCRIPT);
 
@@ -72,12 +76,16 @@ interface Waiter {
   token: string;
   ttl: number;
   startedAt: number;
-  /** Called with a lease when the lock is handed over by a local holder. */
-  handOver(lease: Lease): void;
-  /** Nudges the waiter to try over the network now. */
+  /** Called with a lease handed over by a local holder; false if the waiter already left. */
+  handOver(lease: Lease): boolean;
+  /** Nudges the waiter to try over the network now (remembered if it is busy). */
   wake(): void;
-  /** Whether it hears the key's release notifications. */
-  listening: boolean;
+  /** It may sit in the key's Redis queue (so it must leave it when it gives up). */
+  enqueued: boolean;
+  /** Queued in Redis by this process's last holder, so a grant is on its way. */
+  queuedByHolder: boolean;
+  /** Remaining wait in ms (for queueing it in Redis on its behalf). */
+  remaining(): number;
 }
 
 interface KeyQueue {
@@ -86,6 +94,10 @@ interface KeyQueue {
   held: number;
   /** Consecutive local handoffs since the lock last went public. */
   handoffs: number;
+  /** The subscription to the key's release channel, while anyone waits. */
+  listener?: { ready: Promise<void>; stop: () => void };
+  /** Whether that subscription is active (its head hears every PUBLISH). */
+  listening: boolean;
 }
 
 const MAX_POLL_MS = 1_000;
@@ -110,10 +122,15 @@ export class LockClient {
     timerWakeups: 0,
     localHandoffs: 0,
     attempts: 0,
+    grants: 0,
   };
   readonly notifier: LockNotifier;
   private readonly clustered: boolean;
+  /** Single-node groups queue waiters in Redis and grant on release (FIFO across processes). */
+  private readonly fair: boolean;
   private readonly queues = new Map<string, KeyQueue>();
+  /** Tokens holding a lock right now (a late grant message for one of them is ignored). */
+  private readonly tokens = new Set<string>();
   private closed = false;
 
   constructor(
@@ -124,6 +141,7 @@ export class LockClient {
   ) {
     this.quorum = Math.floor(nodes.length / 2) + 1;
     this.clustered = nodes.some((n) => (n as Cluster).isCluster === true);
+    this.fair = nodes.length === 1;
     this.notifier = new LockNotifier(nodes[0], onSubscriberError);
   }
 
@@ -208,7 +226,8 @@ export class LockClient {
     let nudge: (() => void) | undefined;
     let pending = false;
     const subs = keys.map((k) =>
-      this.notifier.listen(this.channel(k), () => {
+      this.notifier.listen(this.channel(k), (message) => {
+        if (message !== 'r') return; // a grant keeps the key held
         this.stats.notifiedWakeups++;
         if (nudge) nudge();
         else pending = true;
@@ -276,28 +295,53 @@ export class LockClient {
     const queue = lease.keys.length === 1 ? this.queues.get(lease.keys[0]) : undefined;
     // `held` stays up until Redis has the key back, so our own head does not compete for a
     // key this process still holds.
+    let token = lease.token;
     if (queue && queue.waiters.length > 0 && !this.closed) {
+      const next = queue.waiters[0];
       if (queue.handoffs < this.settings.localHandoffs && performance.now() < lease.validUntil) {
-        const next = queue.waiters[0];
         const handed = await this.handoff(lease, next).catch(() => undefined);
         if (handed) {
           queue.handoffs++;
           this.stats.localHandoffs++;
+          if (next.handOver(handed)) return;
+          // The waiter gave up while the handoff was in flight: release what it was given.
+          token = handed.token;
+        }
+      } else if (this.fair) {
+        // Our turn is spent: the oldest waiter of another process goes first, ours queues.
+        const r = await this.releaseTo(lease, next).catch(() => 'lost' as const);
+        queue.handoffs = 0;
+        if (r === 'granted') {
+          this.tokens.delete(lease.token);
+          next.enqueued = true;
+          next.queuedByHolder = true;
+          queue.held--;
+          this.dropQueueIfIdle(lease.keys[0], queue);
           return;
+        }
+        if (r !== 'lost') {
+          this.stats.localHandoffs++;
+          if (next.handOver(r)) {
+            this.tokens.delete(lease.token);
+            return;
+          }
+          token = r.token;
         }
       }
       queue.handoffs = 0;
     }
-    const results = await this.onNodes((node) => this.nodeRelease(node, lease.keys, lease.token));
+    this.tokens.delete(lease.token);
+    this.tokens.delete(token);
+    const results = await this.onNodes((node) => this.nodeRelease(node, lease.keys, token));
     const errors = results.filter((r): r is Error => r instanceof Error);
-    const notified = results.some((r) => typeof r === 'number' && r > 0);
+    const published = results.some((r) => typeof r === 'number' && r > 0);
     if (queue) {
       queue.held--;
       this.dropQueueIfIdle(lease.keys[0], queue);
       // A head that listens hears the PUBLISH at the same moment as the other processes' heads
-      // and competes on equal terms (bounded barging); one that does not is told directly.
+      // and competes on equal terms; one that does not is told directly.
       const head = queue.waiters[0];
-      if (head && (!notified || !head.listening)) head.wake();
+      if (head && (!published || !queue.listening)) head.wake();
     }
     if (errors.length === this.nodes.length) {
       throw new LockBackendError(lease.keys, errors, 'release');
@@ -326,7 +370,7 @@ export class LockClient {
   private queueFor(key: string): KeyQueue {
     let queue = this.queues.get(key);
     if (!queue) {
-      queue = { waiters: [], held: 0, handoffs: 0 };
+      queue = { waiters: [], held: 0, handoffs: 0, listening: false };
       this.queues.set(key, queue);
     }
     return queue;
@@ -334,13 +378,15 @@ export class LockClient {
 
   private dropQueueIfIdle(key: string, queue: KeyQueue): void {
     if (queue.held <= 0 && queue.waiters.length === 0 && this.queues.get(key) === queue) {
+      this.stopListening(queue);
       this.queues.delete(key);
     }
   }
 
   /**
    * Waits in the key's local FIFO. Only the head competes over the network; the others wait for
-   * a local handoff or to become the head.
+   * a local handoff or to become the head. The queue, not the waiter, owns the subscription to
+   * the key's release channel, so it survives handoffs from one head to the next.
    */
   private waitInQueue(
     keys: readonly string[],
@@ -354,11 +400,15 @@ export class LockClient {
     return new Promise<Lease>((resolve, reject) => {
       let done = false;
       let nudge: (() => void) | undefined;
-      let listening: { ready: Promise<void>; stop: () => void } | undefined;
+      let pendingWake = false;
       let lastPttl = ttl;
       const deadlineTimer = setTimeout(
         () => {
           finish();
+          // Leave the Redis queue (and pass the key on if a grant raced with the timeout).
+          if (waiter.enqueued && !this.tokens.has(token)) {
+            void this.onNodes((n) => this.nodeRelease(n, keys, token));
+          }
           reject(new LockNotAcquiredError(keys, performance.now() - startedAt, lastPttl));
         },
         Math.max(0, deadline - performance.now()),
@@ -367,11 +417,11 @@ export class LockClient {
       const finish = () => {
         done = true;
         clearTimeout(deadlineTimer);
-        listening?.stop();
         const i = queue.waiters.indexOf(waiter);
         if (i >= 0) queue.waiters.splice(i, 1);
+        if (queue.waiters.length === 0) this.stopListening(queue);
         // The next in line becomes the head; if the lock is not held here, it competes now.
-        if (i === 0 && queue.held <= 0) queue.waiters[0]?.wake();
+        else if (i === 0 && queue.held <= 0) queue.waiters[0].wake();
         this.dropQueueIfIdle(key, queue);
       };
 
@@ -380,21 +430,29 @@ export class LockClient {
         ttl,
         startedAt,
         handOver: (lease) => {
-          if (done) return;
+          if (done) return false;
           finish();
           resolve(lease);
+          return true;
         },
         wake: () => {
           const n = nudge;
           nudge = undefined;
-          n?.();
+          if (n) n();
+          else pendingWake = true;
         },
-        listening: false,
+        enqueued: false,
+        queuedByHolder: false,
+        remaining: () => deadline - performance.now(),
       };
       queue.waiters.push(waiter);
 
-      const sleep = (ms: number) =>
-        new Promise<'notified' | 'timer'>((wake) => {
+      const sleep = (ms: number): Promise<'notified' | 'timer'> => {
+        if (pendingWake) {
+          pendingWake = false;
+          return Promise.resolve('notified');
+        }
+        return new Promise((wake) => {
           const t = setTimeout(() => {
             nudge = undefined;
             wake('timer');
@@ -404,36 +462,39 @@ export class LockClient {
             wake('notified');
           };
         });
+      };
+      const untilDeadline = () => Math.min(MAX_POLL_MS, Math.max(1, deadline - performance.now()));
 
       const loop = async () => {
         while (!done && !this.closed) {
           if (queue.waiters[0] !== waiter) {
             // Not our turn: we become the head when the one ahead of us leaves.
-            await sleep(Math.min(MAX_POLL_MS, Math.max(1, deadline - performance.now())));
+            await sleep(untilDeadline());
             continue;
           }
-          if (!listening) {
-            // The head hears every release of the key, including its own process's public ones.
-            listening = this.notifier.listen(this.channel(key), () => {
-              this.stats.notifiedWakeups++;
-              waiter.wake();
-            });
-            await listening.ready.then(
-              () => (waiter.listening = true),
-              () => undefined,
-            );
-          }
+          pendingWake = false;
+          await this.listen(key, queue);
           if (done) return;
           if (queue.held > 0) {
             // Held here: the holder hands it over, or releases it and we hear the PUBLISH.
-            await sleep(Math.min(MAX_POLL_MS, Math.max(1, deadline - performance.now())));
+            await sleep(untilDeadline());
             continue;
+          }
+          if (waiter.queuedByHolder) {
+            // Queued in Redis by our last holder: a release will grant it to us. Try ourselves
+            // only if nothing came (a lost message, or the holder died and the lease expired).
+            waiter.queuedByHolder = false;
+            const why = await sleep(untilDeadline());
+            if (why === 'notified' || done) continue;
           }
           const remaining = deadline - performance.now();
           const vote = await this.attempt(keys, token, ttl, Math.max(1, remaining));
           if (done) {
-            // The deadline passed while the attempt was in flight: give back what it took.
-            if (vote.kind === 'ok') void this.onNodes((n) => this.nodeRelease(n, keys, token));
+            // The deadline passed (or a grant arrived) while the attempt was in flight: give
+            // back what it took, unless a grant made it ours in the meantime.
+            if (vote.kind === 'ok' && !this.tokens.has(token)) {
+              void this.onNodes((n) => this.nodeRelease(n, keys, token));
+            }
             return;
           }
           if (vote.kind === 'ok') {
@@ -445,6 +506,7 @@ export class LockClient {
             return;
           }
           lastPttl = vote.pttl;
+          if (this.fair) waiter.enqueued = true;
           const why = await sleep(this.retryDelay(vote.pttl, deadline));
           if (why === 'timer') this.stats.timerWakeups++;
         }
@@ -455,6 +517,39 @@ export class LockClient {
         reject(err);
       });
     });
+  }
+
+  /** Subscribes the queue to the key's releases (once), waking whoever is its head. */
+  private async listen(key: string, queue: KeyQueue): Promise<void> {
+    if (!queue.listener) {
+      const listener = this.notifier.listen(this.channel(key), (message) => {
+        if (message === 'r') {
+          this.stats.notifiedWakeups++;
+          queue.waiters[0]?.wake();
+          return;
+        }
+        // `g <token> <fence>`: the release granted the key to a queued token, maybe ours.
+        const [, token, fence] = message.split(' ');
+        if (token?.startsWith(tokenPrefix)) {
+          this.stats.grants++;
+          this.granted(key, token, Number(fence));
+        }
+      });
+      queue.listener = listener;
+      listener.ready.then(
+        () => {
+          if (queue.listener === listener) queue.listening = true;
+        },
+        () => undefined,
+      );
+    }
+    await queue.listener.ready.catch(() => undefined);
+  }
+
+  private stopListening(queue: KeyQueue): void {
+    queue.listener?.stop();
+    queue.listener = undefined;
+    queue.listening = false;
   }
 
   /** Multi-key callers: no local queue; retry on any release of a key they wait for. */
@@ -503,6 +598,7 @@ export class LockClient {
   ): Lease {
     const now = performance.now();
     if (keys.length === 1) this.queueFor(keys[0]).held++;
+    this.tokens.add(token);
     return {
       keys,
       token,
@@ -515,7 +611,64 @@ export class LockClient {
     };
   }
 
-  private async handoff(lease: Lease, next: Waiter): Promise<boolean> {
+  /**
+   * Single node, bounded barging spent: grant the key to the oldest waiter queued in Redis by
+   * another process and queue `next` behind it, or, if nobody is queued, hand it to `next`.
+   */
+  private async releaseTo(lease: Lease, next: Waiter): Promise<Lease | 'granted' | 'lost'> {
+    const start = performance.now();
+    const r = (await this.runScript(this.nodes[0], RELEASE_TO, this.allKeys(lease.keys), [
+      lease.token,
+      next.token,
+      next.ttl,
+      Math.max(1, Math.ceil(next.remaining())),
+    ])) as number[];
+    if (r[0] === 2) return 'granted';
+    if (r[0] !== 3) return 'lost';
+    this.tokens.add(next.token);
+    return this.leaseFor(lease.keys, next, [Number(r[1])], start);
+  }
+
+  private leaseFor(
+    keys: readonly string[],
+    waiter: Pick<Waiter, 'token' | 'ttl' | 'startedAt'>,
+    fences: number[],
+    start: number,
+  ): Lease {
+    return {
+      keys,
+      token: waiter.token,
+      ttl: waiter.ttl,
+      fences,
+      validUntil: start + waiter.ttl - this.drift(waiter.ttl),
+      acquiredAt: Date.now(),
+      waitedMs: performance.now() - waiter.startedAt,
+      released: false,
+    };
+  }
+
+  /** A grant message for a token of ours: hand the lease to its waiter, or give it back. */
+  private granted(key: string, token: string, fence: number): void {
+    const queue = this.queues.get(key);
+    const waiter = queue?.waiters.find((w) => w.token === token);
+    if (this.tokens.has(token)) return; // already taken by a retry that found it ours
+    if (!queue || !waiter) {
+      // Its waiter left (timed out) after the grant: pass the key on.
+      void this.onNodes((node) => this.nodeRelease(node, [key], token));
+      return;
+    }
+    this.tokens.add(token);
+    queue.held++;
+    const lease = this.leaseFor([key], waiter, [fence], performance.now());
+    if (!waiter.handOver(lease)) void this.release(lease).catch(() => undefined);
+  }
+
+  /**
+   * Swaps the owner token from `lease` to the waiter's in one script, minting a new fence.
+   * Returns the waiter's lease, or undefined when the old lease no longer held the lock (the
+   * caller then releases publicly).
+   */
+  private async handoff(lease: Lease, next: Waiter): Promise<Lease | undefined> {
     const start = performance.now();
     const votes = await this.onNodes((node) =>
       this.runScript(node, HANDOFF, this.allKeys(lease.keys), [lease.token, next.token, next.ttl]),
@@ -527,22 +680,16 @@ export class LockClient {
       fencesPerNode.length < this.quorum ||
       performance.now() >= start + next.ttl - this.drift(next.ttl)
     ) {
-      return false;
+      // A partial handoff (quorum only) must not leave the waiter's token behind.
+      if (fencesPerNode.length > 0) {
+        void this.onNodes((node) => this.nodeRelease(node, lease.keys, next.token));
+      }
+      return undefined;
     }
     const fences = await this.settleFences(lease.keys, fencesPerNode);
     // The hold passes from one caller to the next: `held` of the key does not change.
-    const now = performance.now();
-    next.handOver({
-      keys: lease.keys,
-      token: next.token,
-      ttl: next.ttl,
-      fences,
-      validUntil: start + next.ttl - this.drift(next.ttl),
-      acquiredAt: Date.now(),
-      waitedMs: now - next.startedAt,
-      released: false,
-    });
-    return true;
+    this.tokens.add(next.token);
+    return this.leaseFor(lease.keys, next, fences, start);
   }
 
   // ---------------------------------------------------------------- protocol
@@ -555,12 +702,12 @@ export class LockClient {
     return Math.round(ttl * this.settings.driftFactor) + 2;
   }
 
-  /** The script keys of a lease: per lock key, the lock, fence and wait-flag keys. */
+  /** The script keys of a lease: per lock key, the lock, fence, wait-flag, queue and queue-meta keys. */
   private allKeys(keys: readonly string[]): string[] {
     const out: string[] = [];
     for (const k of keys) {
       const rk = this.redisKey(k);
-      out.push(rk, `${rk}:fence`, `${rk}:wait`);
+      out.push(rk, `${rk}:fence`, `${rk}:wait`, `${rk}:q`, `${rk}:qm`);
     }
     return out;
   }
@@ -655,7 +802,9 @@ export class LockClient {
     for (let u = 0; u < units.length; u++) {
       let reply: unknown;
       try {
-        reply = await this.runScript(node, ACQUIRE, units[u], [token, ttl, flag]);
+        // Single key on a single node: queue for a grant; otherwise race (flag the key).
+        const queue = this.fair && units.length === 1 && units[0].length === 5 ? '1' : '0';
+        reply = await this.runScript(node, ACQUIRE, units[u], [token, ttl, flag, queue]);
       } catch (e) {
         if (u > 0) await this.releaseUnits(node, units.slice(0, u), token);
         return { kind: 'error', error: asError(e) };

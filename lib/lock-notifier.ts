@@ -3,7 +3,7 @@ import type { Cluster, Redis } from 'ioredis';
 type RedisNode = Redis | Cluster;
 
 interface Channel {
-  listeners: Set<() => void>;
+  listeners: Set<(message: string) => void>;
   ready: Promise<void>;
 }
 
@@ -30,11 +30,14 @@ export class LockNotifier {
   }
 
   /**
-   * Calls `listener` on every release of `channel` until the returned `stop` is called.
+   * Calls `listener` with each message of `channel` (`r`: released, `g <token> <fence>`: granted) until the returned `stop` is called.
    * `ready` settles once the subscription is active (a release before that is not seen, so
    * callers try the lock once more after `ready`).
    */
-  listen(channel: string, listener: () => void): { ready: Promise<void>; stop: () => void } {
+  listen(
+    channel: string,
+    listener: (message: string) => void,
+  ): { ready: Promise<void>; stop: () => void } {
     let entry = this.channels.get(channel);
     if (!entry) {
       const sub = this.connection();
@@ -83,11 +86,11 @@ export class LockNotifier {
         : (this.source as Redis).duplicate({ enableOfflineQueue: true, lazyConnect: false })
     ) as RedisNode;
     sub.on('error', (err: Error) => this.onError(err));
-    sub.on('message', (channel: string) => {
+    sub.on('message', (channel: string, message: string) => {
       const entry = this.channels.get(channel);
       if (!entry) return;
       this.received++;
-      for (const l of [...entry.listeners]) l();
+      for (const l of [...entry.listeners]) l(message);
     });
     this.subscriber = sub;
     return sub;

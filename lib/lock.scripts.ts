@@ -1,36 +1,107 @@
 /**
  * The lock protocol, one atomic Lua script per step. Every script takes its keys in groups of
- * three per lock key, all sharing one Redis Cluster hash tag:
+ * five per lock key, all sharing one Redis Cluster hash tag:
  *   KEYS[i]     `<prefix>{<key>}`        the lock, value = the holder's token, with a PX lease
  *   KEYS[i + 1] `<prefix>{<key>}:fence`  the fencing counter, never expires
- *   KEYS[i + 2] `<prefix>{<key>}:wait`   set while callers wait, so a release knows to PUBLISH
- * A release publishes on the channel `<prefix>{<key>}:rel`.
+ *   KEYS[i + 2] `<prefix>{<key>}:wait`   set while racing waiters wait, so a release publishes
+ *   KEYS[i + 3] `<prefix>{<key>}:q`      waiting process heads in arrival order (zset)
+ *   KEYS[i + 4] `<prefix>{<key>}:qm`     per queued token: "<lease ms>:<deadline ms>" (hash)
+ * A release publishes on the channel `<prefix>{<key>}:rel`: `r` (the key is free) or
+ * `g <token> <fence>` (the key was granted to that queued token).
+ *
+ * Single-node groups queue (fair, FIFO across processes, the lock granted by the release itself
+ * with no extra round trip); quorum groups race (each node would order its queue differently).
  * @internal
  */
 
+const STRIDE = 5;
+export { STRIDE as SCRIPT_KEY_STRIDE };
+
+/**
+ * Shared Lua: free the lock at KEYS[l] (which the caller holds): grant it to the oldest queued
+ * token whose deadline has not passed, or delete it and wake the racing waiters.
+ * Returns the fence of a grant (> 0), 0 when the key was freed, -1 when freed and published.
+ */
+const GRANT_OR_FREE = `
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function grant_or_free(l)
+  local now = nil
+  while true do
+    local head = redis.call('ZRANGE', KEYS[l + 3], 0, 0)
+    if #head == 0 then break end
+    local token = head[1]
+    local meta = redis.call('HGET', KEYS[l + 4], token)
+    redis.call('ZREM', KEYS[l + 3], token)
+    redis.call('HDEL', KEYS[l + 4], token)
+    if meta then
+      local sep = string.find(meta, ':', 1, true)
+      local ttl = string.sub(meta, 1, sep - 1)
+      now = now or now_ms()
+      -- Skip waiters that gave up (or died): their deadline passed.
+      if tonumber(string.sub(meta, sep + 1)) > now then
+        redis.call('SET', KEYS[l], token, 'PX', ttl)
+        local fence = redis.call('INCR', KEYS[l + 1])
+        redis.call('PUBLISH', KEYS[l] .. ':rel', 'g ' .. token .. ' ' .. fence)
+        return fence
+      end
+    end
+  end
+  redis.call('DEL', KEYS[l])
+  -- Publish only when someone races for it: an uncontended release costs no PUBLISH.
+  if redis.call('DEL', KEYS[l + 2]) == 1 then
+    redis.call('PUBLISH', KEYS[l] .. ':rel', 'r')
+    return -1
+  end
+  return 0
+end
+local function enqueue(l, token, ttl, wait_ms)
+  local now = now_ms()
+  redis.call('ZADD', KEYS[l + 3], 'NX', now, token)
+  redis.call('HSET', KEYS[l + 4], token, ttl .. ':' .. (now + wait_ms))
+  -- The queue disappears by itself once every waiter's deadline has passed.
+  local keep = wait_ms + 1000
+  if redis.call('PTTL', KEYS[l + 3]) < keep then
+    redis.call('PEXPIRE', KEYS[l + 3], keep)
+    redis.call('PEXPIRE', KEYS[l + 4], keep)
+  end
+end
+`;
+
 /**
  * Take every key or none.
- * ARGV[1] token, ARGV[2] lease ms, ARGV[3] how long to flag waiters (ms, '0' = do not flag).
- * Returns {1, fence1, fence2, ...} when taken (also when the token already holds them, after a
- * lost reply), or {0, pttl} with the remaining lease of the first busy key.
+ * ARGV[1] token, ARGV[2] lease ms, ARGV[3] how long this caller will wait (ms; '0' = one try),
+ * ARGV[4] '1' to queue for a grant (single key, single node), '0' to race (flag the key).
+ * Returns {1, fence1, fence2, ...} when taken (also when the token already holds them: a grant
+ * whose message was lost, or a lost reply), or {0, pttl} with the remaining lease of the first
+ * busy key.
  */
-export const ACQUIRE_SCRIPT = `
-for i = 1, #KEYS, 3 do
+export const ACQUIRE_SCRIPT = `${GRANT_OR_FREE}
+for i = 1, #KEYS, 5 do
   local owner = redis.call('GET', KEYS[i])
   if owner and owner ~= ARGV[1] then
-    -- Busy: leave a flag so the holder's release publishes a wake-up, then report the lease left.
-    local flag = tonumber(ARGV[3])
-    if flag > 0 and redis.call('PTTL', KEYS[i + 2]) < flag then
-      redis.call('SET', KEYS[i + 2], '1', 'PX', flag)
+    local wait_ms = tonumber(ARGV[3])
+    if wait_ms > 0 then
+      if ARGV[4] == '1' then
+        enqueue(i, ARGV[1], ARGV[2], wait_ms)
+      elseif redis.call('PTTL', KEYS[i + 2]) < wait_ms then
+        redis.call('SET', KEYS[i + 2], '1', 'PX', wait_ms)
+      end
     end
     return {0, redis.call('PTTL', KEYS[i])}
   end
 end
 local out = {1}
-for i = 1, #KEYS, 3 do
+for i = 1, #KEYS, 5 do
   redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
   -- The fence is minted in the same round trip as the lock: no extra command per cycle.
   out[#out + 1] = redis.call('INCR', KEYS[i + 1])
+  if ARGV[4] == '1' then
+    redis.call('ZREM', KEYS[i + 3], ARGV[1])
+    redis.call('HDEL', KEYS[i + 4], ARGV[1])
+  end
 end
 return out
 `;
@@ -40,34 +111,57 @@ return out
  * ARGV[1] token, ARGV[2] lease ms. Returns 1 when renewed, 0 when any key is lost.
  */
 export const EXTEND_SCRIPT = `
-for i = 1, #KEYS, 3 do
+for i = 1, #KEYS, 5 do
   if redis.call('GET', KEYS[i]) ~= ARGV[1] then return 0 end
 end
-for i = 1, #KEYS, 3 do
+for i = 1, #KEYS, 5 do
   redis.call('PEXPIRE', KEYS[i], ARGV[2])
 end
 return 1
 `;
 
 /**
- * Delete the keys the token holds (compare-and-delete, never someone else's lock) and wake the
- * waiters of each freed key. ARGV[1] token.
- * Returns {keys released, keys whose waiters were notified}.
+ * Give back the keys the token holds (compare-and-delete: never someone else's lock), each to
+ * its oldest queued waiter or to nobody. Also leaves the queue if the token was still in it.
+ * ARGV[1] token.
+ * Returns {keys released, keys granted to a queued waiter, keys freed with a published wake-up}.
  */
-export const RELEASE_SCRIPT = `
-local released, notified = 0, 0
-for i = 1, #KEYS, 3 do
+export const RELEASE_SCRIPT = `${GRANT_OR_FREE}
+local released, granted, published = 0, 0, 0
+for i = 1, #KEYS, 5 do
   if redis.call('GET', KEYS[i]) == ARGV[1] then
-    redis.call('DEL', KEYS[i])
     released = released + 1
-    -- Publish only when someone waits: an uncontended release costs no PUBLISH.
-    if redis.call('DEL', KEYS[i + 2]) == 1 then
-      redis.call('PUBLISH', KEYS[i] .. ':rel', '1')
-      notified = notified + 1
-    end
+    local r = grant_or_free(i)
+    if r > 0 then granted = granted + 1 elseif r < 0 then published = published + 1 end
   end
+  redis.call('ZREM', KEYS[i + 3], ARGV[1])
+  redis.call('HDEL', KEYS[i + 4], ARGV[1])
 end
-return {released, notified}
+return {released, granted, published}
+`;
+
+/**
+ * Release one key that has local waiters: grant it to the oldest waiter queued by another
+ * process and queue our own next waiter behind them; with nobody queued, hand it straight to our
+ * own next waiter. ARGV[1] token, ARGV[2] next local token, ARGV[3] its lease ms, ARGV[4] its
+ * remaining wait ms.
+ * Returns {0} not ours any more, {2, fence} granted to another process (ours queued),
+ * {3, fence} handed to our next waiter.
+ */
+export const RELEASE_TO_SCRIPT = `${GRANT_OR_FREE}
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0} end
+if redis.call('ZCARD', KEYS[4]) > 0 then
+  redis.call('ZREM', KEYS[4], ARGV[2])
+  redis.call('HDEL', KEYS[5], ARGV[2])
+  local fence = grant_or_free(1)
+  if fence > 0 then
+    enqueue(1, ARGV[2], ARGV[3], tonumber(ARGV[4]))
+    return {2, fence}
+  end
+  -- Every queued waiter had given up: the key is free now; take it for ours.
+end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return {3, redis.call('INCR', KEYS[2])}
 `;
 
 /**
@@ -77,11 +171,11 @@ return {released, notified}
  * Returns {1, fence1, ...} or {0} when the old token no longer holds every key.
  */
 export const HANDOFF_SCRIPT = `
-for i = 1, #KEYS, 3 do
+for i = 1, #KEYS, 5 do
   if redis.call('GET', KEYS[i]) ~= ARGV[1] then return {0} end
 end
 local out = {1}
-for i = 1, #KEYS, 3 do
+for i = 1, #KEYS, 5 do
   redis.call('SET', KEYS[i], ARGV[2], 'PX', ARGV[3])
   out[#out + 1] = redis.call('INCR', KEYS[i + 1])
 end
@@ -93,8 +187,8 @@ return out
  * holder's fence is larger on every node of any majority. ARGV[n] is the fence of key n.
  */
 export const RAISE_FENCE_SCRIPT = `
-for i = 1, #KEYS, 3 do
-  local want = tonumber(ARGV[(i + 2) / 3])
+for i = 1, #KEYS, 5 do
+  local want = tonumber(ARGV[(i + 4) / 5])
   if tonumber(redis.call('GET', KEYS[i + 1]) or '0') < want then
     redis.call('SET', KEYS[i + 1], want)
   end
