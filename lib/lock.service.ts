@@ -25,6 +25,24 @@ export interface LockServiceEvents {
   lost: (event: LockLostEvent) => void;
 }
 
+/** Counters of a client group's waiting engine (see `LockService.stats`). */
+export interface LockStats {
+  /** Locks received by grant: a release in another process passed the key to a waiter here. */
+  readonly grants: number;
+  /** Waiters woken by a release notification (`PUBLISH ... r`). */
+  readonly notifiedWakeups: number;
+  /** Waiters that retried on their fallback timer (holder's lease ran out, or a lost message). */
+  readonly timerWakeups: number;
+  /** Locks handed straight to the next waiter of this process. */
+  readonly localHandoffs: number;
+  /** Acquire round trips sent. */
+  readonly attempts: number;
+  /** Release channels this process listens to right now. */
+  readonly subscriptions: number;
+  /** Keys with local holders or waiters right now. */
+  readonly queues: number;
+}
+
 /** What `@Locked` stores about a method, prepared at decoration time. @internal */
 export interface LockedMethod {
   readonly where: string;
@@ -150,6 +168,16 @@ export class LockService implements BeforeApplicationShutdown {
     this.segmented.reset(
       holdId(options.client ?? DEFAULT_CLIENT, assertRawKey(key, 'LockService.resetSegments')),
     );
+  }
+
+  /**
+   * Counters of a client group's waiting engine, for metrics and tests: how waiters were woken
+   * (`grants` and `notifiedWakeups` are pushes from a release, `timerWakeups` fallbacks), local
+   * handoffs, acquire round trips, and the subscriptions and local queues alive right now.
+   */
+  stats(client: string = DEFAULT_CLIENT): LockStats {
+    const c = this.client(client);
+    return { ...c.stats, subscriptions: c.notifier.size, queues: c.queueCount };
   }
 
   /** Listens to lock events (`lost`). */
