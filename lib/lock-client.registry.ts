@@ -10,6 +10,7 @@ import Redlock from 'redlock';
 import { LockConfigError } from './errors';
 import type { RedlockClientEntry } from './interfaces';
 import { LockClient, type RedisNode } from './lock-client';
+import { closeConnection } from './redis-connection';
 import type { ResolvedRedlockOptions } from './redlock-options';
 import { RESOLVED_OPTIONS } from './redlock.constants';
 import { UNKNOWN_CLIENT } from './redlock.messages';
@@ -18,6 +19,19 @@ interface Group {
   client: LockClient;
   owned: RedisNode[];
   redlock?: Redlock;
+}
+
+// Nest probes providers for lifecycle hooks; those reads must not throw.
+const PROBED = new Set(['then', 'constructor', 'toJSON', 'inspect']);
+function missingRedlock(name: string, known: string[]): Redlock {
+  return new Proxy({} as Redlock, {
+    get(_target, prop) {
+      if (typeof prop === 'symbol' || PROBED.has(prop) || /^(on|before)[A-Z]/.test(prop)) {
+        return undefined;
+      }
+      throw new LockConfigError(UNKNOWN_CLIENT(name, known), `@InjectRedlock('${name}')`);
+    },
+  });
 }
 
 const isInstance = (e: RedlockClientEntry): e is Redis | Cluster =>
@@ -76,9 +90,14 @@ export class LockClientRegistry implements OnModuleInit, OnApplicationShutdown {
     return this.group(name).client;
   }
 
-  /** The `Redlock` instance of a group (escape hatch, built on first use over its nodes). */
+  /**
+   * The `Redlock` instance of a group (escape hatch, built on first use over its nodes). For a
+   * group this app does not configure (another app of the process asked for it), a stand-in
+   * that fails with a clear `LockConfigError` as soon as it is used.
+   */
   redlock(name: string): Redlock {
-    const group = this.group(name);
+    const group = this.groups.get(name);
+    if (!group) return missingRedlock(name, this.names);
     group.redlock ??= new Redlock([...group.client.nodes]);
     return group.redlock;
   }
@@ -105,11 +124,7 @@ export class LockClientRegistry implements OnModuleInit, OnApplicationShutdown {
     await Promise.all(
       [...this.groups.values()].map(async (group) => {
         await group.client.close();
-        await Promise.all(
-          group.owned.map((redis) =>
-            redis.status === 'end' ? undefined : redis.quit().catch(() => redis.disconnect()),
-          ),
-        );
+        await Promise.all(group.owned.map(closeConnection));
       }),
     );
   }

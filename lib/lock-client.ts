@@ -92,6 +92,8 @@ interface KeyQueue {
   waiters: Waiter[];
   /** Holds of this key by this process (0 or 1 in practice). */
   held: number;
+  /** The newest of those holds: once its lease ran out unreleased, `held` proves nothing. */
+  holder?: Lease;
   /** Consecutive local handoffs since the lock last went public. */
   handoffs: number;
   /** The subscription to the key's release channel, while anyone waits. */
@@ -101,10 +103,6 @@ interface KeyQueue {
 }
 
 const MAX_POLL_MS = 1_000;
-const tokenPrefix = randomBytes(9).toString('base64url');
-let tokenSeq = 0;
-/** Unique per acquisition: a random process prefix plus a counter (cheap, never reused). */
-const newToken = () => `${tokenPrefix}.${(tokenSeq++).toString(36)}`;
 
 const asError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
 
@@ -129,6 +127,12 @@ export class LockClient {
   /** Single-node groups queue waiters in Redis and grant on release (FIFO across processes). */
   private readonly fair: boolean;
   private readonly queues = new Map<string, KeyQueue>();
+  /**
+   * Tokens are unique per acquisition: a random prefix per client (so two groups or two apps in
+   * one process never mistake each other's grants) plus a counter (cheap, never reused).
+   */
+  private readonly tokenPrefix = `${randomBytes(9).toString('base64url')}.`;
+  private tokenSeq = 0;
   /** Tokens holding a lock right now (a late grant message for one of them is ignored). */
   private readonly tokens = new Set<string>();
   private closed = false;
@@ -143,6 +147,10 @@ export class LockClient {
     this.clustered = nodes.some((n) => (n as Cluster).isCluster === true);
     this.fair = nodes.length === 1;
     this.notifier = new LockNotifier(nodes[0], onSubscriberError);
+  }
+
+  private newToken(): string {
+    return this.tokenPrefix + (this.tokenSeq++).toString(36);
   }
 
   /** Local queues still alive (for tests: empty once every waiter left). */
@@ -175,14 +183,14 @@ export class LockClient {
   ): Promise<Lease> {
     const startedAt = performance.now();
     const deadline = startedAt + waitTimeout;
-    const token = newToken();
+    const token = this.newToken();
     if (keys.length === 1) {
       const queue = this.queues.get(keys[0]);
       if (queue && (queue.held > 0 || queue.waiters.length > 0)) {
         // Someone of ours holds or waits for this key: queue behind them instead of competing.
         if (waitTimeout > 0) return this.waitInQueue(keys, queue, token, ttl, startedAt, deadline);
         // Held here and no wait wanted: busy for sure, no round trip needed.
-        if (queue.held > 0 && flagMs <= 0) throw new LockNotAcquiredError(keys, 0, ttl);
+        if (this.heldHere(queue) && flagMs <= 0) throw new LockNotAcquiredError(keys, 0, ttl);
       }
     }
     // The first try flags nothing by default: only a listening waiter asks releases to publish.
@@ -206,9 +214,9 @@ export class LockClient {
   async tryAcquire(keys: readonly string[], ttl: number): Promise<Lease | number> {
     const queue = keys.length === 1 ? this.queues.get(keys[0]) : undefined;
     // Held or awaited here: busy for sure, no round trip needed.
-    if (queue && (queue.held > 0 || queue.waiters.length > 0)) return ttl;
+    if (queue && (this.heldHere(queue) || queue.waiters.length > 0)) return ttl;
     const startedAt = performance.now();
-    const token = newToken();
+    const token = this.newToken();
     const vote = await this.attempt(keys, token, ttl, 0);
     return vote.kind === 'ok' ? this.hold(keys, token, ttl, vote, startedAt) : vote.pttl;
   }
@@ -303,6 +311,7 @@ export class LockClient {
         if (handed) {
           queue.handoffs++;
           this.stats.localHandoffs++;
+          queue.holder = handed;
           if (next.handOver(handed)) return;
           // The waiter gave up while the handoff was in flight: release what it was given.
           token = handed.token;
@@ -316,11 +325,13 @@ export class LockClient {
           next.enqueued = true;
           next.queuedByHolder = true;
           queue.held--;
+          if (queue.holder === lease) queue.holder = undefined;
           this.dropQueueIfIdle(lease.keys[0], queue);
           return;
         }
         if (r !== 'lost') {
           this.stats.localHandoffs++;
+          queue.holder = r;
           if (next.handOver(r)) {
             this.tokens.delete(lease.token);
             return;
@@ -337,6 +348,7 @@ export class LockClient {
     const published = results.some((r) => typeof r === 'number' && r > 0);
     if (queue) {
       queue.held--;
+      if (queue.holder === lease || queue.holder?.token === token) queue.holder = undefined;
       this.dropQueueIfIdle(lease.keys[0], queue);
       // A head that listens hears the PUBLISH at the same moment as the other processes' heads
       // and competes on equal terms; one that does not is told directly.
@@ -475,7 +487,7 @@ export class LockClient {
           pendingWake = false;
           await this.listen(key, queue);
           if (done) return;
-          if (queue.held > 0) {
+          if (this.heldHere(queue)) {
             // Held here: the holder hands it over, or releases it and we hear the PUBLISH.
             await sleep(untilDeadline());
             continue;
@@ -530,7 +542,7 @@ export class LockClient {
         }
         // `g <token> <fence>`: the release granted the key to a queued token, maybe ours.
         const [, token, fence] = message.split(' ');
-        if (token?.startsWith(tokenPrefix)) {
+        if (token?.startsWith(this.tokenPrefix)) {
           this.stats.grants++;
           this.granted(key, token, Number(fence));
         }
@@ -597,9 +609,7 @@ export class LockClient {
     startedAt: number,
   ): Lease {
     const now = performance.now();
-    if (keys.length === 1) this.queueFor(keys[0]).held++;
-    this.tokens.add(token);
-    return {
+    const lease: Lease = {
       keys,
       token,
       ttl,
@@ -609,6 +619,21 @@ export class LockClient {
       waitedMs: now - startedAt,
       released: false,
     };
+    if (keys.length === 1) {
+      const queue = this.queueFor(keys[0]);
+      queue.held++;
+      queue.holder = lease;
+    }
+    this.tokens.add(token);
+    return lease;
+  }
+
+  /**
+   * Held by a caller of this process whose lease may still be valid. A holder that stalled, lost
+   * the key or forgot to release is not waited for past its lease: Redis decides then.
+   */
+  private heldHere(queue: KeyQueue): boolean {
+    return queue.held > 0 && !(queue.holder && performance.now() >= queue.holder.validUntil);
   }
 
   /**
@@ -660,6 +685,7 @@ export class LockClient {
     this.tokens.add(token);
     queue.held++;
     const lease = this.leaseFor([key], waiter, [fence], performance.now());
+    queue.holder = lease;
     if (!waiter.handOver(lease)) void this.release(lease).catch(() => undefined);
   }
 

@@ -1,4 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
+import { closeConnection } from './redis-connection';
 
 type RedisNode = Redis | Cluster;
 
@@ -71,9 +72,7 @@ export class LockNotifier {
     const sub = this.subscriber;
     this.subscriber = undefined;
     this.channels.clear();
-    if (sub) {
-      await sub.quit().catch(() => sub.disconnect());
-    }
+    if (sub) await closeConnection(sub);
   }
 
   private connection(): RedisNode {
