@@ -17,6 +17,21 @@ export default tseslint.config(
     },
   },
   {
+    // The plain-JS launchers in scripts/ are CommonJS run by Node directly.
+    files: ['scripts/**/*.js'],
+    languageOptions: {
+      sourceType: 'commonjs',
+      globals: {
+        require: 'readonly',
+        module: 'writable',
+        __dirname: 'readonly',
+        process: 'readonly',
+        console: 'readonly',
+      },
+    },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
     files: ['lib/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'error' },
   },

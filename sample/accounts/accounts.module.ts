@@ -1,0 +1,10 @@
+import { Module } from '@nestjs/common';
+import { AccountsController } from './accounts.controller';
+import { AccountsRepository } from './accounts.repository';
+import { TransferService } from './transfer.service';
+
+@Module({
+  controllers: [AccountsController],
+  providers: [AccountsRepository, TransferService],
+})
+export class AccountsModule {}

@@ -1,0 +1,42 @@
+import { type DynamicModule, Module } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
+import { RedlockModule } from 'nest-locked';
+import { AccountsModule } from './accounts/accounts.module';
+import { SAMPLE_CONFIG, type SampleConfig, loadSampleConfig } from './config/sample.config';
+import { SampleConfigModule } from './config/sample-config.module';
+import { DatabaseModule } from './database/database.module';
+import { HealthController } from './health.controller';
+import { JobsModule } from './jobs/jobs.module';
+import { ProductsModule } from './products/products.module';
+import { ReportsModule } from './reports/reports.module';
+
+/**
+ * The flash-sale shop. `AppModule.forRoot()` reads the environment; tests pass a config.
+ */
+@Module({})
+export class AppModule {
+  static forRoot(config: SampleConfig = loadSampleConfig()): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        SampleConfigModule.forRoot(config),
+        // The async path, as with @nestjs/config: the factory gets its settings by injection.
+        // One URL is a single-node lock; several are a Redlock quorum over independent servers.
+        RedlockModule.forRootAsync({
+          inject: [SAMPLE_CONFIG],
+          useFactory: (c: SampleConfig) => ({
+            clients: [...c.redisUrls],
+            waitTimeout: c.lockWaitMs,
+          }),
+        }),
+        ScheduleModule.forRoot(),
+        DatabaseModule,
+        ProductsModule,
+        AccountsModule,
+        ReportsModule,
+        JobsModule,
+      ],
+      controllers: [HealthController],
+    };
+  }
+}

@@ -1,0 +1,108 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import Database from 'better-sqlite3';
+import { SAMPLE_CONFIG, type SampleConfig } from '../config/sample.config';
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS products (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL,
+  stock INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS orders (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  product_id INTEGER NOT NULL,
+  quantity INTEGER NOT NULL,
+  mode TEXT NOT NULL,
+  instance TEXT NOT NULL,
+  fence INTEGER,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS orders_by_product ON orders (product_id);
+CREATE TABLE IF NOT EXISTS product_slices (
+  product_id INTEGER NOT NULL,
+  segment INTEGER NOT NULL,
+  stock INTEGER NOT NULL,
+  PRIMARY KEY (product_id, segment)
+);
+CREATE TABLE IF NOT EXISTS accounts (
+  id TEXT PRIMARY KEY,
+  balance INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS transfers (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  from_id TEXT NOT NULL,
+  to_id TEXT NOT NULL,
+  amount INTEGER NOT NULL,
+  instance TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS reports (
+  id TEXT PRIMARY KEY,
+  fence INTEGER NOT NULL,
+  instance TEXT NOT NULL,
+  progress INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS report_runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  report_id TEXT NOT NULL,
+  fence INTEGER NOT NULL,
+  instance TEXT NOT NULL,
+  started_at INTEGER NOT NULL,
+  finished_at INTEGER NOT NULL,
+  lost INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS cron_runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  job TEXT NOT NULL,
+  tick INTEGER NOT NULL,
+  instance TEXT NOT NULL,
+  fence INTEGER NOT NULL,
+  orders INTEGER NOT NULL,
+  started_at INTEGER NOT NULL,
+  finished_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS cron_runs_by_job ON cron_runs (job, tick);
+`;
+
+/**
+ * The SQLite file every instance of the sample shares, standing in for the shop's database.
+ *
+ * Each statement is atomic (WAL mode, `busy_timeout` so processes queue on the file lock instead
+ * of failing), but a read followed by a write across an `await` is not: that gap, widened by
+ * `roundTrip()`, is exactly where the seeds' flash sale oversells.
+ */
+@Injectable()
+export class DatabaseService implements OnApplicationShutdown {
+  readonly db: Database.Database;
+
+  constructor(@Inject(SAMPLE_CONFIG) private readonly config: SampleConfig) {
+    if (config.dbPath !== ':memory:') {
+      fs.mkdirSync(path.dirname(config.dbPath), { recursive: true });
+    }
+    this.db = new Database(config.dbPath);
+    // busy_timeout first: the other pragmas and the schema may meet another instance starting.
+    this.db.pragma('busy_timeout = 10000');
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = NORMAL');
+    this.db.exec(SCHEMA);
+  }
+
+  /**
+   * The simulated network round trip of a networked database (`SAMPLE_DB_LATENCY_MS`), spent
+   * between reading a value and writing what depends on it.
+   */
+  async roundTrip(): Promise<void> {
+    if (this.config.dbLatencyMs > 0) await sleep(this.config.dbLatencyMs);
+  }
+
+  onApplicationShutdown(): void {
+    if (this.db.open) this.db.close();
+  }
+}

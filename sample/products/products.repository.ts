@@ -1,0 +1,188 @@
+import { Injectable } from '@nestjs/common';
+import type { Statement } from 'better-sqlite3';
+import { DatabaseService } from '../database/database.service';
+
+/** How many slices a product's stock is split into, for mode=segmented (the seeds' 10). */
+export const SLICES = 10;
+
+export interface Product {
+  readonly id: number;
+  readonly name: string;
+  /** The product's stock: always the sum of its slices while no sale oversold it. */
+  readonly stock: number;
+}
+
+/** A product with what it sold so far (from the orders, not from its stock column). */
+export interface ProductView extends Product {
+  /** Units sold: the sum of the quantities of its orders. */
+  readonly sold: number;
+  readonly orders: number;
+  /** Stock of each slice (mode=segmented sells from one slice at a time). */
+  readonly slices: number[];
+}
+
+export interface Sale {
+  readonly orderId: number;
+  /** The product's stock after this sale, as the database has it now. */
+  readonly remaining: number;
+}
+
+interface SaleRecord {
+  readonly mode: string;
+  readonly instance: string;
+  readonly fence?: number;
+}
+
+/** Splits `stock` into `SLICES` near-equal parts (the first ones take the remainder). */
+const split = (stock: number): number[] =>
+  Array.from(
+    { length: SLICES },
+    (_, s) => Math.floor(stock / SLICES) + (s < stock % SLICES ? 1 : 0),
+  );
+
+/**
+ * Products, their stock slices and orders in the shared SQLite file. Every method is one atomic
+ * statement or transaction; none checks stock: that is the callers' read-check-write, which only
+ * a lock makes safe.
+ */
+@Injectable()
+export class ProductsRepository {
+  private readonly byId: Statement<[number], Product>;
+  private readonly viewById: Statement<[number], Omit<ProductView, 'slices'>>;
+  private readonly insert: Statement<[string, number, number]>;
+  private readonly setStock: Statement<[number, number, number]>;
+  private readonly decrement: Statement<[number, number, number]>;
+  private readonly insertOrder: Statement<[number, number, string, string, number | null, number]>;
+  private readonly slicesOf: Statement<[number], { segment: number; stock: number }>;
+  private readonly sliceOf: Statement<[number, number], { stock: number }>;
+  private readonly putSlice: Statement<[number, number, number]>;
+  private readonly takeFromSlice: Statement<[number, number, number]>;
+  private readonly createTx: (name: string, stock: number) => number;
+  private readonly restockTx: (id: number, stock: number) => boolean;
+  private readonly sellTx: (id: number, quantity: number, sale: SaleRecord) => Sale;
+  private readonly sellSliceTx: (
+    id: number,
+    segment: number,
+    quantity: number,
+    sale: SaleRecord,
+  ) => Sale;
+
+  constructor(database: DatabaseService) {
+    const { db } = database;
+    this.byId = db.prepare('SELECT id, name, stock FROM products WHERE id = ?');
+    this.viewById = db.prepare(
+      `SELECT p.id, p.name, p.stock,
+              COALESCE(SUM(o.quantity), 0) AS sold, COUNT(o.id) AS orders
+         FROM products p LEFT JOIN orders o ON o.product_id = p.id
+        WHERE p.id = ? GROUP BY p.id`,
+    );
+    this.insert = db.prepare('INSERT INTO products (name, stock, updated_at) VALUES (?, ?, ?)');
+    this.setStock = db.prepare('UPDATE products SET stock = ?, updated_at = ? WHERE id = ?');
+    // Relative decrement, as in the seeds' BookMapper.updateNoLock: the statement itself is
+    // atomic, so an unlocked race shows as stock below zero rather than as a lost update.
+    this.decrement = db.prepare(
+      'UPDATE products SET stock = stock - ?, updated_at = ? WHERE id = ?',
+    );
+    this.insertOrder = db.prepare(
+      `INSERT INTO orders (product_id, quantity, mode, instance, fence, created_at)
+       VALUES (?, ?, ?, ?, ?, ?)`,
+    );
+    this.slicesOf = db.prepare(
+      'SELECT segment, stock FROM product_slices WHERE product_id = ? ORDER BY segment',
+    );
+    this.sliceOf = db.prepare(
+      'SELECT stock FROM product_slices WHERE product_id = ? AND segment = ?',
+    );
+    this.putSlice = db.prepare(
+      `INSERT INTO product_slices (product_id, segment, stock) VALUES (?, ?, ?)
+       ON CONFLICT (product_id, segment) DO UPDATE SET stock = excluded.stock`,
+    );
+    this.takeFromSlice = db.prepare(
+      'UPDATE product_slices SET stock = stock - ? WHERE product_id = ? AND segment = ?',
+    );
+
+    const putSlices = (id: number, stock: number) =>
+      split(stock).forEach((s, segment) => this.putSlice.run(id, segment, s));
+    const order = (id: number, quantity: number, sale: SaleRecord, now: number): Sale => {
+      const row = this.insertOrder.run(
+        id,
+        quantity,
+        sale.mode,
+        sale.instance,
+        sale.fence ?? null,
+        now,
+      );
+      return { orderId: Number(row.lastInsertRowid), remaining: this.byId.get(id)!.stock };
+    };
+    this.createTx = db.transaction((name: string, stock: number) => {
+      const id = Number(this.insert.run(name, stock, Date.now()).lastInsertRowid);
+      putSlices(id, stock);
+      return id;
+    });
+    this.restockTx = db.transaction((id: number, stock: number) => {
+      if (this.setStock.run(stock, Date.now(), id).changes === 0) return false;
+      putSlices(id, stock);
+      return true;
+    });
+    // The product's stock, and the slices from the first one on, so they keep adding up.
+    this.sellTx = db.transaction((id: number, quantity: number, sale: SaleRecord) => {
+      const now = Date.now();
+      this.decrement.run(quantity, now, id);
+      let left = quantity;
+      for (const slice of this.slicesOf.all(id)) {
+        const take = Math.min(left, Math.max(0, slice.stock));
+        if (take > 0) this.takeFromSlice.run(take, id, slice.segment);
+        left -= take;
+        if (left === 0) break;
+      }
+      return order(id, quantity, sale, now);
+    });
+    this.sellSliceTx = db.transaction(
+      (id: number, segment: number, quantity: number, sale: SaleRecord) => {
+        const now = Date.now();
+        this.takeFromSlice.run(quantity, id, segment);
+        this.decrement.run(quantity, now, id);
+        return order(id, quantity, sale, now);
+      },
+    );
+  }
+
+  find(id: number): Product | undefined {
+    return this.byId.get(id);
+  }
+
+  view(id: number): ProductView | undefined {
+    const product = this.viewById.get(id);
+    return product && { ...product, slices: this.slices(id) };
+  }
+
+  /** Creates a product, its stock split into `SLICES` slices. */
+  create(name: string, stock: number): Product {
+    return this.find(this.createTx(name, stock))!;
+  }
+
+  /** Sets the stock (and re-splits the slices); `undefined` if there is no such product. */
+  restock(id: number, stock: number): Product | undefined {
+    return this.restockTx(id, stock) ? this.find(id) : undefined;
+  }
+
+  /** Stock of every slice, by segment. */
+  slices(id: number): number[] {
+    return this.slicesOf.all(id).map((s) => s.stock);
+  }
+
+  /** Stock of one slice (0 for a product that has none). */
+  sliceStock(id: number, segment: number): number {
+    return this.sliceOf.get(id, segment)?.stock ?? 0;
+  }
+
+  /** Takes `quantity` off the product (and its slices, first ones first) and records the order. */
+  sell(id: number, quantity: number, sale: SaleRecord): Sale {
+    return this.sellTx(id, quantity, sale);
+  }
+
+  /** Takes `quantity` off one slice and off the product, and records the order. */
+  sellFromSlice(id: number, segment: number, quantity: number, sale: SaleRecord): Sale {
+    return this.sellSliceTx(id, segment, quantity, sale);
+  }
+}

@@ -1,0 +1,453 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import Database from 'better-sqlite3';
+import { type ModeFigures, renderChart, renderTerminal, type TerminalLine } from './demo-chart';
+import { type BurstResult, burst, get, post } from './http';
+import { ensureRedisServer, ping, type RedisProcess, startRedisServers } from './redis';
+import { repoRoot, type SampleCluster, startSampleCluster } from './sample-cluster';
+
+/**
+ * `npm run demo`: the seeds' flash sale, live. Starts its own Redis and several instances of the
+ * sample app (separate processes, one SQLite file), sends a burst of concurrent buyers spread
+ * across the instances for each purchase mode, prints one table and writes an SVG chart.
+ * Everything it starts, it stops (by PID).
+ */
+
+const MODES = ['none', 'product', 'segmented'] as const;
+type Mode = (typeof MODES)[number];
+
+interface Options {
+  instances: number;
+  buyers: number;
+  stock: number;
+  latency: number;
+  quorum: number;
+  redisUrl?: string;
+  modes: Mode[];
+}
+
+const USAGE = `Usage: npm run demo -- [options]
+
+  --instances N    sample app processes behind the buyers       (default 3)
+  --buyers N       concurrent buyers per mode, 1 unit each       (default 300)
+  --stock N        units of the product on sale                  (default 100)
+  --latency MS     simulated database round trip, read -> write  (default 5)
+  --quorum N       start N redis-servers, lock by Redlock quorum (default 1)
+  --redis-url URL  use running Redis instead (comma-separated list for a quorum)
+  --modes LIST     any of none,product,segmented                 (default all)
+  -h, --help       this text`;
+
+class UsageError extends Error {}
+
+function parseArgs(argv: readonly string[]): Options | 'help' {
+  const o: Options = {
+    instances: 3,
+    buyers: 300,
+    stock: 100,
+    latency: 5,
+    quorum: 1,
+    modes: [...MODES],
+  };
+  const int = (flag: string, raw: string | undefined, min: number, max: number): number => {
+    const n = Number(raw);
+    if (raw === undefined || !/^\d+$/.test(raw) || n < min || n > max) {
+      throw new UsageError(
+        `${flag} takes an integer from ${min} to ${max}, got ${raw ?? 'nothing'}.`,
+      );
+    }
+    return n;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, inline] = argv[i].split(/=(.*)/s, 2);
+    const value = () => inline ?? argv[++i];
+    switch (flag) {
+      case '-h':
+      case '--help':
+        return 'help';
+      case '--instances':
+        o.instances = int(flag, value(), 1, 16);
+        break;
+      case '--buyers':
+        o.buyers = int(flag, value(), 1, 5_000);
+        break;
+      case '--stock':
+        o.stock = int(flag, value(), 0, 1_000_000);
+        break;
+      case '--latency':
+        o.latency = int(flag, value(), 0, 1_000);
+        break;
+      case '--quorum':
+        o.quorum = int(flag, value(), 1, 7);
+        break;
+      case '--redis-url': {
+        const raw = value();
+        if (!raw) throw new UsageError('--redis-url takes a URL, e.g. redis://127.0.0.1:6379.');
+        o.redisUrl = raw;
+        break;
+      }
+      case '--modes': {
+        const list = (value() ?? '').split(',').filter(Boolean);
+        const bad = list.find((m) => !(MODES as readonly string[]).includes(m));
+        if (bad || list.length === 0) {
+          throw new UsageError(
+            `--modes takes a list of ${MODES.join(', ')}, got ${bad ?? 'nothing'}.`,
+          );
+        }
+        o.modes = MODES.filter((m) => list.includes(m));
+        break;
+      }
+      default:
+        throw new UsageError(`Unknown option ${argv[i]}.`);
+    }
+  }
+  return o;
+}
+
+/** Where a mode's burst ended up. */
+interface ModeResult extends ModeFigures {
+  readonly mode: Mode;
+  readonly refused: number;
+  readonly busy: number;
+  readonly failed: number;
+  readonly wallMs: number;
+}
+
+const say = (line = '') => process.stdout.write(`${line}\n`);
+const tty = process.stdout.isTTY === true;
+
+/** A progress line while a burst runs: redrawn in place on a terminal, in quarters otherwise. */
+class Progress {
+  private readonly startedAt = performance.now();
+  private lastDraw = 0;
+  private lastQuarter = 0;
+  private sold = 0;
+  private refused = 0;
+  private other = 0;
+
+  constructor(
+    private readonly mode: string,
+    private readonly total: number,
+  ) {
+    if (tty) this.draw(0);
+  }
+
+  update(done: number, r: BurstResult): void {
+    if (r.status === 201) this.sold++;
+    else if (r.status === 409) this.refused++;
+    else this.other++;
+    const now = performance.now();
+    if (tty) {
+      if (now - this.lastDraw > 50 || done === this.total) this.draw(done);
+    } else {
+      const quarter = Math.floor((done / this.total) * 4);
+      if (quarter > this.lastQuarter && done < this.total) {
+        this.lastQuarter = quarter;
+        say(`  ${this.mode.padEnd(10)} ${this.counts(done)}`);
+      }
+    }
+  }
+
+  end(): void {
+    if (tty) process.stdout.write('\r\x1b[2K');
+    say(`  ${this.mode.padEnd(10)} ${this.counts(this.total)}  done`);
+  }
+
+  private counts(done: number): string {
+    const s = ((performance.now() - this.startedAt) / 1000).toFixed(1);
+    const extra = this.other ? `  other ${this.other}` : '';
+    return `${String(done).padStart(5)}/${this.total}  201 ${this.sold}  409 ${this.refused}${extra}  ${s} s`;
+  }
+
+  private draw(done: number): void {
+    this.lastDraw = performance.now();
+    const width = 24;
+    const filled = Math.round((done / this.total) * width);
+    const bar = '#'.repeat(filled) + '.'.repeat(width - filled);
+    process.stdout.write(`\r\x1b[2K  ${this.mode.padEnd(10)} [${bar}] ${this.counts(done)}`);
+  }
+}
+
+const percentile = (sorted: readonly number[], p: number): number =>
+  sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] : 0;
+
+async function runMode(mode: Mode, cluster: SampleCluster, o: Options): Promise<ModeResult> {
+  const { urls } = cluster;
+  const created = await post<{ id: number }>(`${urls[0]}/products`, {
+    name: `flash-sale-${mode}`,
+    stock: o.stock,
+  });
+  if (created.status !== 201) {
+    throw new Error(
+      `Creating the product failed: ${created.status} ${JSON.stringify(created.body)}`,
+    );
+  }
+  const id = created.body.id;
+  const progress = new Progress(mode, o.buyers);
+  const startedAt = performance.now();
+  const results = await burst(
+    o.buyers,
+    (i) => ({
+      method: 'POST',
+      url: `${urls[i % urls.length]}/products/${id}/purchase?mode=${mode}`,
+      body: { quantity: 1 },
+      timeoutMs: 90_000,
+    }),
+    (done, r) => progress.update(done, r),
+  );
+  const wallMs = performance.now() - startedAt;
+  progress.end();
+
+  const code = (r: BurstResult) =>
+    r.status ? (r as { body?: { code?: string } }).body?.code : undefined;
+  const count = (f: (r: BurstResult) => boolean) => results.filter(f).length;
+  const latencies = results.map((r) => r.ms).sort((a, b) => a - b);
+  const figures = {
+    requests: o.buyers,
+    stock: o.stock,
+    throughput: o.buyers / (wallMs / 1000),
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    refused: count((r) => r.status === 409 && code(r) === 'INSUFFICIENT_STOCK'),
+    busy: count((r) => r.status === 409 && code(r) === 'LOCK_NOT_ACQUIRED'),
+    wallMs,
+  };
+  const view = await get<{ stock: number; sold: number }>(`${urls[0]}/products/${id}`);
+  const { stock: finalStock, sold } = view.body;
+  return {
+    mode,
+    sold,
+    finalStock,
+    oversold: Math.max(0, sold - o.stock),
+    failed: count((r) => r.status !== 201 && r.status !== 409),
+    ...figures,
+  };
+}
+
+function table(rows: readonly ModeResult[]): string[] {
+  const head = ['mode', 'requests', 'sold', 'final stock', 'oversold', 'throughput', 'p50', 'p99'];
+  const cells = rows.map((r) => [
+    r.mode,
+    String(r.requests),
+    String(r.sold),
+    String(r.finalStock),
+    String(r.oversold),
+    `${Math.round(r.throughput)} req/s`,
+    `${Math.round(r.p50)} ms`,
+    `${Math.round(r.p99)} ms`,
+  ]);
+  const widths = head.map((h, c) => Math.max(h.length, ...cells.map((row) => row[c].length)));
+  const line = (row: string[]) =>
+    row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  ');
+  return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.map(line)];
+}
+
+const HOW: Record<Mode, string> = {
+  none: "no lock: read the stock, check it, write it (the seeds' code)",
+  product: "@Locked('product:{id}'): one buyer at a time per product",
+  segmented: "@Locked('stock:{id}', { segments: 10 }): the stock in 10 slices, one lock each",
+};
+
+function legend(modes: readonly Mode[]): string[] {
+  return modes.map((m, i) => `${i === 0 ? 'modes:' : '      '} ${m.padEnd(10)} ${HOW[m]}`);
+}
+
+/** One sentence per mode: what its figures mean. */
+function verdicts(rows: readonly ModeResult[], o: Options): string[] {
+  const product = rows.find((r) => r.mode === 'product');
+  return rows.map((r) => {
+    const extra = [
+      r.busy ? `${r.busy} gave up waiting for the lock (409 + Retry-After)` : '',
+      r.failed ? `${r.failed} failed otherwise` : '',
+    ].filter(Boolean);
+    const tail = extra.length ? `; ${extra.join(', ')}` : '';
+    if (r.oversold > 0) {
+      return (
+        `${r.mode}: ${r.sold} sold from a stock of ${o.stock}, oversold by ${r.oversold} ` +
+        `(the seeds' JMeter result)${tail}.`
+      );
+    }
+    const speedup =
+      r.mode === 'segmented' && product && product.throughput > 0
+        ? `, ${(r.throughput / product.throughput).toFixed(1)}x the throughput of mode=product`
+        : '';
+    return `${r.mode}: ${r.sold} sold, never oversold${speedup}${tail}.`;
+  });
+}
+
+/** How the tick job ran while the demo did: rows per tick, read from the shared SQLite file. */
+function cronSummary(dbPath: string, instances: number): string | undefined {
+  const db = new Database(dbPath, { readonly: true, fileMustExist: true });
+  try {
+    const perTick = db
+      .prepare('SELECT tick, COUNT(*) AS runs FROM cron_runs GROUP BY tick')
+      .all() as { tick: number; runs: number }[];
+    if (perTick.length === 0) return undefined;
+    const byInstance = db
+      .prepare(
+        'SELECT instance, COUNT(*) AS runs FROM cron_runs GROUP BY instance ORDER BY instance',
+      )
+      .all() as { instance: string; runs: number }[];
+    const twice = perTick.filter((t) => t.runs > 1).length;
+    const who = byInstance.map((b) => `${b.instance} ${b.runs}`).join(', ');
+    return twice === 0
+      ? `cron: ${perTick.length} tick${perTick.length === 1 ? '' : 's'} while the demo ran, each ran exactly once across ${instances} instances (${who}).`
+      : `cron: ${twice} of ${perTick.length} ticks ran more than once (${who}).`;
+  } finally {
+    db.close();
+  }
+}
+
+async function main(argv: readonly string[]): Promise<number> {
+  let o: Options | 'help';
+  try {
+    o = parseArgs(argv);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    process.stderr.write(`${err.message}\n\n${USAGE}\n`);
+    return 2;
+  }
+  if (o === 'help') {
+    say(USAGE);
+    return 0;
+  }
+  const opts = o;
+  const startedAt = performance.now();
+  const root = repoRoot();
+  const outDir = path.join(root, '.tmp', 'demo');
+  const runDir = path.join(outDir, 'last-run');
+  fs.rmSync(runDir, { recursive: true, force: true });
+  fs.mkdirSync(runDir, { recursive: true });
+  const dbPath = path.join(runDir, 'shop.sqlite');
+
+  let servers: RedisProcess[] = [];
+  let cluster: SampleCluster | undefined;
+  let stopping: Promise<void> | undefined;
+  // Once, however many callers: the signal handler and the normal path share one stop.
+  const stopAll = () =>
+    (stopping ??= (async () => {
+      await cluster?.stop();
+      await Promise.all(servers.map((s) => s.stop()));
+    })());
+  // Ctrl-C reaches this process twice (from the terminal and from the launcher): stop once.
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (interrupted) return;
+    interrupted = true;
+    process.stdout.write('\n');
+    say(`${signal}: stopping everything the demo started...`);
+    void stopAll().finally(() => process.exit(130));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+
+  try {
+    const header =
+      `nest-locked demo: ${opts.instances} instances, ${opts.buyers} buyers per mode, ` +
+      `stock ${opts.stock}, database latency ${opts.latency} ms`;
+    say(header);
+    for (const l of legend(opts.modes)) say(l);
+    let redisUrls: string[];
+    if (opts.redisUrl) {
+      redisUrls = opts.redisUrl
+        .split(',')
+        .map((u) => u.trim())
+        .filter(Boolean);
+      for (const url of redisUrls) {
+        await ping(url).catch((err: Error) => {
+          throw new Error(`--redis-url ${url} is not usable: ${err.message}.`);
+        });
+      }
+      say(`redis: using ${redisUrls.join(', ')}`);
+    } else {
+      const binary = ensureRedisServer(say);
+      servers = await startRedisServers(binary, opts.quorum);
+      redisUrls = servers.map((s) => s.url);
+      say(
+        `redis: started ${servers.length} redis-server${servers.length > 1 ? 's (Redlock quorum)' : ''} ` +
+          `on ${servers.map((s) => `${s.port} (pid ${s.pid})`).join(', ')}`,
+      );
+    }
+    cluster = await startSampleCluster({
+      instances: opts.instances,
+      redisUrls,
+      dbPath,
+      latencyMs: opts.latency,
+      cron: '* * * * * *',
+      lockWaitMs: 60_000,
+      logDir: path.join(runDir, 'logs'),
+    });
+    say(`app: ${cluster.instances.map((i) => `${i.name} :${i.port} (pid ${i.pid})`).join(', ')}`);
+    say();
+
+    const rows: ModeResult[] = [];
+    for (const mode of opts.modes) rows.push(await runMode(mode, cluster, opts));
+    const cron = cronSummary(dbPath, opts.instances);
+
+    const tableLines = table(rows);
+    const notes = verdicts(rows, opts);
+    say();
+    for (const l of tableLines) say(l);
+    say();
+    for (const n of notes) say(n);
+    if (cron) say(cron);
+
+    const subtitle =
+      `${opts.buyers} concurrent buyers per mode across ${opts.instances} instances, ` +
+      `stock ${opts.stock}, database latency ${opts.latency} ms, ` +
+      `${redisUrls.length > 1 ? `Redlock over ${redisUrls.length} Redis servers` : 'one Redis'}`;
+    const chartPath = path.join(outDir, 'demo-chart.svg');
+    fs.writeFileSync(chartPath, renderChart(rows, subtitle));
+    fs.writeFileSync(
+      path.join(outDir, 'demo-results.json'),
+      JSON.stringify({ options: opts, rows, cron }, null, 2) + '\n',
+    );
+    say();
+    say(`chart: ${path.relative(process.cwd(), chartPath) || chartPath}`);
+
+    await stopAll();
+    const wall = ((performance.now() - startedAt) / 1000).toFixed(1);
+    const done = `done in ${wall} s; stopped ${opts.instances} app instances and ${servers.length} redis-server${servers.length === 1 ? '' : 's'}.`;
+    say(done);
+
+    const picture: TerminalLine[] = [
+      { text: '$ npm install && npm run demo', tone: 'prompt' },
+      { text: header, tone: 'dim' },
+      ...legend(opts.modes).map((text) => ({ text, tone: 'dim' as const })),
+      { text: '' },
+      ...tableLines.map((text) => ({ text })),
+      { text: '' },
+      ...notes.map((text, i) => ({
+        text,
+        tone: rows[i].oversold > 0 ? ('bad' as const) : ('good' as const),
+      })),
+      ...(cron ? [{ text: cron, tone: 'good' as const }] : []),
+      { text: '' },
+      { text: `chart: .tmp/demo/demo-chart.svg`, tone: 'dim' },
+      { text: done, tone: 'dim' },
+    ];
+    fs.writeFileSync(path.join(outDir, 'demo-output.svg'), renderTerminal(picture));
+
+    const locked = rows.filter((r) => r.mode !== 'none');
+    if (locked.some((r) => r.oversold > 0 || r.finalStock < 0)) {
+      process.stderr.write('A locked mode oversold: that is a bug in nest-locked.\n');
+      return 1;
+    }
+    return 0;
+  } finally {
+    await stopAll();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+/** Set by SIGINT/SIGTERM: the run then ends with 130 once everything is stopped. */
+let interrupted = false;
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(interrupted ? 130 : code),
+  (err: unknown) => {
+    if (interrupted) process.exit(130);
+    process.stderr.write(`\ndemo failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  },
+);
