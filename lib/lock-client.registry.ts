@@ -118,6 +118,11 @@ export class LockClientRegistry implements OnModuleInit, OnApplicationShutdown {
     await Promise.all(pending);
   }
 
+  /** Ends every wait in progress in every group (shutdown: waiting requests answer now). */
+  abortWaits(): void {
+    for (const group of this.groups.values()) group.client.abortWaits();
+  }
+
   async onApplicationShutdown(): Promise<void> {
     if (this.closed) return;
     this.closed = true;

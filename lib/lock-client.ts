@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import type { Cluster, Redis } from 'ioredis';
 import { LockBackendError, LockNotAcquiredError } from './errors';
@@ -136,6 +137,8 @@ export class LockClient {
   /** Tokens holding a lock right now (a late grant message for one of them is ignored). */
   private readonly tokens = new Set<string>();
   private closed = false;
+  /** Aborted on close: every wait in progress ends with a LockBackendError. */
+  private readonly closing = new AbortController();
 
   constructor(
     readonly name: string,
@@ -147,6 +150,8 @@ export class LockClient {
     this.clustered = nodes.some((n) => (n as Cluster).isCluster === true);
     this.fair = nodes.length === 1;
     this.notifier = new LockNotifier(nodes[0], onSubscriberError);
+    // Every wait in progress listens for the close: thousands at once are normal, not a leak.
+    setMaxListeners(0, this.closing.signal);
   }
 
   private newToken(): string {
@@ -170,16 +175,15 @@ export class LockClient {
 
   /**
    * Takes every key (sorted, deduplicated by the caller), waiting up to `waitTimeout` ms.
-   * `flagMs` > 0 makes a busy first try ask the holder's release to publish (for callers that
-   * already listen, see `watch`).
+   * `signal` ends the wait early, rejecting with its reason.
    * @throws LockNotAcquiredError when still busy at the deadline
-   * @throws LockBackendError when too many nodes fail for a quorum
+   * @throws LockBackendError when too many nodes fail for a quorum, or the client closes
    */
   async acquire(
     keys: readonly string[],
     ttl: number,
     waitTimeout: number,
-    flagMs = 0,
+    signal?: AbortSignal,
   ): Promise<Lease> {
     const startedAt = performance.now();
     const deadline = startedAt + waitTimeout;
@@ -188,22 +192,24 @@ export class LockClient {
       const queue = this.queues.get(keys[0]);
       if (queue && (queue.held > 0 || queue.waiters.length > 0)) {
         // Someone of ours holds or waits for this key: queue behind them instead of competing.
-        if (waitTimeout > 0) return this.waitInQueue(keys, queue, token, ttl, startedAt, deadline);
+        if (waitTimeout > 0) {
+          return this.waitInQueue(keys, queue, token, ttl, startedAt, deadline, signal);
+        }
         // Held here and no wait wanted: busy for sure, no round trip needed.
-        if (this.heldHere(queue) && flagMs <= 0) throw new LockNotAcquiredError(keys, 0, ttl);
+        if (this.heldHere(queue)) throw new LockNotAcquiredError(keys, 0, ttl);
       }
     }
-    // The first try flags nothing by default: only a listening waiter asks releases to publish.
-    const first = await this.attempt(keys, token, ttl, flagMs);
+    // The first try neither queues nor flags: only a listening waiter asks to be woken.
+    const first = await this.attempt(keys, token, ttl, 0);
     if (first.kind === 'ok') return this.hold(keys, token, ttl, first, startedAt);
     if (waitTimeout <= 0 || performance.now() >= deadline) {
       throw new LockNotAcquiredError(keys, performance.now() - startedAt, first.pttl);
     }
     if (keys.length === 1) {
       const queue = this.queueFor(keys[0]);
-      return this.waitInQueue(keys, queue, token, ttl, startedAt, deadline);
+      return this.waitInQueue(keys, queue, token, ttl, startedAt, deadline, signal);
     }
-    return this.waitAsMany(keys, token, ttl, startedAt, deadline);
+    return this.waitAsMany(keys, token, ttl, startedAt, deadline, signal);
   }
 
   /**
@@ -223,8 +229,8 @@ export class LockClient {
 
   /**
    * Listens for releases of any of `keys` (one shared subscriber connection). After `ready`,
-   * try the lock with a `flagMs` so its release publishes, then `next(ms)` waits for a release
-   * or the timer, whichever comes first. Call `stop` when done.
+   * try the lock with a flag so its release publishes, then `next(ms)` waits for a release or
+   * the timer, whichever comes first. Call `stop` when done.
    */
   watch(keys: readonly string[]): {
     ready: Promise<void>;
@@ -265,8 +271,10 @@ export class LockClient {
         });
       },
       stop: () => {
+        const n = nudge;
         nudge = undefined;
         for (const s of subs) s.stop();
+        n?.();
       },
     };
   }
@@ -371,9 +379,14 @@ export class LockClient {
     return votes.filter((v) => v === true).length >= this.quorum;
   }
 
-  async close(): Promise<void> {
+  /** Ends every wait in progress (they reject with LockBackendError) and stops listening. */
+  abortWaits(): void {
     this.closed = true;
-    for (const queue of this.queues.values()) for (const w of queue.waiters) w.wake();
+    this.closing.abort();
+  }
+
+  async close(): Promise<void> {
+    this.abortWaits();
     await this.notifier.close();
   }
 
@@ -407,9 +420,14 @@ export class LockClient {
     ttl: number,
     startedAt: number,
     deadline: number,
+    signal?: AbortSignal,
   ): Promise<Lease> {
     const key = keys[0];
     return new Promise<Lease>((resolve, reject) => {
+      if (signal?.aborted || this.closing.signal.aborted) {
+        reject(this.abortReason(keys, signal));
+        return;
+      }
       let done = false;
       let nudge: (() => void) | undefined;
       let pendingWake = false;
@@ -426,9 +444,22 @@ export class LockClient {
         Math.max(0, deadline - performance.now()),
       );
 
+      const onAbort = () => {
+        if (done) return;
+        finish();
+        if (waiter.enqueued && !this.tokens.has(token)) {
+          void this.onNodes((n) => this.nodeRelease(n, keys, token));
+        }
+        reject(this.abortReason(keys, signal));
+      };
+      signal?.addEventListener('abort', onAbort);
+      this.closing.signal.addEventListener('abort', onAbort);
+
       const finish = () => {
         done = true;
         clearTimeout(deadlineTimer);
+        signal?.removeEventListener('abort', onAbort);
+        this.closing.signal.removeEventListener('abort', onAbort);
         const i = queue.waiters.indexOf(waiter);
         if (i >= 0) queue.waiters.splice(i, 1);
         if (queue.waiters.length === 0) this.stopListening(queue);
@@ -571,12 +602,17 @@ export class LockClient {
     ttl: number,
     startedAt: number,
     deadline: number,
+    signal?: AbortSignal,
   ): Promise<Lease> {
     const watch = this.watch(keys);
+    const stop = () => watch.stop();
+    signal?.addEventListener('abort', stop);
+    this.closing.signal.addEventListener('abort', stop);
     try {
       await watch.ready;
       let pttl = ttl;
       for (;;) {
+        this.throwIfAborted(keys, signal);
         const remaining = deadline - performance.now();
         if (remaining <= 0) break;
         const vote = await this.attempt(keys, token, ttl, remaining);
@@ -588,8 +624,20 @@ export class LockClient {
       }
       throw new LockNotAcquiredError(keys, performance.now() - startedAt, pttl);
     } finally {
+      signal?.removeEventListener('abort', stop);
+      this.closing.signal.removeEventListener('abort', stop);
       watch.stop();
     }
+  }
+
+  /** Why a wait ends early: the caller's signal, or the client closing (shutdown). */
+  private abortReason(keys: readonly string[], signal?: AbortSignal): unknown {
+    if (signal?.aborted) return signal.reason;
+    return new LockBackendError(keys, [new Error('the application is shutting down')], 'acquire');
+  }
+
+  private throwIfAborted(keys: readonly string[], signal?: AbortSignal): void {
+    if (signal?.aborted || this.closing.signal.aborted) throw this.abortReason(keys, signal);
   }
 
   /**

@@ -210,6 +210,9 @@ export class LockService implements BeforeApplicationShutdown {
   /** @internal */
   async beforeApplicationShutdown(): Promise<void> {
     this.shuttingDown = true;
+    // Callers still waiting for a lock get a LockBackendError now instead of holding the
+    // shutdown up until their waitTimeout.
+    this.registry.abortWaits();
     await Promise.all(
       [...this.active].map((hold) => {
         hold.controller.abort(new LockLostError(hold.lease.keys, 'shutdown'));
@@ -263,9 +266,9 @@ export class LockService implements BeforeApplicationShutdown {
         base,
         segments: b.segments,
         waitTimeout: b.waitTimeout,
-        tryRun: async (segment, waitMs) => {
+        tryRun: async (segment, waitMs, signal) => {
           const slice = [sliceKey(base, segment)];
-          const hold = await this.take(slice, { ...b, waitTimeout: waitMs }, true);
+          const hold = await this.takeSlice(slice, { ...b, waitTimeout: waitMs }, signal);
           if (typeof hold === 'number') return { busy: true, pttl: hold };
           return { busy: false, value: await this.runWith(hold, slice, b, fn, scope, segment) };
         },
@@ -342,29 +345,32 @@ export class LockService implements BeforeApplicationShutdown {
     });
   }
 
-  private take(keys: string[], b: Behaviour): Promise<ActiveHold>;
-  private take(keys: string[], b: Behaviour, busyAsNumber: true): Promise<ActiveHold | number>;
-  /** Acquires and starts the watchdog. `busyAsNumber`: contention returns the lease left. */
-  private async take(
+  /** Acquires (waiting up to `waitTimeout`) and starts the watchdog. */
+  private async take(keys: string[], b: Behaviour): Promise<ActiveHold> {
+    return this.start(await b.client.acquire(keys, leaseTtl(b), b.waitTimeout), b);
+  }
+
+  /**
+   * For segment sweeps: contention comes back as the holder's lease left (no error object, as
+   * sweeps meet many busy slices), and `signal` ends a wait early.
+   */
+  private async takeSlice(
     keys: string[],
     b: Behaviour,
-    busyAsNumber = false,
+    signal?: AbortSignal,
   ): Promise<ActiveHold | number> {
-    const ttl = Math.max(10, Math.ceil(Math.min(b.ttl, b.maxHold)));
-    let lease: Lease;
-    if (busyAsNumber) {
-      const r =
-        b.waitTimeout > 0
-          ? await b.client.acquire(keys, ttl, b.waitTimeout).catch((err: unknown) => {
-              if (err instanceof LockNotAcquiredError) return err.retryAfterMs;
-              throw err;
-            })
-          : await b.client.tryAcquire(keys, ttl);
-      if (typeof r === 'number') return r;
-      lease = r;
-    } else {
-      lease = await b.client.acquire(keys, ttl, b.waitTimeout);
-    }
+    const ttl = leaseTtl(b);
+    const r =
+      b.waitTimeout > 0
+        ? await b.client.acquire(keys, ttl, b.waitTimeout, signal).catch((err: unknown) => {
+            if (err instanceof LockNotAcquiredError) return err.retryAfterMs;
+            throw err;
+          })
+        : await b.client.tryAcquire(keys, ttl);
+    return typeof r === 'number' ? r : this.start(r, b);
+  }
+
+  private start(lease: Lease, b: Behaviour): ActiveHold {
     const controller = new AbortController();
     const hold: ActiveHold = { lease, client: b.client, controller, record: { active: true } };
     if (b.watchdog) {
@@ -375,7 +381,7 @@ export class LockService implements BeforeApplicationShutdown {
     }
     this.active.add(hold);
     if (this.shuttingDown) {
-      controller.abort(new LockLostError(keys, 'shutdown'));
+      controller.abort(new LockLostError(lease.keys, 'shutdown'));
     }
     return hold;
   }
@@ -414,6 +420,9 @@ export class LockService implements BeforeApplicationShutdown {
     };
   }
 }
+
+/** The lease asked for: never longer than maxHold. */
+const leaseTtl = (b: Behaviour): number => Math.max(10, Math.ceil(Math.min(b.ttl, b.maxHold)));
 
 function sortUnique(keys: readonly string[]): string[] {
   if (keys.length === 1) return [keys[0]];

@@ -2,6 +2,9 @@ import { performance } from 'node:perf_hooks';
 import { AllSegmentsExhaustedError, LockNotAcquiredError, SegmentExhaustedError } from '../errors';
 import { SEGMENT_EXHAUSTED_MS } from '../redlock.constants';
 
+/** Abort reason of a wait whose slice another caller found exhausted. */
+const EXHAUSTED_WHILE_WAITING = Symbol('segment exhausted while waiting');
+
 /** The lock key of one slice of a segmented resource. @internal */
 export const sliceKey = (base: string, segment: number): string => `${base}:seg:${segment}`;
 
@@ -20,6 +23,7 @@ export interface SegmentCall<T> {
   tryRun(
     segment: number,
     waitMs: number,
+    signal?: AbortSignal,
   ): Promise<{ busy: true; pttl: number } | { busy: false; value: T }>;
   /** How many callers of this process already wait for the slice. */
   queued(segment: number): number;
@@ -39,6 +43,8 @@ export interface SegmentCall<T> {
 export class SegmentedStrategy {
   /** Per resource: slice -> `performance.now()` until which it counts as exhausted. */
   private readonly exhausted = new Map<string, Map<number, number>>();
+  /** Per resource and slice: the waits in line for it, ended when it is found exhausted. */
+  private readonly waiting = new Map<string, Set<{ segment: number; stop: AbortController }>>();
 
   constructor(
     private readonly exhaustedMs = SEGMENT_EXHAUSTED_MS,
@@ -81,17 +87,26 @@ export class SegmentedStrategy {
       if (remaining <= 0) {
         throw new LockNotAcquiredError([call.base], performance.now() - startedAt, pttl);
       }
-      // 2. Wait in the shortest line (ties: the first in sweep order).
+      // 2. Wait in the shortest line (ties: the first in sweep order). If the slice is found
+      // exhausted meanwhile (by the caller ahead), leave the line and sweep again.
       let best = usable[0];
       for (const segment of usable) if (call.queued(segment) < call.queued(best)) best = segment;
+      const wait = { segment: best, stop: new AbortController() };
+      let waits = this.waiting.get(call.id);
+      if (!waits) this.waiting.set(call.id, (waits = new Set()));
+      waits.add(wait);
       try {
-        const r = await call.tryRun(best, remaining);
+        const r = await call.tryRun(best, remaining, wait.stop.signal);
         if (!r.busy) return r.value;
         throw new LockNotAcquiredError([call.base], performance.now() - startedAt, r.pttl);
       } catch (err) {
+        if (err === EXHAUSTED_WHILE_WAITING) continue;
         if (!(err instanceof SegmentExhaustedError)) throw err;
         this.markExhausted(call.id, best);
         lastCause = err;
+      } finally {
+        waits.delete(wait);
+        if (waits.size === 0 && this.waiting.get(call.id) === waits) this.waiting.delete(call.id);
       }
     }
   }
@@ -113,5 +128,8 @@ export class SegmentedStrategy {
       this.exhausted.set(id, slices);
     }
     slices.set(segment, performance.now() + this.exhaustedMs);
+    for (const wait of this.waiting.get(id) ?? []) {
+      if (wait.segment === segment) wait.stop.abort(EXHAUSTED_WHILE_WAITING);
+    }
   }
 }
