@@ -1,0 +1,165 @@
+import type { INestApplication } from '@nestjs/common';
+import { Redis } from 'ioredis';
+import { LockNotAcquiredError, LockService } from 'nest-locked';
+import type { HoldScenario, WorkerLine } from '../fixtures/lock-worker';
+import { findOverlaps } from '../support/intervals';
+import { createLockApp, lockRedisKey, sleep, uniquePrefix, within } from '../support/lock-app';
+import { type RedisServerHandle, useRedis } from '../support/redis-server';
+import { killWorkers, spawnWorker } from '../support/workers';
+
+/**
+ * The waiting engine: waiters are woken by the release itself (a grant pushed over pub/sub), an
+ * expired lease is still taken without any release, and nothing is left behind afterwards.
+ */
+jest.setTimeout(60_000);
+
+let server: RedisServerHandle;
+let redis: Redis;
+let app: INestApplication;
+let locks: LockService;
+let prefix: string;
+
+beforeAll(async () => {
+  server = await useRedis();
+  redis = new Redis(server.url);
+  prefix = uniquePrefix('contention');
+  app = await createLockApp({ options: { clients: [server.url], keyPrefix: prefix, ttl: 1_500 } });
+  locks = app.get(LockService);
+});
+
+afterAll(async () => {
+  await killWorkers();
+  await app?.close();
+  redis?.disconnect();
+  await server?.stop();
+});
+
+/** Starts a worker process holding `job:<id>` for `holdMs`, resolved once it holds it. */
+async function holdInAnotherProcess(id: string, holdMs: number, ttl = 1_500) {
+  const config: HoldScenario = {
+    scenario: 'hold',
+    clients: [server.url],
+    keyPrefix: prefix,
+    dataUrl: server.url,
+    dataPrefix: `${prefix}data:`,
+    timeoutMs: 30_000,
+    ttl,
+    id,
+    holdMs,
+  };
+  const worker = spawnWorker(config);
+  await worker.ready;
+  const acquired = new Promise<Extract<WorkerLine, { type: 'acquired' }>>((resolve) =>
+    worker.onLine((l) => l.type === 'acquired' && resolve(l)),
+  );
+  worker.go();
+  return { worker, acquired: await within(acquired, 10_000, 'the worker taking the lock') };
+}
+
+it('wakes a waiter by the release of another process, not by a retry timer', async () => {
+  const { worker, acquired } = await holdInAnotherProcess('push', 800);
+  const before = locks.stats();
+  const lock = await locks.acquire('job:push', { waitTimeout: 10_000 });
+  const after = locks.stats();
+  await lock.release();
+  const released = (await worker.exited).lines.find((l) => l.type === 'released');
+
+  // The lock came by a grant pushed from the other process's release...
+  expect(after.grants - before.grants).toBe(1);
+  // ...and no fallback timer was needed to get it.
+  expect(after.timerWakeups - before.timerWakeups).toBe(0);
+  expect(lock.fence).toBeGreaterThan(acquired.fence);
+  expect(released).toBeDefined();
+});
+
+it('takes a lock whose holder was killed, although no release was published', async () => {
+  const { worker } = await holdInAnotherProcess('killed', 20_000, 1_200);
+  worker.kill(); // SIGKILL: no release, the lease (1.2 s) must expire
+  const before = locks.stats();
+  const start = Date.now();
+  const lock = await locks.acquire('job:killed', { waitTimeout: 10_000 });
+  const waited = Date.now() - start;
+  await lock.release();
+  const after = locks.stats();
+  expect(after.grants - before.grants).toBe(0);
+  expect(after.timerWakeups - before.timerWakeups).toBeGreaterThan(0);
+  // Not before the lease could have expired, and not long after.
+  expect(waited).toBeLessThan(1_200 + 2_500);
+});
+
+it('leaves no subscription, local queue or Redis queue behind', async () => {
+  const { worker } = await holdInAnotherProcess('tidy', 600);
+  const waiters = Array.from({ length: 20 }, (_, i) =>
+    locks
+      .using('job:tidy', () => sleep(2), { waitTimeout: i < 5 ? 50 : 10_000 })
+      .then(
+        () => 'ok',
+        (e: unknown) => (e instanceof LockNotAcquiredError ? 'busy' : `error: ${String(e)}`),
+      ),
+  );
+  // While they wait, the process listens once (not once per waiter).
+  await sleep(200);
+  expect(locks.stats().subscriptions).toBe(1);
+  const outcomes = await Promise.all(waiters);
+  await worker.exited;
+  expect(outcomes.filter((o) => o === 'busy')).toHaveLength(5);
+  expect(outcomes.filter((o) => o === 'ok')).toHaveLength(15);
+  expect(locks.stats()).toMatchObject({ subscriptions: 0, queues: 0 });
+  const key = lockRedisKey(prefix, 'job:tidy');
+  expect(await redis.exists(key, `${key}:q`, `${key}:qm`)).toBe(0);
+});
+
+it('keeps mutual exclusion between local waiters, grants and handoffs', async () => {
+  // Three processes' worth of contention on one key: this process, plus two workers.
+  const a = await holdInAnotherProcess('mix', 300);
+  const b = holdInAnotherProcess('mix', 300);
+  const spans: { key: string; start: number; end: number }[] = [];
+  await Promise.all(
+    Array.from({ length: 30 }, () =>
+      locks.using(
+        'job:mix',
+        async () => {
+          const start = performance.timeOrigin + performance.now();
+          await sleep(1);
+          spans.push({ key: 'job:mix', start, end: performance.timeOrigin + performance.now() });
+        },
+        { waitTimeout: 20_000 },
+      ),
+    ),
+  );
+  const other = await b;
+  for (const w of [a.worker, other.worker]) {
+    await w.exited;
+  }
+  // The workers' methods ran at least from `acquired` for 300 ms: inside their holds.
+  for (const { acquired } of [a, other]) {
+    spans.push({ key: 'job:mix', start: acquired.at, end: acquired.at + 300 });
+  }
+  expect(spans.length).toBe(32);
+  expect(findOverlaps(spans)).toEqual([]);
+});
+
+it('keeps two apps of one process apart (each client recognises only its own grants)', async () => {
+  const other = await createLockApp({ options: { clients: [server.url], keyPrefix: prefix } });
+  try {
+    const spans: { key: string; start: number; end: number }[] = [];
+    const run = (service: LockService) =>
+      service.using(
+        'job:twins',
+        async () => {
+          const start = performance.timeOrigin + performance.now();
+          await sleep(1);
+          spans.push({ key: 'job:twins', start, end: performance.timeOrigin + performance.now() });
+        },
+        { waitTimeout: 20_000 },
+      );
+    await Promise.all(
+      Array.from({ length: 40 }, (_, i) => run(i % 2 ? locks : other.get(LockService))),
+    );
+    expect(spans).toHaveLength(40);
+    expect(findOverlaps(spans)).toEqual([]);
+    expect(locks.stats().grants + other.get(LockService).stats().grants).toBeGreaterThan(0);
+  } finally {
+    await other.close();
+  }
+});
