@@ -105,6 +105,11 @@ interface KeyQueue {
 
 const MAX_POLL_MS = 1_000;
 
+interface InFlight {
+  deadline: number;
+  reject: (error: Error) => void;
+}
+
 const asError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
 
 /**
@@ -137,6 +142,9 @@ export class LockClient {
   /** Tokens holding a lock right now (a late grant message for one of them is ignored). */
   private readonly tokens = new Set<string>();
   private closed = false;
+  /** Round trips under way, for the `commandTimeout` sweeper. */
+  private readonly inflight = new Set<InFlight>();
+  private sweeper?: NodeJS.Timeout;
   /** Aborted on close: every wait in progress ends with a LockBackendError. */
   private readonly closing = new AbortController();
 
@@ -387,6 +395,8 @@ export class LockClient {
 
   async close(): Promise<void> {
     this.abortWaits();
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = undefined;
     await this.notifier.close();
   }
 
@@ -437,7 +447,7 @@ export class LockClient {
           finish();
           // Leave the Redis queue (and pass the key on if a grant raced with the timeout).
           if (waiter.enqueued && !this.tokens.has(token)) {
-            void this.onNodes((n) => this.nodeRelease(n, keys, token));
+            void this.onNodes((n) => this.nodeRelease(n, keys, token, true));
           }
           reject(new LockNotAcquiredError(keys, performance.now() - startedAt, lastPttl));
         },
@@ -448,7 +458,7 @@ export class LockClient {
         if (done) return;
         finish();
         if (waiter.enqueued && !this.tokens.has(token)) {
-          void this.onNodes((n) => this.nodeRelease(n, keys, token));
+          void this.onNodes((n) => this.nodeRelease(n, keys, token, true));
         }
         reject(this.abortReason(keys, signal));
       };
@@ -536,7 +546,7 @@ export class LockClient {
             // The deadline passed (or a grant arrived) while the attempt was in flight: give
             // back what it took, unless a grant made it ours in the meantime.
             if (vote.kind === 'ok' && !this.tokens.has(token)) {
-              void this.onNodes((n) => this.nodeRelease(n, keys, token));
+              void this.onNodes((n) => this.nodeRelease(n, keys, token, true));
             }
             return;
           }
@@ -727,7 +737,7 @@ export class LockClient {
     if (this.tokens.has(token)) return; // already taken by a retry that found it ours
     if (!queue || !waiter) {
       // Its waiter left (timed out) after the grant: pass the key on.
-      void this.onNodes((node) => this.nodeRelease(node, [key], token));
+      void this.onNodes((node) => this.nodeRelease(node, [key], token, true));
       return;
     }
     this.tokens.add(token);
@@ -895,7 +905,7 @@ export class LockClient {
 
   private async releaseUnits(node: RedisNode, units: string[][], token: string): Promise<void> {
     await Promise.all(
-      units.map((u) => this.runScript(node, RELEASE, u, [token]).catch(() => undefined)),
+      units.map((u) => this.runScript(node, RELEASE, u, [token, '0']).catch(() => undefined)),
     );
   }
 
@@ -906,18 +916,22 @@ export class LockClient {
     return replies.every((r) => Number(r) === 1);
   }
 
-  /** Returns how many freed keys had waiters to notify. */
+  /**
+   * Releases what `token` holds on one node; `leave` also takes it out of the Redis queue (a
+   * waiter giving up). Returns how many freed keys were announced with a PUBLISH `r`.
+   */
   private async nodeRelease(
     node: RedisNode,
     keys: readonly string[],
     token: string,
+    leave = false,
   ): Promise<number> {
     const replies = await Promise.all(
-      this.units(keys).map((u) => this.runScript(node, RELEASE, u, [token])),
+      this.units(keys).map((u) => this.runScript(node, RELEASE, u, [token, leave ? '1' : '0'])),
     );
-    let notified = 0;
-    for (const r of replies) notified += Number((r as number[])[1]);
-    return notified;
+    let published = 0;
+    for (const r of replies) published += Number((r as number[])[2]);
+    return published;
   }
 
   /** Runs `fn` on every node with the command timeout; an error becomes the node's vote. */
@@ -932,31 +946,56 @@ export class LockClient {
     );
   }
 
-  /** EVALSHA, falling back to EVAL once per node when the script is not loaded yet. */
-  private async runScript(
+  /**
+   * EVALSHA, falling back to EVAL once per node when the script is not loaded yet, bounded by
+   * `commandTimeout`. One shared sweeper enforces the bound, so a round trip costs no timer of
+   * its own.
+   */
+  private runScript(
     node: RedisNode,
     s: Script,
     keys: string[],
     args: (string | number)[],
   ): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      const call: InFlight = { deadline: performance.now() + this.settings.commandTimeout, reject };
+      this.inflight.add(call);
+      this.sweeper ??= this.startSweeper();
+      node
+        .evalsha(s.sha, keys.length, ...keys, ...args)
+        .catch((e: unknown) => {
+          if (e instanceof Error && e.message.startsWith('NOSCRIPT')) {
+            return node.eval(s.lua, keys.length, ...keys, ...args);
+          }
+          throw e;
+        })
+        .then(
+          (v) => {
+            this.inflight.delete(call);
+            resolve(v);
+          },
+          (e: unknown) => {
+            this.inflight.delete(call);
+            reject(asError(e));
+          },
+        );
+    });
+  }
+
+  private startSweeper(): NodeJS.Timeout {
     const timeout = this.settings.commandTimeout;
-    let timer: NodeJS.Timeout | undefined;
-    const call = node.evalsha(s.sha, keys.length, ...keys, ...args).catch((e: unknown) => {
-      if (e instanceof Error && e.message.startsWith('NOSCRIPT')) {
-        return node.eval(s.lua, keys.length, ...keys, ...args);
-      }
-      throw e;
-    });
-    const limit = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`no answer from Redis within ${timeout} ms (commandTimeout)`)),
-        timeout,
-      );
-    });
-    try {
-      return await Promise.race([call, limit]);
-    } finally {
-      clearTimeout(timer);
-    }
+    const timer = setInterval(
+      () => {
+        const now = performance.now();
+        for (const call of this.inflight) {
+          if (call.deadline > now) continue;
+          this.inflight.delete(call);
+          call.reject(new Error(`no answer from Redis within ${timeout} ms (commandTimeout)`));
+        }
+      },
+      Math.max(5, Math.min(100, timeout / 10)),
+    );
+    timer.unref();
+    return timer;
   }
 }

@@ -98,8 +98,8 @@ for i = 1, #KEYS, 5 do
   redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
   -- The fence is minted in the same round trip as the lock: no extra command per cycle.
   out[#out + 1] = redis.call('INCR', KEYS[i + 1])
-  if ARGV[4] == '1' then
-    redis.call('ZREM', KEYS[i + 3], ARGV[1])
+  -- A waiter that queued earlier leaves the queue (a first try never queued: nothing to do).
+  if ARGV[4] == '1' and ARGV[3] ~= '0' and redis.call('ZREM', KEYS[i + 3], ARGV[1]) == 1 then
     redis.call('HDEL', KEYS[i + 4], ARGV[1])
   end
 end
@@ -122,8 +122,8 @@ return 1
 
 /**
  * Give back the keys the token holds (compare-and-delete: never someone else's lock), each to
- * its oldest queued waiter or to nobody. Also leaves the queue if the token was still in it.
- * ARGV[1] token.
+ * its oldest queued waiter or to nobody. ARGV[1] token; ARGV[2] '1' when a waiter gives up: also
+ * take the token out of the queue.
  * Returns {keys released, keys granted to a queued waiter, keys freed with a published wake-up}.
  */
 export const RELEASE_SCRIPT = `${GRANT_OR_FREE}
@@ -134,8 +134,10 @@ for i = 1, #KEYS, 5 do
     local r = grant_or_free(i)
     if r > 0 then granted = granted + 1 elseif r < 0 then published = published + 1 end
   end
-  redis.call('ZREM', KEYS[i + 3], ARGV[1])
-  redis.call('HDEL', KEYS[i + 4], ARGV[1])
+  if ARGV[2] == '1' then
+    redis.call('ZREM', KEYS[i + 3], ARGV[1])
+    redis.call('HDEL', KEYS[i + 4], ARGV[1])
+  end
 end
 return {released, granted, published}
 `;

@@ -54,7 +54,10 @@ export interface LockedMethod {
 interface ActiveHold {
   readonly lease: Lease;
   readonly client: LockClient;
-  readonly controller: AbortController;
+  /** Created on first use of `signal` (most calls never look at it). */
+  controller?: AbortController;
+  /** Why the hold was lost, if it was before anyone asked for the signal. */
+  lostReason?: LockLostError;
   watchdog?: Watchdog;
   readonly record: HoldRecord;
 }
@@ -215,7 +218,7 @@ export class LockService implements BeforeApplicationShutdown {
     this.registry.abortWaits();
     await Promise.all(
       [...this.active].map((hold) => {
-        hold.controller.abort(new LockLostError(hold.lease.keys, 'shutdown'));
+        abortHold(hold, new LockLostError(hold.lease.keys, 'shutdown'));
         return this.finish(hold);
       }),
     );
@@ -371,8 +374,7 @@ export class LockService implements BeforeApplicationShutdown {
   }
 
   private start(lease: Lease, b: Behaviour): ActiveHold {
-    const controller = new AbortController();
-    const hold: ActiveHold = { lease, client: b.client, controller, record: { active: true } };
+    const hold: ActiveHold = { lease, client: b.client, record: { active: true } };
     if (b.watchdog) {
       hold.watchdog = new Watchdog(b.client, lease, lease.ttl, b.maxHold, (error) =>
         this.lost(hold, b.clientName, error),
@@ -381,13 +383,13 @@ export class LockService implements BeforeApplicationShutdown {
     }
     this.active.add(hold);
     if (this.shuttingDown) {
-      controller.abort(new LockLostError(lease.keys, 'shutdown'));
+      abortHold(hold, new LockLostError(lease.keys, 'shutdown'));
     }
     return hold;
   }
 
   private lost(hold: ActiveHold, client: string, error: LockLostError): void {
-    if (!hold.controller.signal.aborted) hold.controller.abort(error);
+    abortHold(hold, error);
     this.logger.warn(error.message);
     this.events.emit('lost', { keys: hold.lease.keys, client, error } satisfies LockLostEvent);
   }
@@ -414,10 +416,29 @@ export class LockService implements BeforeApplicationShutdown {
       fence: lease.fences[0],
       fences,
       segment,
-      signal: hold.controller.signal,
+      get signal() {
+        return signalOf(hold);
+      },
       acquiredAt: lease.acquiredAt,
       waitedMs: lease.waitedMs,
     };
+  }
+}
+
+/** The hold's signal, created on first use (already aborted if the hold was lost before). */
+function signalOf(hold: ActiveHold): AbortSignal {
+  if (!hold.controller) {
+    hold.controller = new AbortController();
+    if (hold.lostReason) hold.controller.abort(hold.lostReason);
+  }
+  return hold.controller.signal;
+}
+
+function abortHold(hold: ActiveHold, reason: LockLostError): void {
+  if (hold.controller) {
+    if (!hold.controller.signal.aborted) hold.controller.abort(reason);
+  } else {
+    hold.lostReason ??= reason;
   }
 }
 
