@@ -468,6 +468,10 @@ export class LockClient {
       const finish = () => {
         done = true;
         clearTimeout(deadlineTimer);
+        // End a pending sleep now, so its timer does not outlive the wait.
+        const n = nudge;
+        nudge = undefined;
+        n?.();
         signal?.removeEventListener('abort', onAbort);
         this.closing.signal.removeEventListener('abort', onAbort);
         const i = queue.waiters.indexOf(waiter);

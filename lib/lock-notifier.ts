@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { closeConnection } from './redis-connection';
 
@@ -85,6 +86,10 @@ export class LockNotifier {
         : (this.source as Redis).duplicate({ enableOfflineQueue: true, lazyConnect: false })
     ) as RedisNode;
     sub.on('error', (err: Error) => this.onError(err));
+    // Keep one channel subscribed for the connection's life: when the last channel is
+    // unsubscribed while another SUBSCRIBE is in flight, ioredis leaves subscriber mode and the
+    // messages of the new channel are lost.
+    sub.subscribe(`nest-locked:anchor:${randomBytes(6).toString('hex')}`).catch(() => undefined);
     sub.on('message', (channel: string, message: string) => {
       const entry = this.channels.get(channel);
       if (!entry) return;

@@ -180,6 +180,10 @@ local out = {1}
 for i = 1, #KEYS, 5 do
   redis.call('SET', KEYS[i], ARGV[2], 'PX', ARGV[3])
   out[#out + 1] = redis.call('INCR', KEYS[i + 1])
+  -- The new holder may have queued for a grant before: it must not be granted the key again.
+  if redis.call('ZREM', KEYS[i + 3], ARGV[2]) == 1 then
+    redis.call('HDEL', KEYS[i + 4], ARGV[2])
+  end
 end
 return out
 `;
