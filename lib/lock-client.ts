@@ -600,7 +600,17 @@ export class LockClient {
         () => undefined,
       );
     }
-    await queue.listener.ready.catch(() => undefined);
+    await this.subscribed(queue.listener.ready);
+  }
+
+  /** Waits for a subscription, never long: without it a waiter still retries on its timer. */
+  private async subscribed(ready: Promise<void>): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      ready.catch(() => undefined),
+      new Promise((resolve) => (timer = setTimeout(resolve, this.settings.commandTimeout))),
+    ]);
+    clearTimeout(timer);
   }
 
   private stopListening(queue: KeyQueue): void {
@@ -623,7 +633,7 @@ export class LockClient {
     signal?.addEventListener('abort', stop);
     this.closing.signal.addEventListener('abort', stop);
     try {
-      await watch.ready;
+      await this.subscribed(watch.ready);
       let pttl = ttl;
       for (;;) {
         this.throwIfAborted(keys, signal);

@@ -17,6 +17,8 @@ interface Channel {
  */
 export class LockNotifier {
   private subscriber?: RedisNode;
+  /** Resolves once the subscriber is connected and holds its anchor subscription. */
+  private opened?: Promise<void>;
   private readonly channels = new Map<string, Channel>();
   /** Messages received (release notifications), for tests and stats. */
   received = 0;
@@ -32,7 +34,8 @@ export class LockNotifier {
   }
 
   /**
-   * Calls `listener` with each message of `channel` (`r`: released, `g <token> <fence>`: granted) until the returned `stop` is called.
+   * Calls `listener` with each message of `channel` (`r`: released, `g <token> <fence>`:
+   * granted) until the returned `stop` is called.
    * `ready` settles once the subscription is active (a release before that is not seen, so
    * callers try the lock once more after `ready`).
    */
@@ -42,12 +45,18 @@ export class LockNotifier {
   ): { ready: Promise<void>; stop: () => void } {
     let entry = this.channels.get(channel);
     if (!entry) {
-      const sub = this.connection();
-      entry = {
+      const { sub, opened } = this.connection();
+      const created: Channel = {
         listeners: new Set(),
-        ready: sub.subscribe(channel).then(() => undefined),
+        // SUBSCRIBE only once the connection is ready: one sent while it opens can be refused
+        // ("Connection in subscriber mode, only subscriber commands may be used").
+        ready: opened.then(() => sub.subscribe(channel)).then(() => undefined),
       };
-      entry.ready.catch(() => undefined);
+      created.ready.catch(() => {
+        // Not subscribed: let the next listener try again (these ones fall back to polling).
+        if (this.channels.get(channel) === created) this.channels.delete(channel);
+      });
+      entry = created;
       this.channels.set(channel, entry);
     }
     const e = entry;
@@ -72,12 +81,13 @@ export class LockNotifier {
   async close(): Promise<void> {
     const sub = this.subscriber;
     this.subscriber = undefined;
+    this.opened = undefined;
     this.channels.clear();
     if (sub) await closeConnection(sub);
   }
 
-  private connection(): RedisNode {
-    if (this.subscriber) return this.subscriber;
+  private connection(): { sub: RedisNode; opened: Promise<void> } {
+    if (this.subscriber && this.opened) return { sub: this.subscriber, opened: this.opened };
     // A duplicate shares the node's address and options; the offline queue lets SUBSCRIBE wait
     // for the connection instead of failing while it opens.
     const sub = (
@@ -89,7 +99,14 @@ export class LockNotifier {
     // Keep one channel subscribed for the connection's life: when the last channel is
     // unsubscribed while another SUBSCRIBE is in flight, ioredis leaves subscriber mode and the
     // messages of the new channel are lost.
-    sub.subscribe(`nest-locked:anchor:${randomBytes(6).toString('hex')}`).catch(() => undefined);
+    const anchor = `nest-locked:anchor:${randomBytes(6).toString('hex')}`;
+    const opened = new Promise<void>((resolve, reject) => {
+      if (sub.status === 'ready') resolve();
+      sub.once('ready', () => resolve());
+      sub.once('end', () => reject(new Error('the subscriber connection closed')));
+    }).then(() => sub.subscribe(anchor).then(() => undefined));
+    opened.catch(() => undefined);
+    this.opened = opened;
     sub.on('message', (channel: string, message: string) => {
       const entry = this.channels.get(channel);
       if (!entry) return;
@@ -97,6 +114,6 @@ export class LockNotifier {
       for (const l of [...entry.listeners]) l(message);
     });
     this.subscriber = sub;
-    return sub;
+    return { sub, opened };
   }
 }

@@ -163,3 +163,26 @@ it('keeps two apps of one process apart (each client recognises only its own gra
     await other.close();
   }
 });
+
+it('delivers every grant while slices are subscribed and unsubscribed at a high rate', async () => {
+  // Two clients (two apps) hammering four slices: each slice's channel is subscribed and dropped
+  // many times. A grant lost in that churn would show up as a waiter woken by its fallback timer.
+  const other = await createLockApp({ options: { clients: [server.url], keyPrefix: prefix } });
+  try {
+    const services = [locks, other.get(LockService)];
+    const before = services.map((s) => s.stats());
+    await Promise.all(
+      Array.from({ length: 60 }, (_, i) =>
+        services[i % 2].using('job:slices', () => sleep(1), { segments: 4, waitTimeout: 20_000 }),
+      ),
+    );
+    const after = services.map((s) => s.stats());
+    const grants = after.reduce((n, s, i) => n + s.grants - before[i].grants, 0);
+    const timers = after.reduce((n, s, i) => n + s.timerWakeups - before[i].timerWakeups, 0);
+    expect(grants).toBeGreaterThan(0);
+    expect(timers).toBe(0);
+    expect(after.map((s) => s.subscriptions)).toEqual([0, 0]);
+  } finally {
+    await other.close();
+  }
+});
