@@ -46,7 +46,7 @@ type AnyMethod = (...args: never[]) => unknown;
 export function Locked<A extends unknown[] = never[]>(
   keys: KeySource<A>,
   options: LockedOptions = {},
-): <M extends (...args: A) => unknown>(
+): <M extends (...args: [...A, ...never[]]) => unknown>(
   target: object,
   propertyKey: string | symbol,
   descriptor: TypedPropertyDescriptor<M>,

@@ -5,14 +5,29 @@ import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
- * redis-server processes for `npm run demo`: on 127.0.0.1 only, nothing kept on disk, stopped
- * by the PID we spawned. (The test suites have their own harness in test/support.)
+ * redis-server processes for `npm run demo` and `npm run bench`: on 127.0.0.1 only, nothing kept
+ * on disk, stopped by the PID we spawned. (The test suites have their own harness in
+ * test/support.)
  */
 
 const HOST = '127.0.0.1';
 const READY_TIMEOUT_MS = 10_000;
 const STOP_GRACE_MS = 3_000;
 const ATTEMPTS = 5;
+
+/** Every server started here and not stopped yet, for `killAllStartedSync`. */
+const started = new Set<ChildProcess>();
+
+/**
+ * Last resort on exit (including a crash): SIGKILL every server this process started, by PID.
+ * Synchronous, so it works in an 'exit' handler.
+ */
+export function killAllStartedSync(): void {
+  for (const child of started) {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  }
+  started.clear();
+}
 
 export interface RedisProcess {
   /** `redis://127.0.0.1:<port>` */
@@ -118,6 +133,8 @@ export async function startRedis(binary: string): Promise<RedisProcess> {
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
+    started.add(child);
+    child.once('exit', () => started.delete(child));
     let output = '';
     child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
     child.stderr!.on('data', (c: Buffer) => (output += c.toString()));

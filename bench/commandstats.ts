@@ -1,0 +1,35 @@
+import type { Redis } from 'ioredis';
+import type { CommandCounts } from './protocol';
+
+/**
+ * Commands not part of any lock protocol: our own INFO snapshots (and ioredis ready checks),
+ * and QUIT of a worker that finished while others still run.
+ */
+const IGNORED = new Set(['info', 'quit']);
+
+/** `INFO commandstats` summed over the servers: calls by command (in-script calls included). */
+export async function commandStats(conns: readonly Redis[]): Promise<CommandCounts> {
+  const total: CommandCounts = {};
+  const infos = await Promise.all(conns.map((c) => c.info('commandstats')));
+  for (const info of infos) {
+    for (const line of info.split('\n')) {
+      const m = /^cmdstat_([^:]+):calls=(\d+)/.exec(line.trim());
+      if (m) total[m[1]] = (total[m[1]] ?? 0) + Number(m[2]);
+    }
+  }
+  return total;
+}
+
+export function countsDelta(after: CommandCounts, before: CommandCounts): CommandCounts {
+  const d: CommandCounts = {};
+  for (const [k, v] of Object.entries(after)) {
+    if (IGNORED.has(k)) continue;
+    const n = v - (before[k] ?? 0);
+    if (n > 0) d[k] = n;
+  }
+  return d;
+}
+
+export function addCounts(into: CommandCounts, from: CommandCounts): void {
+  for (const [k, v] of Object.entries(from)) into[k] = (into[k] ?? 0) + v;
+}

@@ -1,0 +1,94 @@
+/** What the orchestrator and the worker processes exchange (plain JSON over the fork IPC). */
+
+export const PEERS = [
+  'timer',
+  'floor',
+  'redlock',
+  'redlock-tuned',
+  'mutex',
+  'nest-redlock',
+  'ours-locked',
+  'ours-using',
+  'ours-locked-seg10',
+] as const;
+export type PeerName = (typeof PEERS)[number];
+
+export type Mode = 'seq' | 'hot' | 'mem';
+
+export interface WorkerSpec {
+  mode: Mode;
+  /** The peer; seq mode runs every peer of `peers` in one process, interleaved in blocks. */
+  peer: PeerName;
+  peers: PeerName[];
+  /** seq: cycles per block (each round runs one block of every peer, in a rotating order). */
+  block: number;
+  /** Redis ports of the lock group (1 = single node, 3 = quorum). */
+  ports: number[];
+  /** The lock key (unique per run). */
+  key: string;
+  /** Index of this process within the run (for worker ids). */
+  proc: number;
+  /** seq: rounds; hot: iterations per async worker; mem: total cycles. */
+  iterations: number;
+  /** Warm-up cycles before `ready` (on a key of its own, uncontended). */
+  warmup: number;
+  /** hot: concurrent async workers in this process; mem: concurrent loops (distinct keys). */
+  concurrency: number;
+  /** hot: critical section, ms (`await setTimeout(sectionMs)`). */
+  sectionMs: number;
+  /** hot: think time after each release, ms (0 = none). */
+  thinkMs: number;
+  /** mem: sample every this many cycles. */
+  sampleEvery: number;
+  /** Lease passed to peers that take one (ms). */
+  ttl: number;
+  /** The worker stops starting new iterations after this many ms from `go`. */
+  budgetMs: number;
+}
+
+/** Client-sent commands by name, counted by wrapping ioredis `sendCommand`. */
+export type CommandCounts = Record<string, number>;
+
+export interface MemSample {
+  cycles: number;
+  heapUsed: number;
+  handles: number;
+  resources: Record<string, number>;
+}
+
+/** seq: one block of cycles of one peer. */
+export interface SeqBlock {
+  peer: PeerName;
+  round: number;
+  cycles: number;
+  ms: number;
+  client: CommandCounts;
+  /** `INFO commandstats` delta over the block (every server of the group). */
+  server: CommandCounts;
+}
+
+export interface WorkerResult {
+  type: 'result';
+  proc: number;
+  /** hrtime ms (CLOCK_MONOTONIC, shared by every process of the machine). */
+  startedAt: number;
+  endedAt: number;
+  /** Completed critical sections (hot) or cycles (seq, mem). */
+  done: number;
+  /** Failed acquires by error name (not retried). */
+  failures: Record<string, number>;
+  /** hot: wait of each successful call, ms. */
+  waits: number[];
+  /** hot: sections as flat triples [worker, enter, exit] (worker = proc * 1000 + index). */
+  sections: number[];
+  /** hot with segments: the slice of each section (same order), -1 when none. */
+  segments: number[];
+  clientCommands: CommandCounts;
+  timedOut: boolean;
+  mem?: MemSample[];
+  blocks?: SeqBlock[];
+}
+
+export type ToWorker = { type: 'go' } | { type: 'stop' };
+export type FromWorker =
+  { type: 'ready' } | WorkerResult | { type: 'fatal'; message: string; skip?: boolean };

@@ -1,0 +1,876 @@
+/**
+ * `npm run bench`: every scenario against every peer, in one run, on redis-servers spawned here.
+ *
+ *   node dist-apps/bench/run.js [--runs 3] [--quick] [--only hot,segmented] [--peers a,b]
+ *     [--mem-cycles 1000000] [--mem-runs 1] [--child-timeout 60000] [--out bench/results]
+ *
+ * Scenarios: uncontended (1 and 3 servers), hot (with the serial ideals), segmented, memory.
+ * Every worker is a forked process with bounded iterations, an internal time budget and a hard
+ * wall-clock cap after which it is killed by PID. Results: bench/results/latest.{md,json,svg}.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { Redis } from 'ioredis';
+import {
+  PEERS,
+  type CommandCounts,
+  type FromWorker,
+  type MemSample,
+  type PeerName,
+  type ToWorker,
+  type WorkerResult,
+  type WorkerSpec,
+} from './protocol';
+import { addCounts, commandStats, countsDelta } from './commandstats';
+import {
+  ensureRedisServer,
+  killAllStartedSync,
+  type RedisProcess,
+  startRedis,
+} from '../scripts/redis';
+import { writeReport } from './report';
+import { median, percentile, max, min, overlaps, streaks, type Section } from './stats';
+
+// ------------------------------------------------------------------ options
+
+const SCENARIOS = ['uncontended', 'hot', 'segmented', 'memory'] as const;
+type Scenario = (typeof SCENARIOS)[number];
+
+export interface Options {
+  runs: number;
+  quick: boolean;
+  only: Scenario[];
+  peers?: PeerName[];
+  seqRounds: number;
+  seqBlock: number;
+  seqWarmup: number;
+  hotIterations: number;
+  serialIterations: number;
+  segIterations: number;
+  memCycles: number;
+  memEvery: number;
+  memConcurrency: number;
+  memRuns: number;
+  childTimeoutMs: number;
+  memTimeoutMs: number;
+  out: string;
+  /** The built library to benchmark (default: ./dist). */
+  lib: string;
+}
+
+const ROOT = path.resolve(__dirname, '..', '..');
+
+function usage(): never {
+  console.log(`Usage: npm run bench -- [options]
+  --runs N             runs per figure, the median is reported (default 3; --quick: 1)
+  --quick              fast smoke run of everything (1 run, few iterations, 100k memory cycles)
+  --only a,b           scenarios: ${SCENARIOS.join(', ')} (hot includes the serial ideals)
+  --peers a,b          only these peers: ${PEERS.join(', ')}
+  --seq-rounds N       uncontended: rounds per run, one block of every peer each (default 10)
+  --seq-block N        uncontended: cycles per block (default 500)
+  --hot-iterations N   iterations per caller in the hot-key scenarios (default 20)
+  --seg-iterations N   iterations per caller in the segmented scenario (default 40)
+  --mem-cycles N       cycles of the memory scenario (default 1000000; --quick: 100000)
+  --mem-concurrency N  concurrent loops (distinct keys) of the memory scenario (default 16)
+  --mem-runs N         runs of the memory scenario (default 1)
+  --child-timeout MS   hard wall-clock cap per worker process (default 60000)
+  --mem-timeout MS     hard cap for the memory worker (default 300000)
+  --out DIR            where latest.{md,json,svg} go (default bench/results)
+  --lib DIR            benchmark this built library (a dist/ directory; default ./dist)`);
+  process.exit(0);
+}
+
+export function parseArgs(argv: string[]): Options {
+  const quick = argv.includes('--quick');
+  const o: Options = {
+    runs: quick ? 1 : 3,
+    quick,
+    only: [...SCENARIOS],
+    seqRounds: quick ? 3 : 10,
+    seqBlock: quick ? 200 : 500,
+    seqWarmup: quick ? 200 : 1000,
+    hotIterations: quick ? 5 : 20,
+    serialIterations: quick ? 200 : 1000,
+    segIterations: quick ? 10 : 40,
+    memCycles: quick ? 100_000 : 1_000_000,
+    memEvery: quick ? 10_000 : 100_000,
+    memConcurrency: 16,
+    memRuns: 1,
+    childTimeoutMs: 60_000,
+    memTimeoutMs: 300_000,
+    out: path.join(ROOT, 'bench', 'results'),
+    lib: path.join(ROOT, 'dist'),
+  };
+  const num = (flag: string, v: string | undefined) => {
+    const n = Number(v);
+    if (!Number.isFinite(n) || n <= 0) throw new Error(`${flag} needs a positive number`);
+    return n;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const [flag, inline] = a.includes('=') ? a.split('=', 2) : [a, undefined];
+    const value = () => inline ?? argv[++i];
+    switch (flag) {
+      case '--quick':
+        break;
+      case '--help':
+      case '-h':
+        usage();
+        break;
+      case '--runs':
+        o.runs = Math.floor(num(flag, value()));
+        break;
+      case '--only': {
+        const list = value().split(',') as Scenario[];
+        for (const s of list) {
+          if (!SCENARIOS.includes(s)) throw new Error(`--only: unknown scenario "${s}"`);
+        }
+        o.only = list;
+        break;
+      }
+      case '--peers': {
+        const list = value().split(',') as PeerName[];
+        for (const p of list) if (!PEERS.includes(p)) throw new Error(`--peers: unknown "${p}"`);
+        o.peers = list;
+        break;
+      }
+      case '--seq-rounds':
+        o.seqRounds = Math.floor(num(flag, value()));
+        break;
+      case '--seq-block':
+        o.seqBlock = Math.floor(num(flag, value()));
+        break;
+      case '--hot-iterations':
+        o.hotIterations = Math.floor(num(flag, value()));
+        break;
+      case '--seg-iterations':
+        o.segIterations = Math.floor(num(flag, value()));
+        break;
+      case '--mem-cycles':
+        o.memCycles = Math.floor(num(flag, value()));
+        o.memEvery = Math.max(1, Math.floor(o.memCycles / 10));
+        break;
+      case '--mem-concurrency':
+        o.memConcurrency = Math.floor(num(flag, value()));
+        break;
+      case '--mem-runs':
+        o.memRuns = Math.floor(num(flag, value()));
+        break;
+      case '--child-timeout':
+        o.childTimeoutMs = num(flag, value());
+        break;
+      case '--mem-timeout':
+        o.memTimeoutMs = num(flag, value());
+        break;
+      case '--out':
+        o.out = path.resolve(value());
+        break;
+      case '--lib':
+        o.lib = path.resolve(value());
+        break;
+      default:
+        throw new Error(`unknown option ${a} (try --help)`);
+    }
+  }
+  return o;
+}
+
+// ------------------------------------------------------------------ cases
+
+export type CaseScenario = 'uncontended' | 'serial' | 'hot' | 'segmented' | 'memory';
+
+export interface CaseDef {
+  /** Summary id (one peer); a multi-peer job's runs are split into one summary per peer. */
+  id: string;
+  scenario: CaseScenario;
+  /** Configuration label: '1 server', '1x50', '4x12 think 5 ms', ... */
+  config: string;
+  peer: PeerName;
+  /** Every peer this job measures (seq: all in one process; otherwise just `peer`). */
+  peers: PeerName[];
+  servers: number;
+  procs: number;
+  spec: Omit<WorkerSpec, 'ports' | 'key' | 'proc' | 'peer' | 'peers'>;
+  runs: number;
+  capMs: number;
+}
+
+const UNCONTENDED_PEERS: PeerName[] = [
+  'floor',
+  'redlock',
+  'redlock-tuned',
+  'mutex',
+  'nest-redlock',
+  'ours-locked',
+  'ours-using',
+];
+const HOT_PEERS: PeerName[] = [
+  'redlock',
+  'redlock-tuned',
+  'mutex',
+  'nest-redlock',
+  'ours-locked',
+  'ours-using',
+];
+/** Lease for peers that take one: long, because redlock 5 beta counts it from the first try. */
+const TTL = 10_000;
+const TOPOLOGIES: [number, number][] = [
+  [1, 50],
+  [4, 12],
+];
+
+export function buildCases(o: Options): CaseDef[] {
+  const cases: CaseDef[] = [];
+  const want = (p: PeerName) => !o.peers || o.peers.includes(p);
+  const budget = (cap: number) => Math.max(5_000, cap - 20_000);
+  const base = {
+    sectionMs: 1,
+    thinkMs: 0,
+    sampleEvery: 0,
+    block: 0,
+    ttl: TTL,
+    budgetMs: budget(o.childTimeoutMs),
+  };
+  if (o.only.includes('hot')) {
+    // The ideals, measured in the same run: 1 worker, same loop; no lock / the raw floor.
+    for (const peer of ['timer', 'floor'] as PeerName[]) {
+      cases.push({
+        id: `serial:${peer}`,
+        scenario: 'serial',
+        config: '1 worker',
+        peer,
+        peers: [peer],
+        servers: 1,
+        procs: 1,
+        spec: {
+          ...base,
+          mode: 'hot',
+          iterations: o.serialIterations,
+          warmup: peer === 'timer' ? 0 : 200,
+          concurrency: 1,
+        },
+        runs: o.runs,
+        capMs: o.childTimeoutMs,
+      });
+    }
+  }
+  if (o.only.includes('uncontended')) {
+    const peers = UNCONTENDED_PEERS.filter(want);
+    if (peers.length && !peers.includes('floor')) peers.unshift('floor');
+    for (const servers of [1, 3]) {
+      cases.push({
+        id: `uncontended:${servers}`,
+        scenario: 'uncontended',
+        config: servers === 1 ? '1 server' : '3 servers',
+        peer: 'floor',
+        peers,
+        servers,
+        procs: 1,
+        spec: {
+          ...base,
+          mode: 'seq',
+          iterations: o.seqRounds,
+          block: o.seqBlock,
+          warmup: o.seqWarmup,
+          concurrency: 1,
+        },
+        runs: o.runs,
+        capMs: o.childTimeoutMs,
+      });
+    }
+  }
+  if (o.only.includes('hot')) {
+    for (const thinkMs of [0, 5]) {
+      for (const [procs, callers] of TOPOLOGIES) {
+        for (const peer of HOT_PEERS.filter(want)) {
+          const config = `${procs}x${callers}${thinkMs ? ` think ${thinkMs} ms` : ''}`;
+          cases.push({
+            id: `hot:${procs}x${callers}:think${thinkMs}:${peer}`,
+            scenario: 'hot',
+            config,
+            peer,
+            peers: [peer],
+            servers: 1,
+            procs,
+            spec: {
+              ...base,
+              thinkMs,
+              mode: 'hot',
+              iterations: o.hotIterations,
+              warmup: 50,
+              concurrency: callers,
+            },
+            runs: o.runs,
+            capMs: o.childTimeoutMs,
+          });
+        }
+      }
+    }
+  }
+  if (o.only.includes('segmented')) {
+    for (const [procs, callers] of TOPOLOGIES) {
+      for (const peer of ['ours-locked', 'ours-locked-seg10'] as PeerName[]) {
+        cases.push({
+          id: `segmented:${procs}x${callers}:${peer}`,
+          scenario: 'segmented',
+          config: `${procs}x${callers}`,
+          peer,
+          peers: [peer],
+          servers: 1,
+          procs,
+          spec: {
+            ...base,
+            mode: 'hot',
+            iterations: o.segIterations,
+            warmup: 50,
+            concurrency: callers,
+          },
+          runs: o.runs,
+          capMs: o.childTimeoutMs,
+        });
+      }
+    }
+  }
+  if (o.only.includes('memory')) {
+    cases.push({
+      id: 'memory:ours-locked',
+      scenario: 'memory',
+      config: `${o.memCycles} cycles, ${o.memConcurrency} loops`,
+      peer: 'ours-locked',
+      peers: ['ours-locked'],
+      servers: 1,
+      procs: 1,
+      spec: {
+        ...base,
+        mode: 'mem',
+        iterations: o.memCycles,
+        warmup: 2000,
+        concurrency: o.memConcurrency,
+        sampleEvery: o.memEvery,
+        budgetMs: budget(o.memTimeoutMs),
+      },
+      runs: o.memRuns,
+      capMs: o.memTimeoutMs,
+    });
+  }
+  return cases;
+}
+
+// ------------------------------------------------------------------ one run of one case
+
+export interface RunRecord {
+  id: string;
+  run: number;
+  ok: boolean;
+  skipped?: boolean;
+  error?: string;
+  timedOut: boolean;
+  wallMs: number;
+  done: number;
+  /** Sections (or cycles) per second. */
+  rate: number;
+  failures: Record<string, number>;
+  waitP50?: number;
+  waitP99?: number;
+  waitMax?: number;
+  streakMax?: number;
+  streakMean?: number;
+  overlapCount?: number;
+  overlapMaxMs?: number;
+  busyFraction?: number;
+  segmentsUsed?: number;
+  clientCommands: CommandCounts;
+  serverCommands: CommandCounts;
+  mem?: MemSample[];
+  /** seq: median over rounds of this peer's block rate / the floor's block rate that round. */
+  vsFloor?: number;
+}
+
+const live = new Set<ChildProcess>();
+
+/**
+ * Other engineers rebuild dist/ and dist-apps/ (rimraf + tsc) while a long benchmark runs, so
+ * the workers run from a private copy taken at start: the built library, the built bench, a
+ * package.json naming it `nest-locked` (self-reference) and a symlink to node_modules.
+ */
+let snapshotDir: string | undefined;
+let workerJs = path.join(__dirname, 'workers', 'worker.js');
+
+function takeSnapshot(lib: string): void {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nest-locked-bench-'));
+  snapshotDir = dir;
+  const required = ['dist/index.js', 'dist/lock-client.js', 'dist-apps/bench/workers/worker.js'];
+  for (let attempt = 1; ; attempt++) {
+    try {
+      fs.rmSync(path.join(dir, 'dist'), { recursive: true, force: true });
+      fs.rmSync(path.join(dir, 'dist-apps'), { recursive: true, force: true });
+      fs.cpSync(lib, path.join(dir, 'dist'), { recursive: true });
+      fs.cpSync(__dirname, path.join(dir, 'dist-apps', 'bench'), { recursive: true });
+      const missing = required.filter((f) => !fs.existsSync(path.join(dir, f)));
+      if (missing.length) throw new Error(`missing ${missing.join(', ')} (a rebuild in progress?)`);
+      break;
+    } catch (err) {
+      if (attempt >= 20) throw err;
+      // Bounded wait for someone else's build to finish.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);
+    }
+  }
+  const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+    version: string;
+  };
+  fs.writeFileSync(
+    path.join(dir, 'package.json'),
+    JSON.stringify({
+      name: 'nest-locked',
+      version: pkg.version,
+      private: true,
+      main: 'dist/index.js',
+      exports: { '.': { types: './dist/index.d.ts', default: './dist/index.js' } },
+    }),
+  );
+  fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'), 'dir');
+  workerJs = path.join(dir, 'dist-apps', 'bench', 'workers', 'worker.js');
+}
+
+function removeSnapshot(): void {
+  if (!snapshotDir) return;
+  const dir = snapshotDir;
+  snapshotDir = undefined;
+  // Unlink the node_modules symlink first: never recurse into the real node_modules.
+  fs.rmSync(path.join(dir, 'node_modules'), { force: true });
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+function killChild(child: ChildProcess): void {
+  if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
+    try {
+      process.kill(child.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
+
+type Outcome = FromWorker | { type: 'exit'; code: number | null; signal: string | null };
+
+interface Worker {
+  child: ChildProcess;
+  ready: Promise<Outcome>;
+  result: Promise<Outcome>;
+  exited: Promise<void>;
+  log: () => string;
+}
+
+function spawnWorker(spec: WorkerSpec, execArgv: string[]): Worker {
+  const child = fork(workerJs, [JSON.stringify(spec)], {
+    execArgv,
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    cwd: ROOT,
+  });
+  live.add(child);
+  let tail = '';
+  const keep = (d: Buffer) => (tail = (tail + d.toString()).slice(-3000));
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  // A send to a worker that just died fails with EPIPE: the exit is reported, not thrown.
+  child.on('error', (err) => (tail += `\n[${err.message}]`));
+  const exit = new Promise<Outcome>((resolve) =>
+    child.once('exit', (code, signal) => {
+      live.delete(child);
+      resolve({ type: 'exit', code, signal });
+    }),
+  );
+  const on = (types: string[]) =>
+    Promise.race([
+      new Promise<Outcome>((resolve) => {
+        const h = (m: FromWorker) => {
+          if (types.includes(m.type)) {
+            child.off('message', h);
+            resolve(m);
+          }
+        };
+        child.on('message', h);
+      }),
+      exit,
+    ]);
+  return {
+    child,
+    ready: on(['ready', 'fatal']),
+    result: on(['result', 'fatal']),
+    exited: exit.then(() => undefined),
+    log: () => tail,
+  };
+}
+
+function tell(child: ChildProcess, m: ToWorker): void {
+  if (child.connected) child.send(m, () => undefined);
+}
+
+async function runCase(
+  def: CaseDef,
+  run: number,
+  servers: RedisProcess[],
+  conns: Redis[],
+): Promise<RunRecord[]> {
+  const ports = servers.slice(0, def.servers).map((s) => s.port);
+  const statConns = conns.slice(0, def.servers);
+  const key = `bench:${def.id}:${run}:${randomBytes(4).toString('hex')}`;
+  const record: RunRecord = {
+    id: def.id,
+    run,
+    ok: false,
+    timedOut: false,
+    wallMs: NaN,
+    done: 0,
+    rate: NaN,
+    failures: {},
+    clientCommands: {},
+    serverCommands: {},
+  };
+  const execArgv = def.spec.mode === 'mem' ? ['--expose-gc'] : [];
+  const workers = Array.from({ length: def.procs }, (_, proc) =>
+    spawnWorker({ ...def.spec, peer: def.peer, peers: def.peers, ports, key, proc }, execArgv),
+  );
+  let killed = false;
+  const cap = setTimeout(() => {
+    killed = true;
+    for (const w of workers) killChild(w.child);
+  }, def.capMs);
+  const fail = async (why: string, skipped = false) => {
+    for (const w of workers) tell(w.child, { type: 'stop' });
+    await Promise.all(workers.map((w) => w.exited));
+    clearTimeout(cap);
+    // A multi-peer job fails as a whole: every peer's summary gets the error.
+    return def.peers.map((peer) => ({
+      ...record,
+      id: summaryId(def, peer),
+      error: why,
+      skipped,
+    }));
+  };
+  const describe = (o: Outcome, w: Worker) =>
+    o.type === 'fatal'
+      ? o.message
+      : o.type === 'exit'
+        ? `worker exited (code ${o.code}, signal ${o.signal})${killed ? ` after the ${def.capMs} ms cap` : ''}: ${w.log()}`
+        : `unexpected ${o.type}`;
+
+  const readies = await Promise.all(workers.map((w) => w.ready));
+  const notReady = readies.findIndex((r) => r.type !== 'ready');
+  if (notReady >= 0) {
+    const o = readies[notReady];
+    return fail(describe(o, workers[notReady]), o.type === 'fatal' && o.skip === true);
+  }
+  const before = await commandStats(statConns);
+  for (const w of workers) tell(w.child, { type: 'go' });
+  const outcomes = await Promise.all(workers.map((w) => w.result));
+  const after = await commandStats(statConns);
+  const bad = outcomes.findIndex((r) => r.type !== 'result');
+  if (bad >= 0) {
+    const o = outcomes[bad];
+    return fail(describe(o, workers[bad]), o.type === 'fatal' && o.skip === true);
+  }
+  await Promise.all(workers.map((w) => w.exited));
+  clearTimeout(cap);
+
+  const results = outcomes as WorkerResult[];
+  if (def.spec.mode === 'seq') return splitBlocks(def, record, results[0]);
+  record.ok = true;
+  record.serverCommands = countsDelta(after, before);
+  record.timedOut = results.some((r) => r.timedOut);
+  const startedAt = min(results.map((r) => r.startedAt));
+  const endedAt = max(results.map((r) => r.endedAt));
+  record.wallMs = endedAt - startedAt;
+  record.done = results.reduce((a, r) => a + r.done, 0);
+  record.rate = (record.done / record.wallMs) * 1000;
+  for (const r of results) {
+    addCounts(record.clientCommands, r.clientCommands);
+    addCounts(record.failures, r.failures);
+  }
+  if (def.spec.mode === 'hot') {
+    const waits = results.flatMap((r) => r.waits);
+    record.waitP50 = percentile(waits, 50);
+    record.waitP99 = percentile(waits, 99);
+    record.waitMax = max(waits);
+    const sections: Section[] = [];
+    for (const r of results) {
+      for (let i = 0; i * 3 < r.sections.length; i++) {
+        sections.push({
+          worker: r.sections[i * 3],
+          enter: r.sections[i * 3 + 1],
+          exit: r.sections[i * 3 + 2],
+          segment: r.segments[i],
+        });
+      }
+    }
+    const s = streaks(sections);
+    record.streakMax = s.max;
+    record.streakMean = s.mean;
+    const o = overlaps(sections);
+    record.overlapCount = o.count;
+    record.overlapMaxMs = o.maxMs;
+    record.busyFraction = sections.reduce((a, x) => a + (x.exit - x.enter), 0) / record.wallMs;
+    record.segmentsUsed = new Set(sections.map((x) => x.segment).filter((x) => x >= 0)).size;
+  }
+  if (def.spec.mode === 'mem') record.mem = results[0].mem;
+  return [record];
+}
+
+/** The summary id of one peer of a job. */
+export function summaryId(def: CaseDef, peer: PeerName): string {
+  return def.peers.length > 1 ? `${def.id}:${peer}` : def.id;
+}
+
+/**
+ * A seq job measured every peer in one process, in blocks; each peer gets its own record: the
+ * median block rate, its commands, and its rate over the floor's in the same round.
+ */
+function splitBlocks(def: CaseDef, base: RunRecord, result: WorkerResult): RunRecord[] {
+  const blocks = result.blocks ?? [];
+  const rateOf = (b: { cycles: number; ms: number }) => (b.cycles / b.ms) * 1000;
+  const floorByRound = new Map<number, number>();
+  for (const b of blocks) if (b.peer === 'floor') floorByRound.set(b.round, rateOf(b));
+  return def.peers.map((peer) => {
+    const mine = blocks.filter((b) => b.peer === peer);
+    const r: RunRecord = {
+      ...base,
+      id: summaryId(def, peer),
+      ok: mine.length > 0,
+      error: mine.length ? undefined : 'no blocks completed',
+      timedOut: result.timedOut,
+      wallMs: mine.reduce((a, b) => a + b.ms, 0),
+      done: mine.reduce((a, b) => a + b.cycles, 0),
+      rate: median(mine.map(rateOf)),
+      failures: {},
+      clientCommands: {},
+      serverCommands: {},
+      vsFloor: median(mine.map((b) => rateOf(b) / (floorByRound.get(b.round) ?? NaN))),
+    };
+    for (const b of mine) {
+      addCounts(r.clientCommands, b.client);
+      addCounts(r.serverCommands, b.server);
+    }
+    return r;
+  });
+}
+
+// ------------------------------------------------------------------ summary
+
+export interface CaseSummary {
+  def: CaseDef;
+  n: number;
+  skipped?: string;
+  errors: string[];
+  timedOut: boolean;
+  rate: { median: number; min: number; max: number };
+  /** seq: median of the per-run paired ratios to the floor (see RunRecord.vsFloor). */
+  vsFloor?: number;
+  waitP50: number;
+  waitP99: { median: number; min: number; max: number };
+  waitMax: number;
+  streakMax: number;
+  streakMean: number;
+  overlaps: number;
+  overlapMaxMs: number;
+  busyFraction: number;
+  segmentsUsed: number;
+  /** Failed acquires: total over the runs, and the attempts per run. */
+  failures: Record<string, number>;
+  attemptsPerRun: number;
+  /** Per completed section/cycle, medians over the runs. */
+  clientPerOp: number;
+  clientByCommand: Record<string, number>;
+  serverPerOp: number;
+  serverByCommand: Record<string, number>;
+  mem?: MemSample[][];
+  runs: RunRecord[];
+}
+
+function perOp(records: RunRecord[], pick: (r: RunRecord) => CommandCounts) {
+  const names = new Set(records.flatMap((r) => Object.keys(pick(r))));
+  const by: Record<string, number> = {};
+  for (const name of names) {
+    by[name] = median(records.map((r) => (pick(r)[name] ?? 0) / Math.max(1, r.done)));
+  }
+  const total = median(
+    records.map((r) => Object.values(pick(r)).reduce((a, b) => a + b, 0) / Math.max(1, r.done)),
+  );
+  return { total, by };
+}
+
+export function summarize(def: CaseDef, records: RunRecord[]): CaseSummary {
+  const ok = records.filter((r) => r.ok);
+  const skipped = records.find((r) => r.skipped)?.error;
+  const m = (f: (r: RunRecord) => number | undefined) => median(ok.map((r) => f(r) ?? NaN));
+  const rates = ok.map((r) => r.rate);
+  const p99s = ok.map((r) => r.waitP99 ?? NaN);
+  const failures: Record<string, number> = {};
+  for (const r of ok) addCounts(failures, r.failures);
+  const client = perOp(ok, (r) => r.clientCommands);
+  const server = perOp(ok, (r) => r.serverCommands);
+  const attempts = def.procs * def.spec.concurrency * def.spec.iterations;
+  return {
+    def,
+    n: ok.length,
+    skipped,
+    errors: records.filter((r) => !r.ok && !r.skipped).map((r) => r.error ?? 'unknown'),
+    timedOut: ok.some((r) => r.timedOut),
+    rate: { median: median(rates), min: min(rates), max: max(rates) },
+    vsFloor: def.spec.mode === 'seq' ? m((r) => r.vsFloor) : undefined,
+    waitP50: m((r) => r.waitP50),
+    waitP99: { median: median(p99s), min: min(p99s), max: max(p99s) },
+    waitMax: m((r) => r.waitMax),
+    streakMax: m((r) => r.streakMax),
+    streakMean: m((r) => r.streakMean),
+    overlaps: ok.reduce((a, r) => a + (r.overlapCount ?? 0), 0),
+    overlapMaxMs: max(ok.map((r) => r.overlapMaxMs ?? 0)),
+    busyFraction: m((r) => r.busyFraction),
+    segmentsUsed: m((r) => r.segmentsUsed),
+    failures,
+    attemptsPerRun:
+      def.spec.mode === 'hot'
+        ? attempts
+        : def.spec.mode === 'seq'
+          ? def.spec.iterations * def.spec.block
+          : def.spec.iterations,
+    clientPerOp: client.total,
+    clientByCommand: client.by,
+    serverPerOp: server.total,
+    serverByCommand: server.by,
+    mem: ok.some((r) => r.mem) ? ok.map((r) => r.mem ?? []) : undefined,
+    runs: records,
+  };
+}
+
+// ------------------------------------------------------------------ main
+
+function versionOf(pkg: string): string {
+  try {
+    const file = path.join(ROOT, 'node_modules', pkg, 'package.json');
+    return (JSON.parse(fs.readFileSync(file, 'utf8')) as { version: string }).version;
+  } catch {
+    return '?';
+  }
+}
+
+const fmt = (n: number | undefined, d = 0) =>
+  n === undefined || !Number.isFinite(n)
+    ? '-'
+    : n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
+
+function progress(i: number, total: number, def: CaseDef, rs: RunRecord[]): string {
+  const head = `[${String(i).padStart(3)}/${total}] ${def.id} #${rs[0].run}`;
+  const one = (r: RunRecord) => {
+    if (!r.ok) return `${r.skipped ? 'SKIPPED' : 'ERROR'} ${r.error?.split('\n')[0]}`;
+    const cmds = Object.values(r.clientCommands).reduce((a, b) => a + b, 0) / Math.max(1, r.done);
+    const parts = [`${fmt(r.rate)}/s`, `${fmt(cmds, 2)} cmds/op`];
+    if (r.vsFloor !== undefined && def.peers.length > 1) parts.push(`${fmt(r.vsFloor, 2)} x floor`);
+    if (r.waitP99 !== undefined) parts.push(`p99 ${fmt(r.waitP99, 1)} ms`);
+    const failed = Object.values(r.failures).reduce((a, b) => a + b, 0);
+    if (failed) parts.push(`${failed} failed`);
+    if (r.timedOut) parts.push('TIME BUDGET HIT');
+    return parts.join(', ');
+  };
+  if (rs.length === 1) return `${head}: ${one(rs[0])}`;
+  if (!rs[0].ok && rs.every((r) => r.error === rs[0].error)) return `${head}: ${one(rs[0])}`;
+  return [head, ...rs.map((r) => `      ${r.id.split(':').pop()}: ${one(r)}`)].join('\n');
+}
+
+async function main(): Promise<void> {
+  const wallStart = Date.now();
+  const options = parseArgs(process.argv.slice(2));
+  const cases = buildCases(options);
+  const servers: RedisProcess[] = [];
+  const conns: Redis[] = [];
+
+  const cleanup = () => {
+    for (const c of live) killChild(c);
+    killAllStartedSync();
+    removeSnapshot();
+  };
+  process.on('exit', cleanup);
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(sig, () => {
+      cleanup();
+      process.exit(130);
+    });
+  }
+
+  try {
+    takeSnapshot(options.lib);
+    const redisBin = ensureRedisServer((line) => console.log(line));
+    for (let i = 0; i < 3; i++) servers.push(await startRedis(redisBin));
+    for (const s of servers) {
+      conns.push(new Redis({ host: '127.0.0.1', port: s.port, maxRetriesPerRequest: 1 }));
+    }
+    const redisVersion = /redis_version:(\S+)/.exec(await conns[0].info('server'))?.[1] ?? '?';
+    console.log(
+      `nest-locked bench: ${cases.length} cases, runs ${options.runs}, redis ${redisVersion} ` +
+        `on ports ${servers.map((s) => s.port).join(', ')}`,
+    );
+
+    const total = cases.reduce((a, c) => a + c.runs, 0);
+    const records = new Map<string, RunRecord[]>();
+    for (const c of cases) for (const p of c.peers) records.set(summaryId(c, p), []);
+    let i = 0;
+    const maxRuns = Math.max(...cases.map((c) => c.runs));
+    // Rounds interleave the peers, so slow drift of the machine hits every peer alike.
+    for (let run = 1; run <= maxRuns; run++) {
+      for (const def of cases) {
+        if (run > def.runs) continue;
+        // A scenario that cannot run on this build (segments) is tried once, not every round.
+        if (records.get(summaryId(def, def.peers[0]))!.some((r) => r.skipped)) continue;
+        const rs = await runCase(def, run, servers, conns);
+        for (const r of rs) records.get(r.id)!.push(r);
+        console.log(progress(++i, total, def, rs));
+      }
+    }
+
+    const summaries = cases.flatMap((c) =>
+      c.peers.map((peer) =>
+        summarize(
+          { ...c, id: summaryId(c, peer), peer, peers: [peer] },
+          records.get(summaryId(c, peer))!,
+        ),
+      ),
+    );
+    const files = writeReport(options.out, summaries, {
+      date: new Date().toISOString(),
+      wallMs: Date.now() - wallStart,
+      argv: process.argv.slice(2),
+      options,
+      machine: `${os.cpus().length} x ${os.cpus()[0]?.model ?? '?'}, ${Math.round(os.totalmem() / 2 ** 30)} GB, ${os.type()} ${os.release()}`,
+      versions: {
+        node: process.version,
+        redis: redisVersion,
+        ioredis: versionOf('ioredis'),
+        redlock: versionOf('redlock'),
+        'redis-semaphore': versionOf('redis-semaphore'),
+        '@anchan828/nest-redlock': versionOf('@anchan828/nest-redlock'),
+        '@nestjs/core': versionOf('@nestjs/core'),
+        'nest-locked': (
+          JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+            version: string;
+          }
+        ).version,
+      },
+    });
+    console.log(`\n${fs.readFileSync(files.md, 'utf8')}`);
+    console.log(`wrote ${files.md}, ${files.json}, ${files.svg}`);
+    console.log(`wall time ${((Date.now() - wallStart) / 1000).toFixed(1)} s`);
+  } finally {
+    await Promise.all(conns.map((c) => c.quit().catch(() => c.disconnect())));
+    await Promise.all(servers.map((s) => s.stop()));
+    removeSnapshot();
+  }
+}
+
+if (require.main === module) {
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exitCode = 1;
+  });
+}

@@ -1,0 +1,81 @@
+/** Small statistics helpers shared by the orchestrator and the report. */
+
+export function median(values: readonly number[]): number {
+  const v = values.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (v.length === 0) return NaN;
+  const m = v.length >> 1;
+  return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+/** Nearest-rank percentile (p in 0..100) of unsorted values. */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return NaN;
+  const v = [...values].sort((a, b) => a - b);
+  const rank = Math.ceil((p / 100) * v.length);
+  return v[Math.min(v.length - 1, Math.max(0, rank - 1))];
+}
+
+export function min(values: readonly number[]): number {
+  const v = values.filter((x) => Number.isFinite(x));
+  return v.length ? Math.min(...v) : NaN;
+}
+
+export function max(values: readonly number[]): number {
+  const v = values.filter((x) => Number.isFinite(x));
+  return v.length ? Math.max(...v) : NaN;
+}
+
+export interface Section {
+  worker: number;
+  enter: number;
+  exit: number;
+  segment: number;
+}
+
+/** Run lengths of consecutive sections (in entry order) taken by the same worker. */
+export function streaks(sections: readonly Section[]): { max: number; mean: number } {
+  if (sections.length === 0) return { max: NaN, mean: NaN };
+  const ordered = [...sections].sort((a, b) => a.enter - b.enter);
+  const runs: number[] = [];
+  let current = 1;
+  for (let i = 1; i < ordered.length; i++) {
+    if (ordered[i].worker === ordered[i - 1].worker) current++;
+    else {
+      runs.push(current);
+      current = 1;
+    }
+  }
+  runs.push(current);
+  return { max: Math.max(...runs), mean: runs.reduce((a, b) => a + b, 0) / runs.length };
+}
+
+/**
+ * Mutual exclusion check: sections of the same lock (same segment) whose intervals overlap by
+ * more than `epsMs`. The clock is CLOCK_MONOTONIC, shared by every process.
+ */
+export function overlaps(
+  sections: readonly Section[],
+  epsMs = 0.01,
+): { count: number; maxMs: number } {
+  const bySegment = new Map<number, Section[]>();
+  for (const s of sections) {
+    const list = bySegment.get(s.segment) ?? [];
+    list.push(s);
+    bySegment.set(s.segment, list);
+  }
+  let count = 0;
+  let maxMs = 0;
+  for (const list of bySegment.values()) {
+    list.sort((a, b) => a.enter - b.enter);
+    let lastExit = -Infinity;
+    for (const s of list) {
+      const o = lastExit - s.enter;
+      if (o > epsMs) {
+        count++;
+        maxMs = Math.max(maxMs, o);
+      }
+      lastExit = Math.max(lastExit, s.exit);
+    }
+  }
+  return { count, maxMs };
+}

@@ -1,0 +1,279 @@
+import 'reflect-metadata';
+import { randomBytes } from 'node:crypto';
+import { Injectable, Module, type INestApplicationContext } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import {
+  Redlock as NestRedlock,
+  RedlockModule as NestRedlockModule,
+} from '@anchan828/nest-redlock';
+import { Redis } from 'ioredis';
+import { Locked, LockContext, LockService, RedlockModule } from 'nest-locked';
+import Redlock from 'redlock';
+import { Mutex, RedlockMutex } from 'redis-semaphore';
+import type { CommandCounts, PeerName } from '../protocol';
+
+/** The critical section; gets the slice index under a segmented lock. */
+export type Body = (segment?: number) => Promise<void>;
+
+/** One way of taking a lock, behind one interface, so every peer runs the same loop. */
+export interface Peer {
+  /** Takes `key`, runs `body`, releases; resolves once the release is done. */
+  run(key: string, body: Body): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Thrown when a scenario cannot run on this build (e.g. `segments` not implemented yet). */
+export class SkipError extends Error {
+  override name = 'SkipError';
+}
+
+// ------------------------------------------------------------------ command counting
+
+/**
+ * Counts every command sent by any ioredis connection of this process (all peers use the same
+ * ioredis copy): the client-side view of "commands per critical section". Commands run inside a
+ * Lua script are not counted here (they are not sent), unlike in the server's commandstats.
+ */
+export const commandCounter = {
+  enabled: false,
+  counts: {} as CommandCounts,
+  reset(): void {
+    this.counts = {};
+  },
+};
+{
+  const proto = Redis.prototype as unknown as {
+    sendCommand: (command: { name: string }, stream?: unknown) => unknown;
+  };
+  const original = proto.sendCommand;
+  proto.sendCommand = function (this: unknown, command: { name: string }, stream?: unknown) {
+    if (commandCounter.enabled && command?.name) {
+      const c = commandCounter.counts;
+      c[command.name] = (c[command.name] ?? 0) + 1;
+    }
+    return original.call(this, command, stream);
+  };
+}
+
+// ------------------------------------------------------------------ helpers
+
+const url = (port: number) => `redis://127.0.0.1:${port}`;
+
+function connect(port: number): Redis {
+  return new Redis({ host: '127.0.0.1', port, lazyConnect: false, maxRetriesPerRequest: 1 });
+}
+
+async function ready(clients: Redis[]): Promise<void> {
+  await Promise.all(
+    clients.map((c) =>
+      c.status === 'ready'
+        ? undefined
+        : new Promise<void>((resolve, reject) => {
+            c.once('ready', () => resolve());
+            c.once('error', reject);
+          }),
+    ),
+  );
+}
+
+async function quitAll(clients: Redis[]): Promise<void> {
+  await Promise.all(clients.map((c) => c.quit().catch(() => c.disconnect())));
+}
+
+// ------------------------------------------------------------------ peers
+
+/** No lock at all: the timer-only ideal (1 worker) and nothing else. */
+function timerPeer(): Peer {
+  return { run: (_key, body) => body(), close: async () => undefined };
+}
+
+const FLOOR_RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then
+  return redis.call('del', KEYS[1])
+end
+return 0`;
+
+type FloorRedis = Redis & { floorRelease(key: string, token: string): Promise<number> };
+
+/**
+ * The raw floor: `SET key token NX PX ttl`, then a compare-and-delete Lua script by EVALSHA
+ * (ioredis `defineCommand`, falling back to EVAL once). On 3 nodes: the same on every node in
+ * parallel, held on a majority. No waiting strategy: a busy key is an error.
+ */
+async function floorPeer(ports: number[], ttl: number): Promise<Peer> {
+  const clients = ports.map((p) => {
+    const c = connect(p);
+    c.defineCommand('floorRelease', { numberOfKeys: 1, lua: FLOOR_RELEASE });
+    return c as FloorRedis;
+  });
+  await ready(clients);
+  const quorum = Math.floor(clients.length / 2) + 1;
+  const prefix = randomBytes(8).toString('hex');
+  let seq = 0;
+  const release = (key: string, token: string) =>
+    Promise.all(clients.map((c) => c.floorRelease(key, token).catch(() => 0)));
+  return {
+    async run(key, body) {
+      const token = `${prefix}.${seq++}`;
+      if (clients.length === 1) {
+        if ((await clients[0].set(key, token, 'PX', ttl, 'NX')) !== 'OK') {
+          throw Object.assign(new Error('busy'), { name: 'Busy' });
+        }
+      } else {
+        const votes = await Promise.all(
+          clients.map((c) => c.set(key, token, 'PX', ttl, 'NX').catch(() => null)),
+        );
+        if (votes.filter((v) => v === 'OK').length < quorum) {
+          await release(key, token);
+          throw Object.assign(new Error('busy'), { name: 'Busy' });
+        }
+      }
+      try {
+        await body();
+      } finally {
+        await release(key, token);
+      }
+    },
+    close: () => quitAll(clients),
+  };
+}
+
+/** redlock 5 used directly: `acquire([key], ttl)` then `lock.release()`. */
+async function redlockPeer(ports: number[], ttl: number, tuned: boolean): Promise<Peer> {
+  const clients = ports.map(connect);
+  await ready(clients);
+  // Tuned: 10 +- 10 ms retries, never give up. This beta computes the lease end from before the
+  // first attempt, so the contended scenarios use a long ttl (see WorkerSpec.ttl).
+  const redlock = tuned
+    ? new Redlock(clients, { retryDelay: 10, retryJitter: 10, retryCount: -1 })
+    : new Redlock(clients);
+  redlock.on('error', () => undefined);
+  return {
+    async run(key, body) {
+      const lock = await redlock.acquire([key], ttl);
+      try {
+        await body();
+      } finally {
+        await lock.release().catch(() => undefined);
+      }
+    },
+    close: () => quitAll(clients),
+  };
+}
+
+/** redis-semaphore `Mutex` (RedlockMutex on 3 nodes), defaults, a new instance per call. */
+async function mutexPeer(ports: number[]): Promise<Peer> {
+  const clients = ports.map(connect);
+  await ready(clients);
+  return {
+    async run(key, body) {
+      const m = clients.length === 1 ? new Mutex(clients[0], key) : new RedlockMutex(clients, key);
+      await m.acquire();
+      try {
+        await body();
+      } finally {
+        await m.release();
+      }
+    },
+    close: () => quitAll(clients),
+  };
+}
+
+/** `@anchan828/nest-redlock`: the `@Redlock` decorator on a Nest provider method, defaults. */
+async function nestRedlockPeer(ports: number[], ttl: number): Promise<Peer> {
+  @Injectable()
+  class Runner {
+    @NestRedlock((_target: unknown, key: string) => key, ttl)
+    async run(key: string, body: Body): Promise<void> {
+      void key;
+      await body();
+    }
+  }
+  const clients = ports.map(connect);
+  await ready(clients);
+  @Module({ imports: [NestRedlockModule.register({ clients })], providers: [Runner] })
+  class AppModule {}
+  const app = await NestFactory.createApplicationContext(AppModule, { logger: ['error', 'warn'] });
+  const runner = app.get(Runner);
+  return {
+    run: (key, body) => runner.run(key, body),
+    close: () => app.close(), // the module quits the clients
+  };
+}
+
+async function oursApp(
+  ports: number[],
+  providers: (new (...args: never[]) => unknown)[],
+): Promise<INestApplicationContext> {
+  @Module({
+    imports: [RedlockModule.forRoot({ clients: ports.map(url) })],
+    providers,
+  })
+  class AppModule {}
+  return NestFactory.createApplicationContext(AppModule, { logger: ['error', 'warn'] });
+}
+
+/** Ours, the main row: `@Locked('{key}')` on a Nest provider method, module defaults. */
+async function oursLockedPeer(ports: number[]): Promise<Peer> {
+  @Injectable()
+  class Runner {
+    @Locked('{key}')
+    async run(key: string, body: Body): Promise<void> {
+      void key;
+      await body();
+    }
+  }
+  const app = await oursApp(ports, [Runner]);
+  const runner = app.get(Runner);
+  return { run: (key, body) => runner.run(key, body), close: () => app.close() };
+}
+
+/** Ours: `LockService.using(key, fn)`, module defaults. */
+async function oursUsingPeer(ports: number[]): Promise<Peer> {
+  const app = await oursApp(ports, []);
+  const locks = app.get(LockService);
+  return { run: (key, body) => locks.using(key, () => body()), close: () => app.close() };
+}
+
+/** Ours, segmented: `@Locked('{key}', { segments: 10 })`; the body gets the slice. */
+async function oursSegmentedPeer(ports: number[]): Promise<Peer> {
+  let Runner: new () => { run(key: string, body: Body): Promise<void> };
+  try {
+    @Injectable()
+    class SegRunner {
+      @Locked('{key}', { segments: 10 })
+      async run(key: string, body: Body): Promise<void> {
+        void key;
+        await body(LockContext.current()?.segment);
+      }
+    }
+    Runner = SegRunner;
+  } catch (err) {
+    throw new SkipError(`@Locked({ segments: 10 }) rejected: ${(err as Error).message}`);
+  }
+  const app = await oursApp(ports, [Runner]);
+  const runner = app.get(Runner);
+  return { run: (key, body) => runner.run(key, body), close: () => app.close() };
+}
+
+export async function createPeer(name: PeerName, ports: number[], ttl: number): Promise<Peer> {
+  switch (name) {
+    case 'timer':
+      return timerPeer();
+    case 'floor':
+      return floorPeer(ports, ttl);
+    case 'redlock':
+      return redlockPeer(ports, ttl, false);
+    case 'redlock-tuned':
+      return redlockPeer(ports, ttl, true);
+    case 'mutex':
+      return mutexPeer(ports);
+    case 'nest-redlock':
+      return nestRedlockPeer(ports, ttl);
+    case 'ours-locked':
+      return oursLockedPeer(ports);
+    case 'ours-using':
+      return oursUsingPeer(ports);
+    case 'ours-locked-seg10':
+      return oursSegmentedPeer(ports);
+  }
+}

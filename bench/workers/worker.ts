@@ -1,0 +1,247 @@
+/**
+ * One benchmark worker process: builds one peer, warms it up, says `ready`, waits for `go`,
+ * runs one bounded loop (iterations and time), reports, closes and exits.
+ * Spec: JSON in argv[2] (see WorkerSpec).
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { commandStats, countsDelta } from '../commandstats';
+import type {
+  FromWorker,
+  MemSample,
+  PeerName,
+  ToWorker,
+  WorkerResult,
+  WorkerSpec,
+} from '../protocol';
+import { commandCounter, createPeer, SkipError, type Peer } from './peers';
+
+/** CLOCK_MONOTONIC in ms: one clock for every process of the machine. */
+const now = () => Number(process.hrtime.bigint()) / 1e6;
+
+const spec = JSON.parse(process.argv[2] ?? '{}') as WorkerSpec;
+const send = (m: FromWorker) =>
+  new Promise<void>((resolve) => (process.send ? process.send(m, () => resolve()) : resolve()));
+
+function waitFor(type: ToWorker['type']): Promise<void> {
+  return new Promise((resolve) => {
+    const on = (m: ToWorker) => {
+      if (m?.type === type) {
+        process.off('message', on);
+        resolve();
+      }
+    };
+    process.on('message', on);
+  });
+}
+
+const errorName = (e: unknown) =>
+  e instanceof Error ? e.name || e.constructor.name : typeof e === 'string' ? e : 'unknown';
+
+function emptyResult(): WorkerResult {
+  return {
+    type: 'result',
+    proc: spec.proc,
+    startedAt: 0,
+    endedAt: 0,
+    done: 0,
+    failures: {},
+    waits: [],
+    sections: [],
+    segments: [],
+    clientCommands: {},
+    timedOut: false,
+  };
+}
+
+async function warmUp(name: PeerName, peer: Peer): Promise<void> {
+  // Uncontended, on a key of this process only: loads scripts, JIT, connections.
+  const key = `${spec.key}:warm:${spec.proc}:${name}`;
+  for (let i = 0; i < spec.warmup; i++) {
+    let seg: number | undefined = -1;
+    await peer.run(key, async (s) => {
+      seg = s;
+    });
+    if (name === 'ours-locked-seg10' && i === 0 && typeof seg !== 'number') {
+      throw new SkipError('segments: LockContext.current().segment is undefined');
+    }
+  }
+}
+
+/**
+ * Sequential acquire+release cycles, every peer of `spec.peers` in this one process: each
+ * round runs one block of `spec.block` cycles per peer, in an order rotated every round, so all
+ * peers see the same machine (load from other processes, vCPU placement) at nearly the same
+ * time. Server command counts are taken around each block (outside its timing).
+ */
+async function runSeq(peers: Map<PeerName, Peer>, stats: Redis[], r: WorkerResult) {
+  const body = async () => undefined;
+  const stopAt = now() + spec.budgetMs;
+  const names = [...peers.keys()];
+  r.blocks = [];
+  r.startedAt = now();
+  for (let round = 0; round < spec.iterations; round++) {
+    if (now() > stopAt) {
+      r.timedOut = true;
+      break;
+    }
+    for (let k = 0; k < names.length; k++) {
+      const name = names[(k + round) % names.length];
+      const peer = peers.get(name)!;
+      const key = `${spec.key}:${name}`;
+      const before = await commandStats(stats);
+      commandCounter.reset();
+      commandCounter.enabled = true;
+      const t = now();
+      for (let i = 0; i < spec.block; i++) await peer.run(key, body);
+      const ms = now() - t;
+      commandCounter.enabled = false;
+      const server = countsDelta(await commandStats(stats), before);
+      r.blocks.push({
+        peer: name,
+        round,
+        cycles: spec.block,
+        ms,
+        client: commandCounter.counts,
+        server,
+      });
+      r.done += spec.block;
+    }
+  }
+  r.endedAt = now();
+}
+
+/** `concurrency` async workers on the same key: acquire -> section -> release -> think. */
+async function runHot(peer: Peer, r: WorkerResult): Promise<void> {
+  const stopAt = now() + spec.budgetMs;
+  r.startedAt = now();
+  const one = async (w: number) => {
+    const id = spec.proc * 1000 + w;
+    for (let i = 0; i < spec.iterations; i++) {
+      if (now() > stopAt) {
+        r.timedOut = true;
+        return;
+      }
+      const t0 = now();
+      try {
+        await peer.run(spec.key, async (segment) => {
+          const t1 = now();
+          r.waits.push(t1 - t0);
+          await sleep(spec.sectionMs);
+          r.sections.push(id, t1, now());
+          r.segments.push(typeof segment === 'number' ? segment : -1);
+        });
+        r.done++;
+      } catch (err) {
+        const name = errorName(err);
+        r.failures[name] = (r.failures[name] ?? 0) + 1;
+      }
+      if (spec.thinkMs > 0) await sleep(spec.thinkMs);
+    }
+  };
+  await Promise.all(Array.from({ length: spec.concurrency }, (_, w) => one(w)));
+  r.endedAt = now();
+}
+
+function sample(cycles: number): MemSample {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) throw new Error('the memory worker needs --expose-gc');
+  gc();
+  gc();
+  const resources: Record<string, number> = {};
+  const info = process.getActiveResourcesInfo();
+  for (const t of info) resources[t] = (resources[t] ?? 0) + 1;
+  return { cycles, heapUsed: process.memoryUsage().heapUsed, handles: info.length, resources };
+}
+
+/**
+ * `iterations` uncontended cycles in total, by `concurrency` loops on distinct keys; every
+ * `sampleEvery` cycles all loops pause, the heap is collected and heap and handles sampled.
+ */
+async function runMem(peer: Peer, r: WorkerResult): Promise<void> {
+  const body = async () => undefined;
+  const stopAt = now() + spec.budgetMs;
+  const samples: MemSample[] = [sample(0)];
+  const perLoop = Math.max(1, Math.floor(spec.sampleEvery / spec.concurrency));
+  r.startedAt = now();
+  let busyMs = 0;
+  while (r.done < spec.iterations) {
+    if (now() > stopAt) {
+      r.timedOut = true;
+      break;
+    }
+    const t = now();
+    const n = Math.min(perLoop, Math.ceil((spec.iterations - r.done) / spec.concurrency));
+    await Promise.all(
+      Array.from({ length: spec.concurrency }, async (_, l) => {
+        const key = `${spec.key}:${l}`;
+        for (let i = 0; i < n; i++) await peer.run(key, body);
+      }),
+    );
+    busyMs += now() - t;
+    r.done += n * spec.concurrency;
+    samples.push(sample(r.done));
+  }
+  // Cycles/s excluding the time spent in gc + sampling.
+  r.endedAt = r.startedAt + busyMs;
+  r.mem = samples;
+}
+
+async function main(): Promise<void> {
+  const r = emptyResult();
+  const names = spec.mode === 'seq' ? spec.peers : [spec.peer];
+  const peers = new Map<PeerName, Peer>();
+  let stats: Redis[] = [];
+  try {
+    for (const name of names) {
+      const peer = await createPeer(name, spec.ports, spec.ttl);
+      peers.set(name, peer);
+      await warmUp(name, peer);
+    }
+    if (spec.mode === 'seq') {
+      stats = spec.ports.map((port) => new Redis({ host: '127.0.0.1', port }));
+      await commandStats(stats);
+    }
+  } catch (err) {
+    const skip = err instanceof SkipError || /not implemented/i.test(String(err));
+    await send({ type: 'fatal', message: String((err as Error)?.stack ?? err), skip });
+    process.exit(0);
+  }
+  const go = waitFor('go');
+  await send({ type: 'ready' });
+  await go;
+  commandCounter.reset();
+  commandCounter.enabled = true;
+  const peer = peers.get(spec.peer)!;
+  try {
+    if (spec.mode === 'seq') await runSeq(peers, stats, r);
+    else if (spec.mode === 'hot') await runHot(peer, r);
+    else await runMem(peer, r);
+  } catch (err) {
+    commandCounter.enabled = false;
+    const skip = err instanceof SkipError || /not implemented/i.test(String(err));
+    await send({ type: 'fatal', message: String((err as Error)?.stack ?? err), skip });
+    process.exit(0);
+  }
+  commandCounter.enabled = false;
+  r.clientCommands = commandCounter.counts;
+  await send(r);
+  // Closing is bounded: the orchestrator kills this process by PID if it hangs.
+  const closing = [...peers.values()].map((p) => p.close().catch(() => undefined));
+  for (const c of stats)
+    closing.push(
+      c.quit().then(
+        () => undefined,
+        () => undefined,
+      ),
+    );
+  await Promise.race([Promise.all(closing), sleep(5_000)]);
+  process.exit(0);
+}
+
+process.on('message', (m: ToWorker) => {
+  if (m?.type === 'stop') process.exit(0);
+});
+// The orchestrator is gone: nobody will read the result.
+process.on('disconnect', () => process.exit(0));
+void main();
