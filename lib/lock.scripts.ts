@@ -19,7 +19,8 @@ export { STRIDE as SCRIPT_KEY_STRIDE };
 
 /**
  * Shared Lua: free the lock at KEYS[l] (which the caller holds): grant it to the oldest queued
- * token whose deadline has not passed, or delete it and wake the racing waiters.
+ * token whose deadline has not passed, or delete it and wake the racing waiters. The wait flag
+ * is set whenever anyone waits (queued or racing), so with nobody waiting this is one DEL.
  * Returns the fence of a grant (> 0), 0 when the key was freed, -1 when freed and published.
  */
 const GRANT_OR_FREE = `
@@ -27,7 +28,14 @@ local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+local function flag(l, ms)
+  if redis.call('PTTL', KEYS[l + 2]) < ms then
+    redis.call('SET', KEYS[l + 2], '1', 'PX', ms)
+  end
+end
 local function grant_or_free(l)
+  -- Deletes the lock and the flag; 2 means the flag was there: someone waits.
+  if redis.call('DEL', KEYS[l], KEYS[l + 2]) < 2 then return 0 end
   local now = nil
   while true do
     local head = redis.call('ZRANGE', KEYS[l + 3], 0, 0)
@@ -44,18 +52,16 @@ local function grant_or_free(l)
       if tonumber(string.sub(meta, sep + 1)) > now then
         redis.call('SET', KEYS[l], token, 'PX', ttl)
         local fence = redis.call('INCR', KEYS[l + 1])
+        -- The others still queued (or racing) keep the flag, as long as the queue lives.
+        flag(l, math.max(redis.call('PTTL', KEYS[l + 3]), 1000))
         redis.call('PUBLISH', KEYS[l] .. ':rel', 'g ' .. token .. ' ' .. fence)
         return fence
       end
     end
   end
-  redis.call('DEL', KEYS[l])
-  -- Publish only when someone races for it: an uncontended release costs no PUBLISH.
-  if redis.call('DEL', KEYS[l + 2]) == 1 then
-    redis.call('PUBLISH', KEYS[l] .. ':rel', 'r')
-    return -1
-  end
-  return 0
+  -- Nobody queued: wake the racing waiters.
+  redis.call('PUBLISH', KEYS[l] .. ':rel', 'r')
+  return -1
 end
 local function enqueue(l, token, ttl, wait_ms)
   local now = now_ms()
@@ -67,6 +73,7 @@ local function enqueue(l, token, ttl, wait_ms)
     redis.call('PEXPIRE', KEYS[l + 3], keep)
     redis.call('PEXPIRE', KEYS[l + 4], keep)
   end
+  flag(l, keep)
 end
 `;
 
@@ -79,31 +86,38 @@ end
  * busy key.
  */
 export const ACQUIRE_SCRIPT = `${GRANT_OR_FREE}
+local function taken()
+  local out = {1}
+  for i = 1, #KEYS, 5 do
+    redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+    -- The fence is minted in the same round trip as the lock: no extra command per cycle.
+    out[#out + 1] = redis.call('INCR', KEYS[i + 1])
+    -- A waiter that queued earlier leaves the queue (a first try never queued).
+    if ARGV[4] == '1' and ARGV[3] ~= '0' and redis.call('ZREM', KEYS[i + 3], ARGV[1]) == 1 then
+      redis.call('HDEL', KEYS[i + 4], ARGV[1])
+    end
+  end
+  return out
+end
+-- One key, free: a single SET NX (the uncontended path).
+if #KEYS == 5 and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  local fence = redis.call('INCR', KEYS[2])
+  if ARGV[4] == '1' and ARGV[3] ~= '0' and redis.call('ZREM', KEYS[4], ARGV[1]) == 1 then
+    redis.call('HDEL', KEYS[5], ARGV[1])
+  end
+  return {1, fence}
+end
 for i = 1, #KEYS, 5 do
   local owner = redis.call('GET', KEYS[i])
   if owner and owner ~= ARGV[1] then
     local wait_ms = tonumber(ARGV[3])
     if wait_ms > 0 then
-      if ARGV[4] == '1' then
-        enqueue(i, ARGV[1], ARGV[2], wait_ms)
-      elseif redis.call('PTTL', KEYS[i + 2]) < wait_ms then
-        redis.call('SET', KEYS[i + 2], '1', 'PX', wait_ms)
-      end
+      if ARGV[4] == '1' then enqueue(i, ARGV[1], ARGV[2], wait_ms) else flag(i, wait_ms) end
     end
     return {0, redis.call('PTTL', KEYS[i])}
   end
 end
-local out = {1}
-for i = 1, #KEYS, 5 do
-  redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
-  -- The fence is minted in the same round trip as the lock: no extra command per cycle.
-  out[#out + 1] = redis.call('INCR', KEYS[i + 1])
-  -- A waiter that queued earlier leaves the queue (a first try never queued: nothing to do).
-  if ARGV[4] == '1' and ARGV[3] ~= '0' and redis.call('ZREM', KEYS[i + 3], ARGV[1]) == 1 then
-    redis.call('HDEL', KEYS[i + 4], ARGV[1])
-  end
-end
-return out
+return taken()
 `;
 
 /**
