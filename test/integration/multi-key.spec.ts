@@ -5,23 +5,17 @@ import { LockContext, Locked } from 'nest-locked';
 import type { TransferScenario } from '../fixtures/lock-worker';
 import { describeOverlaps, findOverlaps, type Interval, now } from '../support/intervals';
 import { createLockApp, sleep, uniquePrefix, within } from '../support/lock-app';
-import { type RedisServerHandle, useRedis } from '../support/redis-server';
-import { describeResult, killWorkers, linesOf, runWorkers } from '../support/workers';
+import { redisForFile } from '../support/redis-for-file';
+import type { RedisServerHandle } from '../support/redis-server';
+import { describeResult, linesOf, runWorkers } from '../support/workers';
 
 jest.setTimeout(90_000);
 
 let server: RedisServerHandle;
 let redis: Redis;
-
-beforeAll(async () => {
-  server = await useRedis();
-  redis = new Redis(server.url);
-});
-
-afterAll(async () => {
-  await killWorkers();
-  redis?.disconnect();
-  await server?.stop();
+redisForFile((s, r) => {
+  server = s;
+  redis = r;
 });
 
 describe('multi-key locks across 2 processes', () => {

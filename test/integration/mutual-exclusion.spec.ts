@@ -13,8 +13,9 @@ import {
   now,
 } from '../support/intervals';
 import { createLockApp, sleep, uniquePrefix } from '../support/lock-app';
-import { type RedisServerHandle, useRedis } from '../support/redis-server';
-import { describeResult, killWorkers, linesOf, runWorkers } from '../support/workers';
+import { redisForFile } from '../support/redis-for-file';
+import type { RedisServerHandle } from '../support/redis-server';
+import { describeResult, linesOf, runWorkers } from '../support/workers';
 
 jest.setTimeout(60_000);
 
@@ -23,16 +24,9 @@ const CALLS = 25;
 
 let server: RedisServerHandle;
 let redis: Redis;
-
-beforeAll(async () => {
-  server = await useRedis();
-  redis = new Redis(server.url);
-});
-
-afterAll(async () => {
-  await killWorkers();
-  redis?.disconnect();
-  await server?.stop();
+redisForFile((s, r) => {
+  server = s;
+  redis = r;
 });
 
 function counterRun(locked: boolean, names: string[]): CounterScenario[] {

@@ -12,23 +12,17 @@ import {
 import type { HoldScenario, WorkerLine } from '../fixtures/lock-worker';
 import { now } from '../support/intervals';
 import { createLockApp, lockRedisKey, sleep, uniquePrefix, within } from '../support/lock-app';
-import { type RedisServerHandle, useRedis } from '../support/redis-server';
-import { describeResult, killWorkers, spawnWorker } from '../support/workers';
+import { redisForFile } from '../support/redis-for-file';
+import type { RedisServerHandle } from '../support/redis-server';
+import { describeResult, spawnWorker } from '../support/workers';
 
 jest.setTimeout(60_000);
 
 let server: RedisServerHandle;
 let redis: Redis;
-
-beforeAll(async () => {
-  server = await useRedis();
-  redis = new Redis(server.url);
-});
-
-afterAll(async () => {
-  await killWorkers();
-  redis?.disconnect();
-  await server?.stop();
+redisForFile((s, r) => {
+  server = s;
+  redis = r;
 });
 
 /** Resolves with the first line of `type` a worker prints (bounded by `ms`). */
