@@ -13,6 +13,17 @@ export const PEERS = [
 ] as const;
 export type PeerName = (typeof PEERS)[number];
 
+/** The peers of the uncontended scenario (the hot-key ones are these without the floor). */
+export const UNCONTENDED_PEERS: readonly PeerName[] = [
+  'floor',
+  'redlock',
+  'redlock-tuned',
+  'mutex',
+  'nest-redlock',
+  'ours-locked',
+  'ours-using',
+];
+
 export type Mode = 'seq' | 'hot' | 'mem';
 
 export interface WorkerSpec {

@@ -4,7 +4,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { PeerName } from './protocol';
+import { type PeerName, UNCONTENDED_PEERS } from './protocol';
 import type { CaseSummary, Options } from './run';
 
 export interface ReportMeta {
@@ -567,15 +567,7 @@ function svg(summaries: CaseSummary[], d: Derived): string {
     panels.push({
       title: 'Uncontended lock + unlock cycles/s',
       groups: ['1 server', '3 servers'],
-      peers: [
-        'floor',
-        'redlock',
-        'redlock-tuned',
-        'mutex',
-        'nest-redlock',
-        'ours-locked',
-        'ours-using',
-      ],
+      peers: [...UNCONTENDED_PEERS],
       value: (g, peer) => get(`uncontended:${g.startsWith('1') ? 1 : 3}:${peer}`)?.rate.median,
       line: {
         label: '0.9 x floor',

@@ -16,6 +16,7 @@ import * as path from 'node:path';
 import { Redis } from 'ioredis';
 import {
   PEERS,
+  UNCONTENDED_PEERS,
   type CommandCounts,
   type FromWorker,
   type MemSample,
@@ -37,6 +38,17 @@ import { median, percentile, max, min, overlaps, streaks, type Section } from '.
 // ------------------------------------------------------------------ options
 
 const SCENARIOS = ['uncontended', 'hot', 'segmented', 'memory'] as const;
+
+/** Options set from a plain numeric flag. */
+type NumericOption =
+  | 'seqRounds'
+  | 'seqBlock'
+  | 'hotIterations'
+  | 'segIterations'
+  | 'memConcurrency'
+  | 'memRuns'
+  | 'childTimeoutMs'
+  | 'memTimeoutMs';
 type Scenario = (typeof SCENARIOS)[number];
 
 export interface Options {
@@ -104,6 +116,16 @@ export function parseArgs(argv: string[]): Options {
     out: path.join(ROOT, 'bench', 'results'),
     lib: path.join(ROOT, 'dist'),
   };
+  const NUMERIC_FLAGS: Record<string, NumericOption> = {
+    '--seq-rounds': 'seqRounds',
+    '--seq-block': 'seqBlock',
+    '--hot-iterations': 'hotIterations',
+    '--seg-iterations': 'segIterations',
+    '--mem-concurrency': 'memConcurrency',
+    '--mem-runs': 'memRuns',
+    '--child-timeout': 'childTimeoutMs',
+    '--mem-timeout': 'memTimeoutMs',
+  };
   const num = (flag: string, v: string | undefined) => {
     const n = Number(v);
     if (!Number.isFinite(n) || n <= 0) throw new Error(`${flag} needs a positive number`);
@@ -137,33 +159,9 @@ export function parseArgs(argv: string[]): Options {
         o.peers = list;
         break;
       }
-      case '--seq-rounds':
-        o.seqRounds = Math.floor(num(flag, value()));
-        break;
-      case '--seq-block':
-        o.seqBlock = Math.floor(num(flag, value()));
-        break;
-      case '--hot-iterations':
-        o.hotIterations = Math.floor(num(flag, value()));
-        break;
-      case '--seg-iterations':
-        o.segIterations = Math.floor(num(flag, value()));
-        break;
       case '--mem-cycles':
         o.memCycles = Math.floor(num(flag, value()));
         o.memEvery = Math.max(1, Math.floor(o.memCycles / 10));
-        break;
-      case '--mem-concurrency':
-        o.memConcurrency = Math.floor(num(flag, value()));
-        break;
-      case '--mem-runs':
-        o.memRuns = Math.floor(num(flag, value()));
-        break;
-      case '--child-timeout':
-        o.childTimeoutMs = num(flag, value());
-        break;
-      case '--mem-timeout':
-        o.memTimeoutMs = num(flag, value());
         break;
       case '--out':
         o.out = path.resolve(value());
@@ -171,8 +169,12 @@ export function parseArgs(argv: string[]): Options {
       case '--lib':
         o.lib = path.resolve(value());
         break;
-      default:
-        throw new Error(`unknown option ${a} (try --help)`);
+      default: {
+        const field = NUMERIC_FLAGS[flag];
+        if (!field) throw new Error(`unknown option ${a} (try --help)`);
+        const n = num(flag, value());
+        o[field] = field.endsWith('Ms') ? n : Math.floor(n);
+      }
     }
   }
   return o;
@@ -198,23 +200,7 @@ export interface CaseDef {
   capMs: number;
 }
 
-const UNCONTENDED_PEERS: PeerName[] = [
-  'floor',
-  'redlock',
-  'redlock-tuned',
-  'mutex',
-  'nest-redlock',
-  'ours-locked',
-  'ours-using',
-];
-const HOT_PEERS: PeerName[] = [
-  'redlock',
-  'redlock-tuned',
-  'mutex',
-  'nest-redlock',
-  'ours-locked',
-  'ours-using',
-];
+const HOT_PEERS = UNCONTENDED_PEERS.filter((p) => p !== 'floor');
 /** Lease for peers that take one: long, because redlock 5 beta counts it from the first try. */
 const TTL = 10_000;
 const TOPOLOGIES: [number, number][] = [
