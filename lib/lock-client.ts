@@ -11,6 +11,7 @@ import {
   RAISE_FENCE_SCRIPT,
   RELEASE_SCRIPT,
   RELEASE_TO_SCRIPT,
+  TAKE_ANY_SCRIPT,
 } from './lock.scripts';
 
 /** @internal */
@@ -66,6 +67,7 @@ const RELEASE = script(RELEASE_SCRIPT);
 const RELEASE_TO = script(RELEASE_TO_SCRIPT);
 const HANDOFF = script(HANDOFF_SCRIPT);
 const RAISE_FENCE = script(RAISE_FENCE_SCRIPT);
+const TAKE_ANY = script(TAKE_ANY_SCRIPT);
 
 type Vote =
   | { kind: 'ok'; fences: number[] }
@@ -233,6 +235,43 @@ export class LockClient {
     const token = this.newToken();
     const vote = await this.attempt(keys, token, ttl, 0);
     return vote.kind === 'ok' ? this.hold(keys, token, ttl, vote, startedAt) : vote.pttl;
+  }
+
+  /** Whether `tryAcquireAny` can sweep many keys in one round trip (one node, no Cluster). */
+  get canTakeAny(): boolean {
+    return this.nodes.length === 1 && !this.clustered;
+  }
+
+  /**
+   * One try at each key, in order, in a single round trip (see `canTakeAny`): the first free
+   * one is taken. Keys held or awaited in this process are skipped without asking Redis.
+   * @returns the lease and the index of its key in `keys`, or the shortest lease left
+   */
+  async tryAcquireAny(
+    keys: readonly string[],
+    ttl: number,
+  ): Promise<{ lease: Lease; index: number } | number> {
+    const candidates: number[] = [];
+    keys.forEach((key, i) => {
+      const queue = this.queues.get(key);
+      if (!queue || (!this.heldHere(queue) && queue.waiters.length === 0)) candidates.push(i);
+    });
+    if (candidates.length === 0) return ttl;
+    const startedAt = performance.now();
+    const token = this.newToken();
+    this.stats.attempts++;
+    const reply = (await this.runScript(
+      this.nodes[0],
+      TAKE_ANY,
+      this.allKeys(candidates.map((i) => keys[i])),
+      [token, ttl],
+    ).catch((e: unknown) => {
+      throw new LockBackendError(keys, [asError(e)]);
+    })) as number[];
+    if (reply[0] !== 1) return Number(reply[1]);
+    const index = candidates[Number(reply[1]) - 1];
+    const lease = this.hold([keys[index]], token, ttl, { fences: [Number(reply[2])] }, startedAt);
+    return { lease, index };
   }
 
   /**

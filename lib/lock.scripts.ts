@@ -121,6 +121,23 @@ return taken()
 `;
 
 /**
+ * Segmented sweep in one round trip (single node): take the first free key of the candidates,
+ * in the order given. KEYS: five per candidate. ARGV[1] token, ARGV[2] lease ms.
+ * Returns {1, candidate number (1-based), fence} or {0, shortest lease left among them}.
+ */
+export const TAKE_ANY_SCRIPT = `
+local shortest = -1
+for i = 1, #KEYS, 5 do
+  if redis.call('SET', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then
+    return {1, (i + 4) / 5, redis.call('INCR', KEYS[i + 1])}
+  end
+  local left = redis.call('PTTL', KEYS[i])
+  if shortest < 0 or left < shortest then shortest = left end
+end
+return {0, shortest}
+`;
+
+/**
  * Renew the lease of every key, only if the token still holds all of them.
  * ARGV[1] token, ARGV[2] lease ms. Returns 1 when renewed, 0 when any key is lost.
  */

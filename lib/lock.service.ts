@@ -1,7 +1,13 @@
 import { EventEmitter } from 'node:events';
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import { isObservable, Observable } from 'rxjs';
-import { LockConfigError, LockError, LockLostError, LockNotAcquiredError } from './errors';
+import {
+  LockConfigError,
+  LockError,
+  LockLostError,
+  LockNotAcquiredError,
+  SegmentExhaustedError,
+} from './errors';
 import type { LockContextInfo, LockedOptions, LockHandle } from './interfaces';
 import { assertRawKey, type KeyRenderer } from './key-template';
 import type { Lease, LockClient } from './lock-client';
@@ -276,6 +282,24 @@ export class LockService implements BeforeApplicationShutdown {
           return { busy: false, value: await this.runWith(hold, slice, b, fn, scope, segment) };
         },
         queued: (segment) => b.client.queued(sliceKey(base, segment)),
+        tryAny: b.client.canTakeAny
+          ? async (order) => {
+              const keys = order.map((segment) => sliceKey(base, segment));
+              const r = await b.client.tryAcquireAny(keys, leaseTtl(b));
+              if (typeof r === 'number') return { busy: true, pttl: r };
+              const segment = order[r.index];
+              const hold = this.start(r.lease, b);
+              try {
+                const value = await this.runWith(hold, [keys[r.index]], b, fn, scope, segment);
+                return { busy: false, value };
+              } catch (err) {
+                if (err instanceof SegmentExhaustedError) {
+                  return { busy: false, exhausted: err, segment };
+                }
+                throw err;
+              }
+            }
+          : undefined,
       }) as Promise<never>;
     }
     // Reentrancy: every key already held by this async context -> no Redis round trip.

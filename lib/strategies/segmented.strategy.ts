@@ -27,6 +27,18 @@ export interface SegmentCall<T> {
   ): Promise<{ busy: true; pttl: number } | { busy: false; value: T }>;
   /** How many callers of this process already wait for the slice. */
   queued(segment: number): number;
+  /**
+   * Optional: the whole sweep in one round trip. Takes the first free slice of `order`, runs the
+   * method under it and releases it; a slice whose method threw `SegmentExhaustedError` comes
+   * back as `exhausted`.
+   */
+  tryAny?(
+    order: readonly number[],
+  ): Promise<
+    | { busy: true; pttl: number }
+    | { busy: false; value: T }
+    | { busy: false; exhausted: SegmentExhaustedError; segment: number }
+  >;
 }
 
 /**
@@ -66,7 +78,23 @@ export class SegmentedStrategy {
     for (;;) {
       // 1. Sweep: every usable slice once, without waiting.
       const usable: number[] = [];
-      for (let i = 0; i < segments; i++) {
+      if (call.tryAny) {
+        for (let i = 0; i < segments; i++) {
+          const segment = (start + i) % segments;
+          if (!this.isExhausted(call.id, segment)) usable.push(segment);
+        }
+        if (usable.length > 0) {
+          const r = await call.tryAny(usable);
+          if (r.busy) pttl = r.pttl;
+          else if (!('exhausted' in r)) return r.value;
+          else {
+            this.markExhausted(call.id, r.segment);
+            lastCause = r.exhausted;
+            continue;
+          }
+        }
+      }
+      for (let i = 0; i < segments && !call.tryAny; i++) {
         const segment = (start + i) % segments;
         if (this.isExhausted(call.id, segment)) continue;
         try {

@@ -121,12 +121,12 @@ describe('sample app as three processes (multi-process)', () => {
     expect(count(results, (r) => r.status === 409 && code(r) === 'INSUFFICIENT_STOCK')).toBe(200);
     expect(results.every((r) => r.status === 201 || r.status === 409)).toBe(true);
     expect(view).toMatchObject({ stock: 0, sold: 100, slices: Array(10).fill(0) });
-    const orders = db
-      .prepare(
-        'SELECT COUNT(*) AS n, COUNT(DISTINCT instance) AS instances FROM orders WHERE product_id = ?',
-      )
-      .get(id) as { n: number; instances: number };
-    expect(orders).toEqual({ n: 100, instances: INSTANCES });
+    // Every order is in the shared database, whichever instances sold them (with ten slices the
+    // first instances to answer may sell everything: how the sales spread is not asserted).
+    const orders = db.prepare('SELECT COUNT(*) AS n FROM orders WHERE product_id = ?').get(id) as {
+      n: number;
+    };
+    expect(orders.n).toBe(100);
   }, 60_000);
 
   it('mode=none: the same sale without a lock oversells (so the locked result means something)', async () => {

@@ -124,4 +124,46 @@ describe('SegmentedStrategy', () => {
     expect(log.at(-1)).toMatchObject({ segment: 1 });
     expect(log.at(-1)!.waitMs).toBeGreaterThan(0);
   });
+
+  it('sweeps in one call when the engine can (tryAny), skipping exhausted slices', async () => {
+    const strategy = new SegmentedStrategy(1_000, () => 0.5);
+    const orders: number[][] = [];
+    const exhausted = new Set([5, 6]);
+    const { call } = fakeCall({ segments: 8 });
+    const result = await strategy.run({
+      ...call,
+      tryAny: async (order) => {
+        orders.push([...order]);
+        const segment = order[0];
+        if (exhausted.has(segment)) {
+          return { busy: false, exhausted: new SegmentExhaustedError(), segment };
+        }
+        return { busy: false, value: segment };
+      },
+    });
+    // Random start 4: the sweep offers every slice in order, from the start.
+    expect(result).toBe(4);
+    expect(orders[0]).toEqual([4, 5, 6, 7, 0, 1, 2, 3]);
+
+    const second = new SegmentedStrategy(1_000, () => 5 / 8);
+    const seen: number[][] = [];
+    await expect(
+      second.run({
+        ...call,
+        tryAny: async (order) => {
+          seen.push([...order]);
+          const segment = order[0];
+          return exhausted.has(segment)
+            ? { busy: false, exhausted: new SegmentExhaustedError(), segment }
+            : { busy: false, value: segment };
+        },
+      }),
+    ).resolves.toBe(7);
+    // Each exhausted slice is left out of the next sweep.
+    expect(seen).toEqual([
+      [5, 6, 7, 0, 1, 2, 3, 4],
+      [6, 7, 0, 1, 2, 3, 4],
+      [7, 0, 1, 2, 3, 4],
+    ]);
+  });
 });
