@@ -20,6 +20,16 @@ export async function commandStats(conns: readonly Redis[]): Promise<CommandCoun
   return total;
 }
 
+/** CPU seconds (user + system) used so far by the servers' processes, summed. */
+export async function serverCpuSeconds(conns: readonly Redis[]): Promise<number> {
+  const infos = await Promise.all(conns.map((c) => c.info('cpu')));
+  let total = 0;
+  for (const info of infos) {
+    for (const m of info.matchAll(/^used_cpu_(?:sys|user):([\d.]+)/gm)) total += Number(m[1]);
+  }
+  return total;
+}
+
 export function countsDelta(after: CommandCounts, before: CommandCounts): CommandCounts {
   const d: CommandCounts = {};
   for (const [k, v] of Object.entries(after)) {

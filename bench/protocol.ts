@@ -73,6 +73,8 @@ export interface SeqBlock {
   round: number;
   cycles: number;
   ms: number;
+  /** CPU time of this process over the block (user + system), µs. */
+  cpuUs: number;
   client: CommandCounts;
   /** `INFO commandstats` delta over the block (every server of the group). */
   server: CommandCounts;
@@ -95,6 +97,8 @@ export interface WorkerResult {
   /** hot with segments: the slice of each section (same order), -1 when none. */
   segments: number[];
   clientCommands: CommandCounts;
+  /** CPU time of this process from `go` to the end of its loop (user + system), µs. */
+  cpuUs: number;
   timedOut: boolean;
   mem?: MemSample[];
   blocks?: SeqBlock[];

@@ -13,6 +13,8 @@ export interface ReportMeta {
   argv: string[];
   options: Options;
   machine: string;
+  /** `os.loadavg()` at the start and the end: other work on the machine during the run. */
+  load: { start: number[]; end: number[] };
   versions: Record<string, string>;
 }
 
@@ -194,7 +196,9 @@ function markdown(summaries: CaseSummary[], d: Derived, meta: ReportMeta): strin
   L.push('# nest-locked benchmark: latest run', '');
   L.push(
     `${meta.date}, \`npm run bench${meta.argv.length ? ` -- ${meta.argv.join(' ')}` : ''}\`, ` +
-      `wall time ${fmt(meta.wallMs / 1000, 0)} s. Machine: ${meta.machine}.`,
+      `wall time ${fmt(meta.wallMs / 1000, 0)} s. Machine: ${meta.machine}; load average ` +
+      `(1/5/15 min) ${meta.load.start.map((x) => x.toFixed(2)).join('/')} at the start, ` +
+      `${meta.load.end.map((x) => x.toFixed(2)).join('/')} at the end.`,
   );
   L.push(
     '',
@@ -271,27 +275,31 @@ function markdown(summaries: CaseSummary[], d: Derived, meta: ReportMeta): strin
   if (unc.length) {
     L.push('', '## Uncontended lock + unlock cycles', '');
     L.push(
-      'Sequential cycles on one key, one connection per server. cycles/s: median block rate ' +
+      'Sequential cycles on one key, one connection per server. The floor on 3 servers sends ' +
+        'SET NX (and the release) to all three and goes on once a majority answered, as redlock ' +
+        'does: the fastest correct quorum lock. cycles/s: median block rate ' +
         '(min–max over the runs); x floor: each block over the floor block of the same round ' +
         '(same process, same moment), median over rounds, then over runs. This pairing is what ' +
         'makes the ratio usable on a shared 2-vCPU VM where a round trip swings 2-3x with vCPU ' +
         'placement. Client cmds: commands sent by ' +
         'the process (ioredis `sendCommand`); server cmds: `INFO commandstats` deltas over every ' +
-        'server, which also count the commands run inside Lua scripts.',
+        'server, which also count the commands run inside Lua scripts. Client CPU: user + ' +
+        'system CPU time of the benchmark process per cycle (`process.cpuUsage()` around each ' +
+        'block), the client-side cost independent of where the scheduler put the processes.',
       '',
     );
     L.push(
-      '| servers | peer | cycles/s | µs/cycle | x floor | >= 0.9 x floor | client cmds/cycle | server cmds/cycle (incl. in-script) | n |',
-      '|---|---|---|---|---|---|---|---|---|',
+      '| servers | peer | cycles/s | µs/cycle | x floor | >= 0.9 x floor | client CPU µs/cycle | client cmds/cycle | server cmds/cycle (incl. in-script) | n |',
+      '|---|---|---|---|---|---|---|---|---|---|',
     );
     for (const s of unc) {
       if (s.n === 0) {
-        L.push(`| ${s.def.servers} | ${LABEL[s.def.peer]} | ${errorCell(s)} | | | | | | 0 |`);
+        L.push(`| ${s.def.servers} | ${LABEL[s.def.peer]} | ${errorCell(s)} | | | | | | | 0 |`);
         continue;
       }
       const u = d.uncontended[s.def.id];
       L.push(
-        `| ${s.def.servers} | ${LABEL[s.def.peer]} | ${range(s.rate)} | ${fmt(1e6 / s.rate.median)} | ${fmt(u.vsFloor, 2)} | ${s.def.peer === 'floor' ? '-' : pf(u.pass)} | ${fmt(s.clientPerOp, 2)} (${topCommands(s.clientByCommand)}) | ${fmt(s.serverPerOp, 1)} | ${s.n} |`,
+        `| ${s.def.servers} | ${LABEL[s.def.peer]} | ${range(s.rate)} | ${fmt(1e6 / s.rate.median)} | ${fmt(u.vsFloor, 2)} | ${s.def.peer === 'floor' ? '-' : pf(u.pass)} | ${fmt(s.cpuUsPerOp, 1)} | ${fmt(s.clientPerOp, 2)} (${topCommands(s.clientByCommand)}) | ${fmt(s.serverPerOp, 1)} | ${s.n} |`,
       );
     }
   }
@@ -334,6 +342,27 @@ function markdown(summaries: CaseSummary[], d: Derived, meta: ReportMeta): strin
         `| ${s.def.config} | ${LABEL[s.def.peer]} | ${range(s.rate)} | ${fmt(h.vsFloor, 2)} | ${pf(h.passIdeal)} | ${fmt(h.vsTimer, 2)} | ${fmt(s.waitP50, 2)} | ${range(s.waitP99, 1)} | ${pf(h.passP99)} (${fmt(h.p99Bound)}) | ${fmt(s.waitMax, 0)} | ${fmt(s.clientPerOp, 2)} | ${pf(h.passCommands)} | ${fmt(s.serverPerOp, 1)} | ${fmt(s.streakMax, 0)} / ${fmt(s.streakMean, 2)} | ${failures(s)} | ${s.overlaps}${s.timedOut ? ' (time budget hit)' : ''} | ${s.n} |`,
       );
     }
+    L.push('', '### Where the time between sections goes (medians)', '');
+    L.push(
+      'Handoff gap: from one section ending (before its release) to the next section starting, ' +
+        'on the monotonic clock shared by all processes, split by whether the next holder runs ' +
+        'in the same process or in another one. Busy = share of the wall time spent inside ' +
+        `sections. A gap of g ms caps throughput at 1000 / (${fmt(d.sectionMs, 3)} + g) per s. ` +
+        'CPU: user + system time of all benchmark processes (`process.cpuUsage()`) and of the ' +
+        'redis-server (`INFO cpu`) per completed section, and both together as a share of the ' +
+        'machine (wall time x vCPUs).',
+      '',
+    );
+    L.push(
+      '| config | peer | gap p50 ms, same process | gap p50 ms, other process | handoffs to another process | busy | client CPU µs/section | redis CPU µs/section | CPU used |',
+      '|---|---|---|---|---|---|---|---|---|',
+    );
+    for (const s of hot) {
+      if (s.n === 0) continue;
+      L.push(
+        `| ${s.def.config} | ${LABEL[s.def.peer]} | ${fmt(s.gapSameP50, 3)} | ${fmt(s.gapOtherP50, 3)} | ${fmt(100 * s.otherShare, 0)}% | ${fmt(100 * s.busyFraction, 0)}% | ${fmt(s.clientCpuPerOp, 0)} | ${fmt(s.serverCpuPerOp, 0)} | ${fmt(100 * s.machineCpuShare, 0)}% |`,
+      );
+    }
     L.push('', '### Commands per section by command (medians)', '');
     L.push('| config | peer | client-sent | server `INFO commandstats` (incl. in-script) |');
     L.push('|---|---|---|---|');
@@ -355,18 +384,18 @@ function markdown(summaries: CaseSummary[], d: Derived, meta: ReportMeta): strin
       '',
     );
     L.push(
-      '| config | peer | sections/s | speedup vs one key | >= 6x | wait p50 ms | wait p99 ms | client cmds/section | slices used | overlaps (per slice) | n |',
-      '|---|---|---|---|---|---|---|---|---|---|---|',
+      '| config | peer | sections/s | speedup vs one key | >= 6x | wait p50 ms | wait p99 ms | client cmds/section | client / redis CPU µs per section | CPU used | slices used | overlaps (per slice) | n |',
+      '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     );
     for (const s of seg) {
       if (s.n === 0) {
-        L.push(`| ${s.def.config} | ${LABEL[s.def.peer]} | ${errorCell(s)} |${' |'.repeat(7)} 0 |`);
+        L.push(`| ${s.def.config} | ${LABEL[s.def.peer]} | ${errorCell(s)} |${' |'.repeat(9)} 0 |`);
         continue;
       }
       const sp = d.segmented[s.def.config];
       const isSeg = s.def.peer === 'ours-locked-seg10';
       L.push(
-        `| ${s.def.config} | ${LABEL[s.def.peer]} | ${range(s.rate)} | ${isSeg && sp ? fmt(sp.speedup, 2) : '-'} | ${isSeg && sp ? pf(sp.pass) : '-'} | ${fmt(s.waitP50, 2)} | ${range(s.waitP99, 1)} | ${fmt(s.clientPerOp, 2)} (${topCommands(s.clientByCommand, 4)}) | ${isSeg ? fmt(s.segmentsUsed) : '-'} | ${s.overlaps} | ${s.n} |`,
+        `| ${s.def.config} | ${LABEL[s.def.peer]} | ${range(s.rate)} | ${isSeg && sp ? fmt(sp.speedup, 2) : '-'} | ${isSeg && sp ? pf(sp.pass) : '-'} | ${fmt(s.waitP50, 2)} | ${range(s.waitP99, 1)} | ${fmt(s.clientPerOp, 2)} (${topCommands(s.clientByCommand, 4)}) | ${fmt(s.clientCpuPerOp, 0)} / ${fmt(s.serverCpuPerOp, 0)} | ${fmt(100 * s.machineCpuShare, 0)}% | ${isSeg ? fmt(s.segmentsUsed) : '-'} | ${s.overlaps} | ${s.n} |`,
       );
     }
   }
@@ -378,17 +407,26 @@ function markdown(summaries: CaseSummary[], d: Derived, meta: ReportMeta): strin
     if (!mem.mem) {
       L.push(`Not measured: ${errorCell(mem)}`);
     } else {
+      const runs = mem.mem;
       L.push(
         `${fmt(o.memCycles)} uncontended cycles by ${o.memConcurrency} loops on distinct keys ` +
           '(run with `--expose-gc`; each sample after `global.gc()` twice, all loops paused), ' +
-          `after 2,000 warm-up cycles. ${fmt(mem.rate.median)} cycles/s. Flat = heap within ` +
-          `${mb(TARGETS.heapGrowthBytes)} of the first sample and handles not above it.`,
+          `after 2,000 warm-up cycles; ${runs.length} run(s), each a fresh process, ` +
+          `${fmt(mem.rate.median)} cycles/s. Flat = heap within ${mb(TARGETS.heapGrowthBytes)} ` +
+          'of the first sample and handles not above it, in every run (the target row shows the ' +
+          'run that grew most).',
         '',
       );
-      L.push('| cycles | heapUsed | handles | active resources |', '|---|---|---|---|');
-      for (const x of mem.mem[0]) {
+      L.push(
+        `| cycles | ${runs.map((_, i) => `heapUsed run ${i + 1}`).join(' | ')} | handles per run | active resources (run 1) |`,
+        `|---|${runs.map(() => '---|').join('')}---|---|`,
+      );
+      for (let i = 0; i < runs[0].length; i++) {
+        const x = runs[0][i];
         L.push(
-          `| ${fmt(x.cycles)} | ${mb(x.heapUsed)} | ${x.handles} | ${Object.entries(x.resources)
+          `| ${fmt(x.cycles)} | ${runs.map((r) => (r[i] ? mb(r[i].heapUsed) : '-')).join(' | ')} | ${runs
+            .map((r) => r[i]?.handles ?? '-')
+            .join(' / ')} | ${Object.entries(x.resources)
             .map(([k, v]) => `${k} ${v}`)
             .join(', ')} |`,
         );

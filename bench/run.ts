@@ -2,7 +2,7 @@
  * `npm run bench`: every scenario against every peer, in one run, on redis-servers spawned here.
  *
  *   node dist-apps/bench/run.js [--runs 3] [--quick] [--only hot,segmented] [--peers a,b]
- *     [--mem-cycles 1000000] [--mem-runs 1] [--child-timeout 60000] [--out bench/results]
+ *     [--mem-cycles 1000000] [--mem-runs N] [--child-timeout 60000] [--out bench/results]
  *
  * Scenarios: uncontended (1 and 3 servers), hot (with the serial ideals), segmented, memory.
  * Every worker is a forked process with bounded iterations, an internal time budget and a hard
@@ -25,7 +25,7 @@ import {
   type WorkerResult,
   type WorkerSpec,
 } from './protocol';
-import { addCounts, commandStats, countsDelta } from './commandstats';
+import { addCounts, commandStats, countsDelta, serverCpuSeconds } from './commandstats';
 import {
   ensureRedisServer,
   killAllStartedSync,
@@ -33,7 +33,16 @@ import {
   startRedis,
 } from '../scripts/redis';
 import { writeReport } from './report';
-import { median, percentile, max, min, overlaps, streaks, type Section } from './stats';
+import {
+  handoffGaps,
+  median,
+  percentile,
+  max,
+  min,
+  overlaps,
+  streaks,
+  type Section,
+} from './stats';
 
 // ------------------------------------------------------------------ options
 
@@ -87,7 +96,7 @@ function usage(): never {
   --seg-iterations N   iterations per caller in the segmented scenario (default 40)
   --mem-cycles N       cycles of the memory scenario (default 1000000; --quick: 100000)
   --mem-concurrency N  concurrent loops (distinct keys) of the memory scenario (default 16)
-  --mem-runs N         runs of the memory scenario (default 1)
+  --mem-runs N         runs of the memory scenario (default: as --runs)
   --child-timeout MS   hard wall-clock cap per worker process (default 60000)
   --mem-timeout MS     hard cap for the memory worker (default 300000)
   --out DIR            where latest.{md,json,svg} go (default bench/results)
@@ -110,7 +119,7 @@ export function parseArgs(argv: string[]): Options {
     memCycles: quick ? 100_000 : 1_000_000,
     memEvery: quick ? 10_000 : 100_000,
     memConcurrency: 16,
-    memRuns: 1,
+    memRuns: 0,
     childTimeoutMs: 60_000,
     memTimeoutMs: 300_000,
     out: path.join(ROOT, 'bench', 'results'),
@@ -177,6 +186,7 @@ export function parseArgs(argv: string[]): Options {
       }
     }
   }
+  if (o.memRuns === 0) o.memRuns = o.runs;
   return o;
 }
 
@@ -364,6 +374,16 @@ export interface RunRecord {
   waitMax?: number;
   streakMax?: number;
   streakMean?: number;
+  /** hot: median gap exit -> next entry (ms), next holder in the same / another process. */
+  gapSameP50?: number;
+  gapOtherP50?: number;
+  /** hot: share of handoffs that went to another process. */
+  otherShare?: number;
+  /** seq: CPU time of the worker process per cycle (user + system), µs. */
+  cpuUsPerOp?: number;
+  /** hot, mem: CPU time of all worker processes / all servers over the run, µs. */
+  clientCpuUs?: number;
+  serverCpuUs?: number;
   overlapCount?: number;
   overlapMaxMs?: number;
   busyFraction?: number;
@@ -551,9 +571,11 @@ async function runCase(
     return fail(describe(o, workers[notReady]), o.type === 'fatal' && o.skip === true);
   }
   const before = await commandStats(statConns);
+  const cpuBefore = await serverCpuSeconds(statConns);
   for (const w of workers) tell(w.child, { type: 'go' });
   const outcomes = await Promise.all(workers.map((w) => w.result));
   const after = await commandStats(statConns);
+  const cpuAfter = await serverCpuSeconds(statConns);
   const bad = outcomes.findIndex((r) => r.type !== 'result');
   if (bad >= 0) {
     const o = outcomes[bad];
@@ -566,6 +588,8 @@ async function runCase(
   if (def.spec.mode === 'seq') return splitBlocks(def, record, results[0]);
   record.ok = true;
   record.serverCommands = countsDelta(after, before);
+  record.clientCpuUs = results.reduce((a, r) => a + r.cpuUs, 0);
+  record.serverCpuUs = (cpuAfter - cpuBefore) * 1e6;
   record.timedOut = results.some((r) => r.timedOut);
   const startedAt = min(results.map((r) => r.startedAt));
   const endedAt = max(results.map((r) => r.endedAt));
@@ -595,6 +619,10 @@ async function runCase(
     const s = streaks(sections);
     record.streakMax = s.max;
     record.streakMean = s.mean;
+    const g = handoffGaps(sections);
+    record.gapSameP50 = g.sameP50;
+    record.gapOtherP50 = g.otherP50;
+    record.otherShare = g.otherShare;
     const o = overlaps(sections);
     record.overlapCount = o.count;
     record.overlapMaxMs = o.maxMs;
@@ -634,6 +662,7 @@ function splitBlocks(def: CaseDef, base: RunRecord, result: WorkerResult): RunRe
       clientCommands: {},
       serverCommands: {},
       vsFloor: median(mine.map((b) => rateOf(b) / (floorByRound.get(b.round) ?? NaN))),
+      cpuUsPerOp: median(mine.map((b) => b.cpuUs / b.cycles)),
     };
     for (const b of mine) {
       addCounts(r.clientCommands, b.client);
@@ -659,6 +688,14 @@ export interface CaseSummary {
   waitMax: number;
   streakMax: number;
   streakMean: number;
+  gapSameP50: number;
+  gapOtherP50: number;
+  otherShare: number;
+  cpuUsPerOp: number;
+  /** hot: CPU µs per section of the worker processes / of redis; CPU used / (wall x vCPUs). */
+  clientCpuPerOp: number;
+  serverCpuPerOp: number;
+  machineCpuShare: number;
   overlaps: number;
   overlapMaxMs: number;
   busyFraction: number;
@@ -711,6 +748,15 @@ export function summarize(def: CaseDef, records: RunRecord[]): CaseSummary {
     waitMax: m((r) => r.waitMax),
     streakMax: m((r) => r.streakMax),
     streakMean: m((r) => r.streakMean),
+    gapSameP50: m((r) => r.gapSameP50),
+    gapOtherP50: m((r) => r.gapOtherP50),
+    otherShare: m((r) => r.otherShare),
+    cpuUsPerOp: m((r) => r.cpuUsPerOp),
+    clientCpuPerOp: m((r) => (r.clientCpuUs ?? NaN) / r.done),
+    serverCpuPerOp: m((r) => (r.serverCpuUs ?? NaN) / r.done),
+    machineCpuShare: m(
+      (r) => ((r.clientCpuUs ?? NaN) + (r.serverCpuUs ?? NaN)) / 1000 / r.wallMs / os.cpus().length,
+    ),
     overlaps: ok.reduce((a, r) => a + (r.overlapCount ?? 0), 0),
     overlapMaxMs: max(ok.map((r) => r.overlapMaxMs ?? 0)),
     busyFraction: m((r) => r.busyFraction),
@@ -767,6 +813,7 @@ function progress(i: number, total: number, def: CaseDef, rs: RunRecord[]): stri
 
 async function main(): Promise<void> {
   const wallStart = Date.now();
+  const loadStart = os.loadavg();
   const options = parseArgs(process.argv.slice(2));
   const cases = buildCases(options);
   const servers: RedisProcess[] = [];
@@ -828,6 +875,7 @@ async function main(): Promise<void> {
       wallMs: Date.now() - wallStart,
       argv: process.argv.slice(2),
       options,
+      load: { start: loadStart, end: os.loadavg() },
       machine: `${os.cpus().length} x ${os.cpus()[0]?.model ?? '?'}, ${Math.round(os.totalmem() / 2 ** 30)} GB, ${os.type()} ${os.release()}`,
       versions: {
         node: process.version,

@@ -50,6 +50,41 @@ export function streaks(sections: readonly Section[]): { max: number; mean: numb
 }
 
 /**
+ * Handoff gaps: from one section's exit to the next section's entry on the same lock (segment),
+ * split by whether the next holder runs in the same process or in another one (worker ids are
+ * `proc * 1000 + index`). The gap is the lock's cost per section on top of the section itself.
+ */
+export function handoffGaps(sections: readonly Section[]): {
+  sameP50: number;
+  otherP50: number;
+  otherShare: number;
+} {
+  const bySegment = new Map<number, Section[]>();
+  for (const s of sections) {
+    const list = bySegment.get(s.segment) ?? [];
+    list.push(s);
+    bySegment.set(s.segment, list);
+  }
+  const same: number[] = [];
+  const other: number[] = [];
+  for (const list of bySegment.values()) {
+    list.sort((a, b) => a.enter - b.enter);
+    for (let i = 1; i < list.length; i++) {
+      const gap = list[i].enter - list[i - 1].exit;
+      const sameProc = Math.floor(list[i].worker / 1000) === Math.floor(list[i - 1].worker / 1000);
+      (sameProc ? same : other).push(gap);
+    }
+  }
+  const p50 = (v: number[]) => {
+    if (v.length === 0) return NaN;
+    const s = [...v].sort((a, b) => a - b);
+    return s[Math.min(s.length - 1, Math.ceil(s.length / 2) - 1)];
+  };
+  const n = same.length + other.length;
+  return { sameP50: p50(same), otherP50: p50(other), otherShare: n ? other.length / n : NaN };
+}
+
+/**
  * Mutual exclusion check: sections of the same lock (same segment) whose intervals overlap by
  * more than `epsMs`. The clock is CLOCK_MONOTONIC, shared by every process.
  */

@@ -95,9 +95,34 @@ return 0`;
 type FloorRedis = Redis & { floorRelease(key: string, token: string): Promise<number> };
 
 /**
+ * Sends to every node at once and resolves as soon as a majority agreed (true) or a majority
+ * can no longer agree (false); the slower replies still arrive, nobody waits for them. Safe for
+ * a lock: commands on one connection run in order, so a late release lands before the next SET.
+ */
+function atQuorum<T>(calls: Promise<T>[], ok: (v: T) => boolean): Promise<boolean> {
+  const quorum = Math.floor(calls.length / 2) + 1;
+  return new Promise((resolve) => {
+    let yes = 0;
+    let no = 0;
+    for (const call of calls) {
+      call
+        .then(
+          (v) => (ok(v) ? ++yes : ++no),
+          () => ++no,
+        )
+        .then(() => {
+          if (yes === quorum) resolve(true);
+          else if (no === calls.length - quorum + 1) resolve(false);
+        });
+    }
+  });
+}
+
+/**
  * The raw floor: `SET key token NX PX ttl`, then a compare-and-delete Lua script by EVALSHA
  * (ioredis `defineCommand`, falling back to EVAL once). On 3 nodes: the same on every node in
- * parallel, held on a majority. No waiting strategy: a busy key is an error.
+ * parallel, going on as soon as a majority answered (as redlock does), the fastest correct
+ * quorum lock. No waiting strategy: a busy key is an error.
  */
 async function floorPeer(ports: number[], ttl: number): Promise<Peer> {
   const clients = ports.map((p) => {
@@ -106,11 +131,13 @@ async function floorPeer(ports: number[], ttl: number): Promise<Peer> {
     return c as FloorRedis;
   });
   await ready(clients);
-  const quorum = Math.floor(clients.length / 2) + 1;
   const prefix = randomBytes(8).toString('hex');
   let seq = 0;
   const release = (key: string, token: string) =>
-    Promise.all(clients.map((c) => c.floorRelease(key, token).catch(() => 0)));
+    atQuorum(
+      clients.map((c) => c.floorRelease(key, token)),
+      () => true,
+    );
   return {
     async run(key, body) {
       const token = `${prefix}.${seq++}`;
@@ -119,10 +146,11 @@ async function floorPeer(ports: number[], ttl: number): Promise<Peer> {
           throw Object.assign(new Error('busy'), { name: 'Busy' });
         }
       } else {
-        const votes = await Promise.all(
-          clients.map((c) => c.set(key, token, 'PX', ttl, 'NX').catch(() => null)),
+        const taken = await atQuorum(
+          clients.map((c) => c.set(key, token, 'PX', ttl, 'NX')),
+          (v) => v === 'OK',
         );
-        if (votes.filter((v) => v === 'OK').length < quorum) {
+        if (!taken) {
           await release(key, token);
           throw Object.assign(new Error('busy'), { name: 'Busy' });
         }

@@ -50,6 +50,7 @@ function emptyResult(): WorkerResult {
     sections: [],
     segments: [],
     clientCommands: {},
+    cpuUs: 0,
     timedOut: false,
   };
 }
@@ -92,9 +93,11 @@ async function runSeq(peers: Map<PeerName, Peer>, stats: Redis[], r: WorkerResul
       const before = await commandStats(stats);
       commandCounter.reset();
       commandCounter.enabled = true;
+      const cpu = process.cpuUsage();
       const t = now();
       for (let i = 0; i < spec.block; i++) await peer.run(key, body);
       const ms = now() - t;
+      const used = process.cpuUsage(cpu);
       commandCounter.enabled = false;
       const server = countsDelta(await commandStats(stats), before);
       r.blocks.push({
@@ -102,6 +105,7 @@ async function runSeq(peers: Map<PeerName, Peer>, stats: Redis[], r: WorkerResul
         round,
         cycles: spec.block,
         ms,
+        cpuUs: used.user + used.system,
         client: commandCounter.counts,
         server,
       });
@@ -162,7 +166,7 @@ async function runMem(peer: Peer, r: WorkerResult): Promise<void> {
   const body = async () => undefined;
   const stopAt = now() + spec.budgetMs;
   const samples: MemSample[] = [sample(0)];
-  const perLoop = Math.max(1, Math.floor(spec.sampleEvery / spec.concurrency));
+  const every = Math.max(1, spec.sampleEvery);
   r.startedAt = now();
   let busyMs = 0;
   while (r.done < spec.iterations) {
@@ -171,15 +175,18 @@ async function runMem(peer: Peer, r: WorkerResult): Promise<void> {
       break;
     }
     const t = now();
-    const n = Math.min(perLoop, Math.ceil((spec.iterations - r.done) / spec.concurrency));
+    // Exactly `every` cycles per sample, spread over the loops (the first ones take the rest).
+    const n = Math.min(every, spec.iterations - r.done);
+    const c = spec.concurrency;
     await Promise.all(
-      Array.from({ length: spec.concurrency }, async (_, l) => {
+      Array.from({ length: c }, async (_, l) => {
         const key = `${spec.key}:${l}`;
-        for (let i = 0; i < n; i++) await peer.run(key, body);
+        const mine = Math.floor(n / c) + (l < n % c ? 1 : 0);
+        for (let i = 0; i < mine; i++) await peer.run(key, body);
       }),
     );
     busyMs += now() - t;
-    r.done += n * spec.concurrency;
+    r.done += n;
     samples.push(sample(r.done));
   }
   // Cycles/s excluding the time spent in gc + sampling.
@@ -213,6 +220,7 @@ async function main(): Promise<void> {
   commandCounter.reset();
   commandCounter.enabled = true;
   const peer = peers.get(spec.peer)!;
+  const cpu = process.cpuUsage();
   try {
     if (spec.mode === 'seq') await runSeq(peers, stats, r);
     else if (spec.mode === 'hot') await runHot(peer, r);
@@ -224,6 +232,8 @@ async function main(): Promise<void> {
     process.exit(0);
   }
   commandCounter.enabled = false;
+  const used = process.cpuUsage(cpu);
+  r.cpuUs = used.user + used.system;
   r.clientCommands = commandCounter.counts;
   await send(r);
   // Closing is bounded: the orchestrator kills this process by PID if it hangs.
