@@ -106,13 +106,25 @@ interface KeyQueue {
 }
 
 const MAX_POLL_MS = 1_000;
+/** Script key sets remembered per lock key (the cache is emptied when full: bounded memory). */
+const KEY_SET_CACHE = 512;
 
 interface InFlight {
-  deadline: number;
+  /** The sweeper's tick when it was sent (a coarse clock: no clock read per command). */
+  sent: number;
   reject: (error: Error) => void;
 }
 
 const asError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
+
+/** An ACQUIRE reply: `{1, fence...}` taken, `{0, pttl}` busy. */
+function toVote(reply: unknown): Exclude<Vote, { kind: 'error' }> {
+  const r = reply as number[];
+  if (r[0] !== 1) return { kind: 'busy', pttl: Number(r[1]) };
+  const fences: number[] = [];
+  for (let i = 1; i < r.length; i++) fences.push(Number(r[i]));
+  return { kind: 'ok', fences };
+}
 
 /**
  * The lock protocol for one client group: Redlock's quorum rules (majority of N independent
@@ -135,6 +147,7 @@ export class LockClient {
   /** Single-node groups queue waiters in Redis and grant on release (FIFO across processes). */
   private readonly fair: boolean;
   private readonly queues = new Map<string, KeyQueue>();
+  private readonly keySets = new Map<string, string[]>();
   /**
    * Tokens are unique per acquisition: a random prefix per client (so two groups or two apps in
    * one process never mistake each other's grants) plus a counter (cheap, never reused).
@@ -147,6 +160,8 @@ export class LockClient {
   /** Round trips under way, for the `commandTimeout` sweeper. */
   private readonly inflight = new Set<InFlight>();
   private sweeper?: NodeJS.Timeout;
+  /** The sweeper's clock: intervals since it started. */
+  private ticks = 0;
   /** Aborted on close: every wait in progress ends with a LockBackendError. */
   private readonly closing = new AbortController();
 
@@ -333,7 +348,11 @@ export class LockClient {
    */
   async extend(lease: Lease, ttl: number): Promise<boolean> {
     const start = performance.now();
-    const votes = await this.onNodes((node) => this.nodeExtend(node, lease, ttl));
+    const votes = await this.collect<boolean | Error>(
+      (node, answer) =>
+        void this.nodeExtend(node, lease, ttl).then(answer, (e: unknown) => answer(asError(e))),
+      (v) => v === true,
+    );
     const ok = votes.filter((v) => v === true).length;
     if (ok >= this.quorum) {
       lease.ttl = ttl;
@@ -350,69 +369,101 @@ export class LockClient {
   /**
    * Releases the lease, or hands it straight to the next waiter of this process for the same
    * key (at most `localHandoffs` times in a row, then it goes back to every process).
-   * @throws LockBackendError when no node could be told (the lease then expires by itself)
+   * @throws LockBackendError when no majority of nodes could be told (the lease then expires by
+   *   itself)
    */
-  async release(lease: Lease): Promise<void> {
-    if (lease.released) return;
+  release(lease: Lease): Promise<void> {
+    if (lease.released) return Promise.resolve();
     lease.released = true;
     const queue = lease.keys.length === 1 ? this.queues.get(lease.keys[0]) : undefined;
+    if (queue && queue.waiters.length > 0 && !this.closed) {
+      return this.releaseToWaiters(lease, queue);
+    }
+    return this.releaseInRedis(lease, queue, lease.token);
+  }
+
+  /** A caller of this process waits for the key: hand it over, or pass it on fairly. */
+  private async releaseToWaiters(lease: Lease, queue: KeyQueue): Promise<void> {
     // `held` stays up until Redis has the key back, so our own head does not compete for a
     // key this process still holds.
     let token = lease.token;
-    if (queue && queue.waiters.length > 0 && !this.closed) {
-      const next = queue.waiters[0];
-      if (queue.handoffs < this.settings.localHandoffs && performance.now() < lease.validUntil) {
-        const handed = await this.handoff(lease, next).catch(() => undefined);
-        if (handed) {
-          queue.handoffs++;
-          this.stats.localHandoffs++;
-          queue.holder = handed;
-          if (next.handOver(handed)) return;
-          // The waiter gave up while the handoff was in flight: release what it was given.
-          token = handed.token;
-        }
-      } else if (this.fair) {
-        // Our turn is spent: the oldest waiter of another process goes first, ours queues.
-        const r = await this.releaseTo(lease, next).catch(() => 'lost' as const);
-        queue.handoffs = 0;
-        if (r === 'granted') {
+    const next = queue.waiters[0];
+    if (queue.handoffs < this.settings.localHandoffs && performance.now() < lease.validUntil) {
+      const handed = await this.handoff(lease, next).catch(() => undefined);
+      if (handed) {
+        queue.handoffs++;
+        this.stats.localHandoffs++;
+        queue.holder = handed;
+        if (next.handOver(handed)) return;
+        // The waiter gave up while the handoff was in flight: release what it was given.
+        token = handed.token;
+      }
+    } else if (this.fair) {
+      // Our turn is spent: the oldest waiter of another process goes first, ours queues.
+      const r = await this.releaseTo(lease, next).catch(() => 'lost' as const);
+      queue.handoffs = 0;
+      if (r === 'granted') {
+        this.tokens.delete(lease.token);
+        next.enqueued = true;
+        next.queuedByHolder = true;
+        queue.held--;
+        if (queue.holder === lease) queue.holder = undefined;
+        this.dropQueueIfIdle(lease.keys[0], queue);
+        return;
+      }
+      if (r !== 'lost') {
+        this.stats.localHandoffs++;
+        queue.holder = r;
+        if (next.handOver(r)) {
           this.tokens.delete(lease.token);
-          next.enqueued = true;
-          next.queuedByHolder = true;
-          queue.held--;
-          if (queue.holder === lease) queue.holder = undefined;
-          this.dropQueueIfIdle(lease.keys[0], queue);
           return;
         }
-        if (r !== 'lost') {
-          this.stats.localHandoffs++;
-          queue.holder = r;
-          if (next.handOver(r)) {
-            this.tokens.delete(lease.token);
-            return;
-          }
-          token = r.token;
-        }
+        token = r.token;
       }
-      queue.handoffs = 0;
     }
+    queue.handoffs = 0;
+    return this.releaseInRedis(lease, queue, token);
+  }
+
+  /** Gives the key back in Redis (compare-and-delete), then wakes our head if it must try. */
+  private releaseInRedis(lease: Lease, queue: KeyQueue | undefined, token: string): Promise<void> {
     this.tokens.delete(lease.token);
     this.tokens.delete(token);
-    const results = await this.onNodes((node) => this.nodeRelease(node, lease.keys, token));
-    const errors = results.filter((r): r is Error => r instanceof Error);
-    const published = results.some((r) => typeof r === 'number' && r > 0);
-    if (queue) {
-      queue.held--;
-      if (queue.holder === lease || queue.holder?.token === token) queue.holder = undefined;
-      this.dropQueueIfIdle(lease.keys[0], queue);
-      // A head that listens hears the PUBLISH at the same moment as the other processes' heads
-      // and competes on equal terms; one that does not is told directly.
-      const head = queue.waiters[0];
-      if (head && (!published || !queue.listening)) head.wake();
+    const settle = (published: boolean, errors: Error[]): void => {
+      if (queue) {
+        queue.held--;
+        if (queue.holder === lease || queue.holder?.token === token) queue.holder = undefined;
+        this.dropQueueIfIdle(lease.keys[0], queue);
+        // A head that listens hears the PUBLISH at the same moment as the other processes'
+        // heads and competes on equal terms; one that does not is told directly.
+        const head = queue.waiters[0];
+        if (head && (!published || !queue.listening)) head.wake();
+      }
+      if (errors.length > this.nodes.length - this.quorum) {
+        throw new LockBackendError(lease.keys, errors, 'release');
+      }
+    };
+    if (this.nodes.length === 1) {
+      return new Promise((resolve, reject) => {
+        this.nodeReleaseTo(this.nodes[0], lease.keys, token, (r) => {
+          try {
+            settle(typeof r === 'number' && r > 0, r instanceof Error ? [r] : []);
+            resolve();
+          } catch (e) {
+            reject(e);
+          }
+        });
+      });
     }
-    if (errors.length === this.nodes.length) {
-      throw new LockBackendError(lease.keys, errors, 'release');
-    }
+    return this.collect<number | Error>(
+      (node, answer) => this.nodeReleaseTo(node, lease.keys, token, answer),
+      (r) => !(r instanceof Error),
+    ).then((results) =>
+      settle(
+        results.some((r) => typeof r === 'number' && r > 0),
+        results.filter((r): r is Error => r instanceof Error),
+      ),
+    );
   }
 
   /** Whether a majority of nodes has the key locked right now. */
@@ -841,6 +892,17 @@ export class LockClient {
 
   /** The script keys of a lease: per lock key, the lock, fence, wait-flag, queue and queue-meta keys. */
   private allKeys(keys: readonly string[]): string[] {
+    if (keys.length === 1) {
+      // The same keys come back at every acquire and release of a key: build them once.
+      let cached = this.keySets.get(keys[0]);
+      if (!cached) {
+        if (this.keySets.size >= KEY_SET_CACHE) this.keySets.clear();
+        const rk = this.redisKey(keys[0]);
+        cached = [rk, `${rk}:fence`, `${rk}:wait`, `${rk}:q`, `${rk}:qm`];
+        this.keySets.set(keys[0], cached);
+      }
+      return cached;
+    }
     const out: string[] = [];
     for (const k of keys) {
       const rk = this.redisKey(k);
@@ -862,7 +924,7 @@ export class LockClient {
    * One acquire round over every node. Contention and failure are kept apart: it is a backend
    * failure only when errors alone make a quorum impossible.
    */
-  private async attempt(
+  private attempt(
     keys: readonly string[],
     token: string,
     ttl: number,
@@ -872,29 +934,60 @@ export class LockClient {
     const start = performance.now();
     const units = this.units(keys);
     const flag = Math.ceil(flagMs);
+    if (this.nodes.length === 1 && units.length === 1) {
+      // The common case: one script, no per-node vote to collect.
+      return new Promise((resolve, reject) => {
+        this.send(
+          this.nodes[0],
+          ACQUIRE,
+          units[0],
+          [token, ttl, flag, this.queueArg(units)],
+          (e, r) => {
+            if (e) return reject(new LockBackendError(keys, [e]));
+            const vote = toVote(r);
+            resolve(vote.kind === 'ok' ? { kind: 'ok', fences: vote.fences, start } : vote);
+          },
+        );
+      });
+    }
+    return this.attemptOnNodes(keys, units, token, ttl, flag, start);
+  }
+
+  private async attemptOnNodes(
+    keys: readonly string[],
+    units: string[][],
+    token: string,
+    ttl: number,
+    flag: number,
+    start: number,
+  ): Promise<{ kind: 'ok'; fences: number[]; start: number } | { kind: 'busy'; pttl: number }> {
     if (this.nodes.length === 1) {
-      const vote = await this.nodeAcquire(this.nodes[0], units, token, ttl, flag);
+      const vote = await this.nodeAcquireUnits(this.nodes[0], units, token, ttl, flag);
       if (vote.kind === 'ok') return { kind: 'ok', fences: vote.fences, start };
       if (vote.kind === 'busy') return vote;
       throw new LockBackendError(keys, [vote.error]);
     }
-    const votes = await Promise.all(
-      this.nodes.map((node) => this.nodeAcquire(node, units, token, ttl, flag)),
+    // Go on as soon as a majority agreed (or can no longer agree), as Redlock does: the slowest
+    // node's answer is not waited for. Its acquire still lands and is released like the others
+    // (commands on one connection run in order).
+    const votes = await this.collect<Vote>(
+      (node, answer) => this.nodeAcquire(node, units, token, ttl, flag, answer),
+      (v) => v.kind === 'ok',
     );
-    const ok = votes.filter((v): v is { kind: 'ok'; fences: number[] } => v.kind === 'ok');
+    const ok = votes.filter((v): v is { kind: 'ok'; fences: number[] } => v?.kind === 'ok');
     const validity = ttl - (performance.now() - start) - this.drift(ttl);
     if (ok.length >= this.quorum && validity > 0) {
-      const fences = await this.settleFences(
+      const settled = this.settleFences(
         keys,
         ok.map((v) => v.fences),
       );
-      return { kind: 'ok', fences, start };
+      return { kind: 'ok', fences: Array.isArray(settled) ? settled : await settled, start };
     }
     // No quorum: give back what we took (also on nodes that errored or timed out, whose
     // acquire may still land; a release of a lock we do not hold is a no-op).
-    const toUndo = this.nodes.filter((_, i) => votes[i].kind !== 'busy');
+    const toUndo = this.nodes.filter((_, i) => votes[i]?.kind !== 'busy');
     void Promise.all(toUndo.map((n) => this.nodeRelease(n, keys, token).catch(() => 0)));
-    const errors = votes.filter((v): v is { kind: 'error'; error: Error } => v.kind === 'error');
+    const errors = votes.filter((v): v is { kind: 'error'; error: Error } => v?.kind === 'error');
     if (errors.length > this.nodes.length - this.quorum) {
       throw new LockBackendError(
         keys,
@@ -902,7 +995,7 @@ export class LockClient {
       );
     }
     const busy = votes
-      .filter((v): v is { kind: 'busy'; pttl: number } => v.kind === 'busy')
+      .filter((v): v is { kind: 'busy'; pttl: number } => v?.kind === 'busy')
       .map((v) => v.pttl)
       .sort((a, b) => a - b);
     return { kind: 'busy', pttl: busy[0] ?? 0 };
@@ -913,22 +1006,42 @@ export class LockClient {
    * runs, so the next holder's fence is larger on every majority. Nodes in step (the usual case)
    * cost nothing.
    */
-  private async settleFences(keys: readonly string[], perNode: number[][]): Promise<number[]> {
+  private settleFences(keys: readonly string[], perNode: number[][]): number[] | Promise<number[]> {
     const fences = perNode[0].slice();
     let inStep = true;
-    for (const nodeFences of perNode.slice(1)) {
-      nodeFences.forEach((f, i) => {
-        if (f !== fences[i]) inStep = false;
-        if (f > fences[i]) fences[i] = f;
-      });
+    for (let n = 1; n < perNode.length; n++) {
+      const nodeFences = perNode[n];
+      for (let i = 0; i < fences.length; i++) {
+        if (nodeFences[i] !== fences[i]) inStep = false;
+        if (nodeFences[i] > fences[i]) fences[i] = nodeFences[i];
+      }
     }
-    if (!inStep) {
-      await this.onNodes((node) => this.runScript(node, RAISE_FENCE, this.allKeys(keys), fences));
-    }
-    return fences;
+    if (inStep) return fences;
+    return this.onNodes((node) =>
+      this.runScript(node, RAISE_FENCE, this.allKeys(keys), fences),
+    ).then(() => fences);
   }
 
-  private async nodeAcquire(
+  /** One node's vote, to `answer` (never an exception: an error is a vote too). */
+  private nodeAcquire(
+    node: RedisNode,
+    units: string[][],
+    token: string,
+    ttl: number,
+    flag: number,
+    answer: (vote: Vote) => void,
+  ): void {
+    if (units.length === 1) {
+      this.send(node, ACQUIRE, units[0], [token, ttl, flag, this.queueArg(units)], (e, r) =>
+        answer(e ? { kind: 'error', error: e } : toVote(r)),
+      );
+      return;
+    }
+    void this.nodeAcquireUnits(node, units, token, ttl, flag).then(answer);
+  }
+
+  /** Redis Cluster, several keys: one script per key, in sorted order, undone on a refusal. */
+  private async nodeAcquireUnits(
     node: RedisNode,
     units: string[][],
     token: string,
@@ -939,9 +1052,12 @@ export class LockClient {
     for (let u = 0; u < units.length; u++) {
       let reply: unknown;
       try {
-        // Single key on a single node: queue for a grant; otherwise race (flag the key).
-        const queue = this.fair && units.length === 1 && units[0].length === 5 ? '1' : '0';
-        reply = await this.runScript(node, ACQUIRE, units[u], [token, ttl, flag, queue]);
+        reply = await this.runScript(node, ACQUIRE, units[u], [
+          token,
+          ttl,
+          flag,
+          this.queueArg(units),
+        ]);
       } catch (e) {
         if (u > 0) await this.releaseUnits(node, units.slice(0, u), token);
         return { kind: 'error', error: asError(e) };
@@ -954,6 +1070,11 @@ export class LockClient {
       for (let i = 1; i < r.length; i++) fences.push(Number(r[i]));
     }
     return { kind: 'ok', fences };
+  }
+
+  /** Single key on a single node: queue for a grant; otherwise race (flag the key). */
+  private queueArg(units: string[][]): string {
+    return this.fair && units.length === 1 && units[0].length === 5 ? '1' : '0';
   }
 
   private async releaseUnits(node: RedisNode, units: string[][], token: string): Promise<void> {
@@ -973,15 +1094,45 @@ export class LockClient {
    * Releases what `token` holds on one node; `leave` also takes it out of the Redis queue (a
    * waiter giving up). Returns how many freed keys were announced with a PUBLISH `r`.
    */
-  private async nodeRelease(
+  private nodeRelease(
     node: RedisNode,
     keys: readonly string[],
     token: string,
     leave = false,
   ): Promise<number> {
-    const replies = await Promise.all(
-      this.units(keys).map((u) => this.runScript(node, RELEASE, u, [token, leave ? '1' : '0'])),
+    const units = this.units(keys);
+    const args = [token, leave ? '1' : '0'];
+    if (units.length === 1) {
+      return this.runScript(node, RELEASE, units[0], args).then((r) => Number((r as number[])[2]));
+    }
+    return this.nodeReleaseUnits(node, units, args);
+  }
+
+  /** `nodeRelease` to a callback: the PUBLISH count, or the error. */
+  private nodeReleaseTo(
+    node: RedisNode,
+    keys: readonly string[],
+    token: string,
+    answer: (r: number | Error) => void,
+  ): void {
+    const units = this.units(keys);
+    if (units.length === 1) {
+      this.send(node, RELEASE, units[0], [token, '0'], (e, r) =>
+        answer(e ?? Number((r as number[])[2])),
+      );
+      return;
+    }
+    this.nodeReleaseUnits(node, units, [token, '0']).then(answer, (e: unknown) =>
+      answer(asError(e)),
     );
+  }
+
+  private async nodeReleaseUnits(
+    node: RedisNode,
+    units: string[][],
+    args: string[],
+  ): Promise<number> {
+    const replies = await Promise.all(units.map((u) => this.runScript(node, RELEASE, u, args)));
     let published = 0;
     for (const r of replies) published += Number((r as number[])[2]);
     return published;
@@ -1001,9 +1152,40 @@ export class LockClient {
 
   /**
    * EVALSHA, falling back to EVAL once per node when the script is not loaded yet, bounded by
-   * `commandTimeout`. One shared sweeper enforces the bound, so a round trip costs no timer of
-   * its own.
+   * `commandTimeout`; `cb` gets the error or the reply, once. One shared sweeper enforces the
+   * bound, so a round trip costs no timer of its own, and no promise but the command's.
    */
+  private send(
+    node: RedisNode,
+    s: Script,
+    keys: string[],
+    args: (string | number)[],
+    cb: (error: Error | undefined, reply?: unknown) => void,
+  ): void {
+    let settled = false;
+    const finish = (error: Error | undefined, reply?: unknown) => {
+      if (settled) return;
+      settled = true;
+      this.inflight.delete(call);
+      cb(error, reply);
+    };
+    const call: InFlight = { sent: this.ticks, reject: finish };
+    this.inflight.add(call);
+    this.sweeper ??= this.startSweeper();
+    node.evalsha(s.sha, keys.length, ...keys, ...args).then(
+      (v) => finish(undefined, v),
+      (e: unknown) => {
+        if (e instanceof Error && e.message.startsWith('NOSCRIPT')) {
+          node.eval(s.lua, keys.length, ...keys, ...args).then(
+            (v) => finish(undefined, v),
+            (e2: unknown) => finish(asError(e2)),
+          );
+        } else finish(asError(e));
+      },
+    );
+  }
+
+  /** `send` as a promise. */
   private runScript(
     node: RedisNode,
     s: Script,
@@ -1011,43 +1193,56 @@ export class LockClient {
     args: (string | number)[],
   ): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      const call: InFlight = { deadline: performance.now() + this.settings.commandTimeout, reject };
-      this.inflight.add(call);
-      this.sweeper ??= this.startSweeper();
-      node
-        .evalsha(s.sha, keys.length, ...keys, ...args)
-        .catch((e: unknown) => {
-          if (e instanceof Error && e.message.startsWith('NOSCRIPT')) {
-            return node.eval(s.lua, keys.length, ...keys, ...args);
-          }
-          throw e;
-        })
-        .then(
-          (v) => {
-            this.inflight.delete(call);
-            resolve(v);
-          },
-          (e: unknown) => {
-            this.inflight.delete(call);
-            reject(asError(e));
-          },
-        );
+      this.send(node, s, keys, args, (error, reply) => (error ? reject(error) : resolve(reply)));
     });
   }
 
+  /**
+   * Asks every node at once and settles, in one promise, once `yes` holds for a majority, or can
+   * no longer hold for one, or every node answered. Answers still out are `undefined`; they
+   * arrive later and are dropped (their effect in Redis is undone by the caller if needed).
+   */
+  private collect<T>(
+    ask: (node: RedisNode, answer: (v: T) => void) => void,
+    yes: (v: T) => boolean,
+  ): Promise<(T | undefined)[]> {
+    const n = this.nodes.length;
+    const answers = new Array<T | undefined>(n).fill(undefined);
+    return new Promise((resolve) => {
+      let ayes = 0;
+      let noes = 0;
+      let done = false;
+      for (let i = 0; i < n; i++) {
+        ask(this.nodes[i], (v) => {
+          if (done) return;
+          answers[i] = v;
+          if (yes(v)) ayes++;
+          else noes++;
+          if (ayes >= this.quorum || noes > n - this.quorum || ayes + noes === n) {
+            done = true;
+            resolve(answers);
+          }
+        });
+      }
+    });
+  }
+
+  /**
+   * Every `interval` ms: a call sent `commandTimeout` ms ago or more (up to one interval more)
+   * fails. Calls are kept in sending order, so the sweep stops at the first recent one.
+   */
   private startSweeper(): NodeJS.Timeout {
     const timeout = this.settings.commandTimeout;
-    const timer = setInterval(
-      () => {
-        const now = performance.now();
-        for (const call of this.inflight) {
-          if (call.deadline > now) continue;
-          this.inflight.delete(call);
-          call.reject(new Error(`no answer from Redis within ${timeout} ms (commandTimeout)`));
-        }
-      },
-      Math.max(5, Math.min(100, timeout / 10)),
-    );
+    const interval = Math.max(5, Math.min(100, timeout / 10));
+    const ticks = Math.ceil(timeout / interval);
+    const timer = setInterval(() => {
+      this.ticks++;
+      for (const call of this.inflight) {
+        if (this.ticks - call.sent < ticks) break;
+        this.inflight.delete(call);
+        call.reject(new Error(`no answer from Redis within ${timeout} ms (commandTimeout)`));
+      }
+    }, interval);
     timer.unref();
     return timer;
   }

@@ -154,7 +154,7 @@ export class LockService implements BeforeApplicationShutdown {
     const { lease, client } = hold;
     const release = () => this.finish(hold);
     return {
-      ...this.info(hold),
+      ...describe(hold),
       release,
       extend: async (ms: number) => {
         if (!(await client.extend(lease, ms))) {
@@ -306,22 +306,12 @@ export class LockService implements BeforeApplicationShutdown {
     if (scope && sorted.every((k) => scope.held.get(holdId(b.clientName, k))?.active)) {
       return settle(fn()) as Promise<never>;
     }
-    return this.runHeld(sorted, b, fn, scope) as Promise<never>;
-  }
-
-  private async runHeld(
-    keys: string[],
-    b: Behaviour,
-    fn: () => unknown,
-    parent: LockScope | undefined,
-    segment?: number,
-  ): Promise<unknown> {
     // Keys this context already holds are not taken twice.
-    const needed = parent
-      ? keys.filter((k) => !parent.held.get(holdId(b.clientName, k))?.active)
-      : keys;
-    const hold = await this.take(needed, b);
-    return this.runWith(hold, needed, b, fn, parent, segment);
+    const needed = scope
+      ? sorted.filter((k) => !scope.held.get(holdId(b.clientName, k))?.active)
+      : sorted;
+    const hold = this.start(await b.client.acquire(needed, leaseTtl(b), b.waitTimeout), b);
+    return this.runWith(hold, needed, b, fn, scope) as Promise<never>;
   }
 
   private async runWith(
@@ -334,7 +324,14 @@ export class LockService implements BeforeApplicationShutdown {
   ): Promise<unknown> {
     const held = new Map(parent?.held);
     for (const k of needed) held.set(holdId(b.clientName, k), hold.record);
-    const scope: LockScope = { info: this.info(hold, segment), held };
+    // The context info is built when someone asks for it (most methods never do).
+    let info: LockContextInfo | undefined;
+    const scope: LockScope = {
+      get info() {
+        return (info ??= describe(hold, segment));
+      },
+      held,
+    };
 
     let result: unknown;
     try {
@@ -430,23 +427,24 @@ export class LockService implements BeforeApplicationShutdown {
       this.logger.warn(`Release failed, the lease will expire by itself: ${why}`);
     }
   }
+}
 
-  private info(hold: ActiveHold, segment?: number): LockContextInfo {
-    const { lease } = hold;
-    const fences: Record<string, number> = {};
-    lease.keys.forEach((k, i) => (fences[k] = lease.fences[i]));
-    return {
-      keys: lease.keys,
-      fence: lease.fences[0],
-      fences,
-      segment,
-      get signal() {
-        return signalOf(hold);
-      },
-      acquiredAt: lease.acquiredAt,
-      waitedMs: lease.waitedMs,
-    };
-  }
+/** What `LockContext.current()` and an acquire handle tell about a hold. */
+function describe(hold: ActiveHold, segment?: number): LockContextInfo {
+  const { lease } = hold;
+  const fences: Record<string, number> = {};
+  lease.keys.forEach((k, i) => (fences[k] = lease.fences[i]));
+  return {
+    keys: lease.keys,
+    fence: lease.fences[0],
+    fences,
+    segment,
+    get signal() {
+      return signalOf(hold);
+    },
+    acquiredAt: lease.acquiredAt,
+    waitedMs: lease.waitedMs,
+  };
 }
 
 /** The hold's signal, created on first use (already aborted if the hold was lost before). */

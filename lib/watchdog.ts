@@ -3,14 +3,67 @@ import { LockLostError, type LockLostReason } from './errors';
 import type { Lease, LockClient } from './lock-client';
 
 /**
+ * Wake-ups of many watchdogs on few timers. Watchdogs that sleep for the same interval wake in
+ * the order they went to sleep, so one timer per interval (the head's) serves them all: a hold
+ * of a few milliseconds costs a Map insert and delete, not a timer of its own. A timer whose
+ * members all left is not cleared; it fires once, finds nobody due and ends.
+ */
+class WakeUps {
+  private readonly groups = new Map<
+    number,
+    { members: Map<Watchdog, number>; timer?: NodeJS.Timeout }
+  >();
+
+  add(dog: Watchdog, ms: number): void {
+    let group = this.groups.get(ms);
+    if (!group) {
+      group = { members: new Map() };
+      this.groups.set(ms, group);
+    }
+    group.members.set(dog, performance.now() + ms);
+    if (!group.timer) this.arm(ms, ms);
+  }
+
+  remove(dog: Watchdog, ms: number): void {
+    this.groups.get(ms)?.members.delete(dog);
+  }
+
+  private arm(ms: number, delay: number): void {
+    const group = this.groups.get(ms)!;
+    group.timer = setTimeout(() => this.fire(ms), Math.max(1, delay));
+    group.timer.unref();
+  }
+
+  private fire(ms: number): void {
+    const group = this.groups.get(ms);
+    if (!group) return;
+    group.timer = undefined;
+    // A timer may fire a little early: anything due within the next millisecond runs now.
+    const now = performance.now() + 1;
+    for (const [dog, due] of group.members) {
+      if (due > now) {
+        this.arm(ms, due - now + 1);
+        return;
+      }
+      group.members.delete(dog);
+      dog.wake();
+    }
+    this.groups.delete(ms);
+  }
+}
+
+const wakeUps = new WakeUps();
+
+/**
  * Keeps a lease alive while the method runs: renews every `ttl / 3` (as Redisson does) and stops
  * the moment it is told to. Reports a loss once: the key gone or taken by someone else, renewals
  * failing until the lease ran out, or `maxHold` reached.
  * @internal
  */
 export class Watchdog {
-  private timer?: NodeJS.Timeout;
   private stopped = false;
+  /** The interval it sleeps for now (its wake-up group), if it sleeps. */
+  private sleeping?: number;
   private readonly startedAt = performance.now();
 
   constructor(
@@ -27,8 +80,14 @@ export class Watchdog {
 
   stop(): void {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
+    if (this.sleeping !== undefined) wakeUps.remove(this, this.sleeping);
+    this.sleeping = undefined;
+  }
+
+  /** @internal Called by the shared timers when its sleep is over. */
+  wake(): void {
+    this.sleeping = undefined;
+    void this.tick();
   }
 
   private schedule(ms: number): void {
@@ -36,8 +95,9 @@ export class Watchdog {
     const held = performance.now() - this.startedAt;
     // Wake up exactly at maxHold if it comes before the next renewal.
     const untilCap = this.maxHold - held;
-    this.timer = setTimeout(() => void this.tick(), Math.max(1, Math.min(ms, untilCap)));
-    this.timer.unref();
+    // Whole milliseconds: few distinct intervals, so few shared timers.
+    this.sleeping = Math.max(1, Math.ceil(Math.min(ms, untilCap)));
+    wakeUps.add(this, this.sleeping);
   }
 
   private async tick(): Promise<void> {
