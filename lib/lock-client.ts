@@ -31,6 +31,11 @@ export interface Lease {
   readonly keys: readonly string[];
   token: string;
   fences: number[];
+  /**
+   * Fences reserved after `fences[0]` (single key, single node): each lets the key pass to the
+   * next caller of this process with no round trip.
+   */
+  spare: number;
   ttl: number;
   /** `performance.now()` until which the lease is certainly ours. */
   validUntil: number;
@@ -146,6 +151,8 @@ export class LockClient {
   private readonly clustered: boolean;
   /** Single-node groups queue waiters in Redis and grant on release (FIFO across processes). */
   private readonly fair: boolean;
+  /** Fences reserved per single-key lease: the holder's and one per possible local handoff. */
+  private readonly block: number;
   private readonly queues = new Map<string, KeyQueue>();
   private readonly keySets = new Map<string, string[]>();
   /**
@@ -174,6 +181,7 @@ export class LockClient {
     this.quorum = Math.floor(nodes.length / 2) + 1;
     this.clustered = nodes.some((n) => (n as Cluster).isCluster === true);
     this.fair = nodes.length === 1;
+    this.block = this.fair ? settings.localHandoffs + 1 : 1;
     this.notifier = new LockNotifier(nodes[0], onSubscriberError);
     // Every wait in progress listens for the close: thousands at once are normal, not a leak.
     setMaxListeners(0, this.closing.signal);
@@ -389,7 +397,8 @@ export class LockClient {
     let token = lease.token;
     const next = queue.waiters[0];
     if (queue.handoffs < this.settings.localHandoffs && performance.now() < lease.validUntil) {
-      const handed = await this.handoff(lease, next).catch(() => undefined);
+      const handed =
+        this.handOverHere(lease, next) ?? (await this.handoff(lease, next).catch(() => undefined));
       if (handed) {
         queue.handoffs++;
         this.stats.localHandoffs++;
@@ -675,11 +684,11 @@ export class LockClient {
           queue.waiters[0]?.wake();
           return;
         }
-        // `g <token> <fence>`: the release granted the key to a queued token, maybe ours.
-        const [, token, fence] = message.split(' ');
+        // `g <token> <fence> <spare>`: the release granted the key to a queued token, maybe ours.
+        const [, token, fence, spare] = message.split(' ');
         if (token?.startsWith(this.tokenPrefix)) {
           this.stats.grants++;
-          this.granted(key, token, Number(fence));
+          this.granted(key, token, Number(fence), Number(spare ?? 0) || 0);
         }
       });
       queue.listener = listener;
@@ -767,7 +776,7 @@ export class LockClient {
     keys: readonly string[],
     token: string,
     ttl: number,
-    vote: { fences: number[]; start?: number },
+    vote: { fences: number[]; start?: number; spare?: number },
     startedAt: number,
   ): Lease {
     const now = performance.now();
@@ -776,6 +785,7 @@ export class LockClient {
       token,
       ttl,
       fences: vote.fences,
+      spare: vote.spare ?? 0,
       validUntil: (vote.start ?? now) + ttl - this.drift(ttl),
       acquiredAt: Date.now(),
       waitedMs: now - startedAt,
@@ -809,11 +819,12 @@ export class LockClient {
       next.token,
       next.ttl,
       Math.max(1, Math.ceil(next.remaining())),
+      this.block,
     ])) as number[];
     if (r[0] === 2) return 'granted';
     if (r[0] !== 3) return 'lost';
     this.tokens.add(next.token);
-    return this.leaseFor(lease.keys, next, [Number(r[1])], start);
+    return this.leaseFor(lease.keys, next, [Number(r[1])], start, this.block - 1);
   }
 
   private leaseFor(
@@ -821,12 +832,14 @@ export class LockClient {
     waiter: Pick<Waiter, 'token' | 'ttl' | 'startedAt'>,
     fences: number[],
     start: number,
+    spare = 0,
   ): Lease {
     return {
       keys,
       token: waiter.token,
       ttl: waiter.ttl,
       fences,
+      spare,
       validUntil: start + waiter.ttl - this.drift(waiter.ttl),
       acquiredAt: Date.now(),
       waitedMs: performance.now() - waiter.startedAt,
@@ -835,7 +848,7 @@ export class LockClient {
   }
 
   /** A grant message for a token of ours: hand the lease to its waiter, or give it back. */
-  private granted(key: string, token: string, fence: number): void {
+  private granted(key: string, token: string, fence: number, spare: number): void {
     const queue = this.queues.get(key);
     const waiter = queue?.waiters.find((w) => w.token === token);
     if (this.tokens.has(token)) return; // already taken by a retry that found it ours
@@ -846,9 +859,34 @@ export class LockClient {
     }
     this.tokens.add(token);
     queue.held++;
-    const lease = this.leaseFor([key], waiter, [fence], performance.now());
+    const lease = this.leaseFor([key], waiter, [fence], performance.now(), spare);
     queue.holder = lease;
     if (!waiter.handOver(lease)) void this.release(lease).catch(() => undefined);
+  }
+
+  /**
+   * The key passes to the next caller of this process with no round trip: Redis keeps the
+   * process's token, the caller gets the next fence of the reserved block and the rest of the
+   * lease. Only while the lease in Redis was set or renewed moments ago (the new holder gets at
+   * least ttl minus twice the drift allowance, as from a fresh acquire), with the same ttl, a
+   * spare fence, and a waiter that is not queued in Redis; otherwise undefined (the HANDOFF
+   * script does it in one round trip).
+   */
+  private handOverHere(lease: Lease, next: Waiter): Lease | undefined {
+    if (lease.spare <= 0 || next.enqueued || next.ttl !== lease.ttl) return undefined;
+    const now = performance.now();
+    if (lease.validUntil - now < lease.ttl - 2 * this.drift(lease.ttl)) return undefined;
+    return {
+      keys: lease.keys,
+      token: lease.token,
+      ttl: lease.ttl,
+      fences: [lease.fences[0] + 1],
+      spare: lease.spare - 1,
+      validUntil: lease.validUntil,
+      acquiredAt: Date.now(),
+      waitedMs: now - next.startedAt,
+      released: false,
+    };
   }
 
   /**
@@ -859,7 +897,12 @@ export class LockClient {
   private async handoff(lease: Lease, next: Waiter): Promise<Lease | undefined> {
     const start = performance.now();
     const votes = await this.onNodes((node) =>
-      this.runScript(node, HANDOFF, this.allKeys(lease.keys), [lease.token, next.token, next.ttl]),
+      this.runScript(node, HANDOFF, this.allKeys(lease.keys), [
+        lease.token,
+        next.token,
+        next.ttl,
+        this.block,
+      ]),
     );
     const fencesPerNode = votes
       .filter((v): v is number[] => Array.isArray(v) && v[0] === 1)
@@ -877,7 +920,7 @@ export class LockClient {
     const fences = await this.settleFences(lease.keys, fencesPerNode);
     // The hold passes from one caller to the next: `held` of the key does not change.
     this.tokens.add(next.token);
-    return this.leaseFor(lease.keys, next, fences, start);
+    return this.leaseFor(lease.keys, next, fences, start, this.block - 1);
   }
 
   // ---------------------------------------------------------------- protocol
@@ -929,7 +972,9 @@ export class LockClient {
     token: string,
     ttl: number,
     flagMs: number,
-  ): Promise<{ kind: 'ok'; fences: number[]; start: number } | { kind: 'busy'; pttl: number }> {
+  ): Promise<
+    { kind: 'ok'; fences: number[]; start: number; spare?: number } | { kind: 'busy'; pttl: number }
+  > {
     this.stats.attempts++;
     const start = performance.now();
     const units = this.units(keys);
@@ -941,11 +986,15 @@ export class LockClient {
           this.nodes[0],
           ACQUIRE,
           units[0],
-          [token, ttl, flag, this.queueArg(units)],
+          this.acquireArgs(units, token, ttl, flag),
           (e, r) => {
             if (e) return reject(new LockBackendError(keys, [e]));
             const vote = toVote(r);
-            resolve(vote.kind === 'ok' ? { kind: 'ok', fences: vote.fences, start } : vote);
+            resolve(
+              vote.kind === 'ok'
+                ? { kind: 'ok', fences: vote.fences, start, spare: this.spareFor(units) }
+                : vote,
+            );
           },
         );
       });
@@ -1032,7 +1081,7 @@ export class LockClient {
     answer: (vote: Vote) => void,
   ): void {
     if (units.length === 1) {
-      this.send(node, ACQUIRE, units[0], [token, ttl, flag, this.queueArg(units)], (e, r) =>
+      this.send(node, ACQUIRE, units[0], this.acquireArgs(units, token, ttl, flag), (e, r) =>
         answer(e ? { kind: 'error', error: e } : toVote(r)),
       );
       return;
@@ -1052,12 +1101,12 @@ export class LockClient {
     for (let u = 0; u < units.length; u++) {
       let reply: unknown;
       try {
-        reply = await this.runScript(node, ACQUIRE, units[u], [
-          token,
-          ttl,
-          flag,
-          this.queueArg(units),
-        ]);
+        reply = await this.runScript(
+          node,
+          ACQUIRE,
+          units[u],
+          this.acquireArgs(units, token, ttl, flag),
+        );
       } catch (e) {
         if (u > 0) await this.releaseUnits(node, units.slice(0, u), token);
         return { kind: 'error', error: asError(e) };
@@ -1072,14 +1121,30 @@ export class LockClient {
     return { kind: 'ok', fences };
   }
 
-  /** Single key on a single node: queue for a grant; otherwise race (flag the key). */
-  private queueArg(units: string[][]): string {
-    return this.fair && units.length === 1 && units[0].length === 5 ? '1' : '0';
+  /**
+   * ACQUIRE's arguments. Single key on a single node: queue for a grant and reserve a block of
+   * fences for local handoffs; otherwise race (flag the key), one fence per key.
+   */
+  private acquireArgs(
+    units: string[][],
+    token: string,
+    ttl: number,
+    flag: number,
+  ): (string | number)[] {
+    const single = this.fair && units.length === 1 && units[0].length === 5;
+    return [token, ttl, flag, single ? '1' : '0', single ? this.block : 1];
+  }
+
+  /** Fences left after the holder's in what `acquireArgs` reserved. */
+  private spareFor(units: string[][]): number {
+    return this.fair && units.length === 1 && units[0].length === 5 ? this.block - 1 : 0;
   }
 
   private async releaseUnits(node: RedisNode, units: string[][], token: string): Promise<void> {
     await Promise.all(
-      units.map((u) => this.runScript(node, RELEASE, u, [token, '0']).catch(() => undefined)),
+      units.map((u) =>
+        this.runScript(node, RELEASE, u, [token, '0', this.block]).catch(() => undefined),
+      ),
     );
   }
 
@@ -1101,7 +1166,7 @@ export class LockClient {
     leave = false,
   ): Promise<number> {
     const units = this.units(keys);
-    const args = [token, leave ? '1' : '0'];
+    const args = [token, leave ? '1' : '0', this.block];
     if (units.length === 1) {
       return this.runScript(node, RELEASE, units[0], args).then((r) => Number((r as number[])[2]));
     }
@@ -1117,12 +1182,12 @@ export class LockClient {
   ): void {
     const units = this.units(keys);
     if (units.length === 1) {
-      this.send(node, RELEASE, units[0], [token, '0'], (e, r) =>
+      this.send(node, RELEASE, units[0], [token, '0', this.block], (e, r) =>
         answer(e ?? Number((r as number[])[2])),
       );
       return;
     }
-    this.nodeReleaseUnits(node, units, [token, '0']).then(answer, (e: unknown) =>
+    this.nodeReleaseUnits(node, units, [token, '0', this.block]).then(answer, (e: unknown) =>
       answer(asError(e)),
     );
   }
@@ -1130,7 +1195,7 @@ export class LockClient {
   private async nodeReleaseUnits(
     node: RedisNode,
     units: string[][],
-    args: string[],
+    args: (string | number)[],
   ): Promise<number> {
     const replies = await Promise.all(units.map((u) => this.runScript(node, RELEASE, u, args)));
     let published = 0;

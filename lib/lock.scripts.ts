@@ -7,7 +7,12 @@
  *   KEYS[i + 3] `<prefix>{<key>}:q`      waiting process heads in arrival order (zset)
  *   KEYS[i + 4] `<prefix>{<key>}:qm`     per queued token: "<lease ms>:<deadline ms>" (hash)
  * A release publishes on the channel `<prefix>{<key>}:rel`: `r` (the key is free) or
- * `g <token> <fence>` (the key was granted to that queued token).
+ * `g <token> <fence> <spare>` (the key was granted to that queued token).
+ *
+ * Fences are minted in blocks: a script that gives the key to a process adds `block` to the
+ * counter and hands out the first fence of the block; the `spare` ones after it are for the
+ * callers of that process it hands the key to next without a round trip. Fences stay strictly
+ * increasing across every holder, not consecutive.
  *
  * Single-node groups queue (fair, FIFO across processes, the lock granted by the release itself
  * with no extra round trip); quorum groups race (each node would order its queue differently).
@@ -33,7 +38,11 @@ local function flag(l, ms)
     redis.call('SET', KEYS[l + 2], '1', 'PX', ms)
   end
 end
-local function grant_or_free(l)
+-- Reserves a block of fences; returns the first.
+local function mint(l, block)
+  return redis.call('INCRBY', KEYS[l + 1], block) - block + 1
+end
+local function grant_or_free(l, block)
   -- Deletes the lock and the flag; 2 means the flag was there: someone waits.
   if redis.call('DEL', KEYS[l], KEYS[l + 2]) < 2 then return 0 end
   local now = nil
@@ -51,10 +60,10 @@ local function grant_or_free(l)
       -- Skip waiters that gave up (or died): their deadline passed.
       if tonumber(string.sub(meta, sep + 1)) > now then
         redis.call('SET', KEYS[l], token, 'PX', ttl)
-        local fence = redis.call('INCR', KEYS[l + 1])
+        local fence = mint(l, block)
         -- The others still queued (or racing) keep the flag, as long as the queue lives.
         flag(l, math.max(redis.call('PTTL', KEYS[l + 3]), 1000))
-        redis.call('PUBLISH', KEYS[l] .. ':rel', 'g ' .. token .. ' ' .. fence)
+        redis.call('PUBLISH', KEYS[l] .. ':rel', 'g ' .. token .. ' ' .. fence .. ' ' .. (block - 1))
         return fence
       end
     end
@@ -80,18 +89,20 @@ end
 /**
  * Take every key or none.
  * ARGV[1] token, ARGV[2] lease ms, ARGV[3] how long this caller will wait (ms; '0' = one try),
- * ARGV[4] '1' to queue for a grant (single key, single node), '0' to race (flag the key).
+ * ARGV[4] '1' to queue for a grant (single key, single node), '0' to race (flag the key),
+ * ARGV[5] fences to reserve per key (the first is the holder's).
  * Returns {1, fence1, fence2, ...} when taken (also when the token already holds them: a grant
  * whose message was lost, or a lost reply), or {0, pttl} with the remaining lease of the first
  * busy key.
  */
 export const ACQUIRE_SCRIPT = `${GRANT_OR_FREE}
+local block = tonumber(ARGV[5])
 local function taken()
   local out = {1}
   for i = 1, #KEYS, 5 do
     redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
     -- The fence is minted in the same round trip as the lock: no extra command per cycle.
-    out[#out + 1] = redis.call('INCR', KEYS[i + 1])
+    out[#out + 1] = mint(i, block)
     -- A waiter that queued earlier leaves the queue (a first try never queued).
     if ARGV[4] == '1' and ARGV[3] ~= '0' and redis.call('ZREM', KEYS[i + 3], ARGV[1]) == 1 then
       redis.call('HDEL', KEYS[i + 4], ARGV[1])
@@ -101,7 +112,7 @@ local function taken()
 end
 -- One key, free: a single SET NX (the uncontended path).
 if #KEYS == 5 and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  local fence = redis.call('INCR', KEYS[2])
+  local fence = mint(1, block)
   if ARGV[4] == '1' and ARGV[3] ~= '0' and redis.call('ZREM', KEYS[4], ARGV[1]) == 1 then
     redis.call('HDEL', KEYS[5], ARGV[1])
   end
@@ -154,7 +165,7 @@ return 1
 /**
  * Give back the keys the token holds (compare-and-delete: never someone else's lock), each to
  * its oldest queued waiter or to nobody. ARGV[1] token; ARGV[2] '1' when a waiter gives up: also
- * take the token out of the queue.
+ * take the token out of the queue; ARGV[3] fences to reserve for a grant.
  * Returns {keys released, keys granted to a queued waiter, keys freed with a published wake-up}.
  */
 export const RELEASE_SCRIPT = `${GRANT_OR_FREE}
@@ -162,7 +173,7 @@ local released, granted, published = 0, 0, 0
 for i = 1, #KEYS, 5 do
   if redis.call('GET', KEYS[i]) == ARGV[1] then
     released = released + 1
-    local r = grant_or_free(i)
+    local r = grant_or_free(i, tonumber(ARGV[3]))
     if r > 0 then granted = granted + 1 elseif r < 0 then published = published + 1 end
   end
   if ARGV[2] == '1' then
@@ -177,7 +188,7 @@ return {released, granted, published}
  * Release one key that has local waiters: grant it to the oldest waiter queued by another
  * process and queue our own next waiter behind them; with nobody queued, hand it straight to our
  * own next waiter. ARGV[1] token, ARGV[2] next local token, ARGV[3] its lease ms, ARGV[4] its
- * remaining wait ms.
+ * remaining wait ms, ARGV[5] fences to reserve.
  * Returns {0} not ours any more, {2, fence} granted to another process (ours queued),
  * {3, fence} handed to our next waiter.
  */
@@ -186,7 +197,7 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0} end
 if redis.call('ZCARD', KEYS[4]) > 0 then
   redis.call('ZREM', KEYS[4], ARGV[2])
   redis.call('HDEL', KEYS[5], ARGV[2])
-  local fence = grant_or_free(1)
+  local fence = grant_or_free(1, tonumber(ARGV[5]))
   if fence > 0 then
     enqueue(1, ARGV[2], ARGV[3], tonumber(ARGV[4]))
     return {2, fence}
@@ -194,23 +205,26 @@ if redis.call('ZCARD', KEYS[4]) > 0 then
   -- Every queued waiter had given up: the key is free now; take it for ours.
 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-return {3, redis.call('INCR', KEYS[2])}
+return {3, mint(1, tonumber(ARGV[5]))}
 `;
 
 /**
  * Hand a held lock straight to another caller of the same process, in one round trip instead of
  * a release plus an acquire; the new holder gets a new fence.
- * ARGV[1] old token, ARGV[2] new token, ARGV[3] new lease ms.
+ * ARGV[1] old token, ARGV[2] new token, ARGV[3] new lease ms, ARGV[4] fences to reserve per key.
  * Returns {1, fence1, ...} or {0} when the old token no longer holds every key.
  */
 export const HANDOFF_SCRIPT = `
+local function mint(l, block)
+  return redis.call('INCRBY', KEYS[l + 1], block) - block + 1
+end
 for i = 1, #KEYS, 5 do
   if redis.call('GET', KEYS[i]) ~= ARGV[1] then return {0} end
 end
 local out = {1}
 for i = 1, #KEYS, 5 do
   redis.call('SET', KEYS[i], ARGV[2], 'PX', ARGV[3])
-  out[#out + 1] = redis.call('INCR', KEYS[i + 1])
+  out[#out + 1] = mint(i, tonumber(ARGV[4]))
   -- The new holder may have queued for a grant before: it must not be granted the key again.
   if redis.call('ZREM', KEYS[i + 3], ARGV[2]) == 1 then
     redis.call('HDEL', KEYS[i + 4], ARGV[2])
