@@ -102,6 +102,8 @@ interface KeyQueue {
   held: number;
   /** The newest of those holds: once its lease ran out unreleased, `held` proves nothing. */
   holder?: Lease;
+  /** First tries of this key in flight (callers arriving meanwhile queue behind them). */
+  trying: number;
   /** Consecutive local handoffs since the lock last went public. */
   handoffs: number;
   /** The subscription to the key's release channel, while anyone waits. */
@@ -223,8 +225,9 @@ export class LockClient {
     const token = this.newToken();
     if (keys.length === 1) {
       const queue = this.queues.get(keys[0]);
-      if (queue && (queue.held > 0 || queue.waiters.length > 0)) {
-        // Someone of ours holds or waits for this key: queue behind them instead of competing.
+      if (queue && (queue.held > 0 || queue.waiters.length > 0 || queue.trying > 0)) {
+        // Someone of ours holds, waits for or is trying this key: queue behind them instead of
+        // competing (a burst of callers sends one try, not one each).
         if (waitTimeout > 0) {
           return this.waitInQueue(keys, queue, token, ttl, startedAt, deadline, signal);
         }
@@ -232,15 +235,31 @@ export class LockClient {
         if (this.heldHere(queue)) throw new LockNotAcquiredError(keys, 0, ttl);
       }
     }
+    const queue = keys.length === 1 ? this.queueFor(keys[0]) : undefined;
+    if (queue) queue.trying++;
     // The first try neither queues nor flags: only a listening waiter asks to be woken.
-    const first = await this.attempt(keys, token, ttl, 0);
-    if (first.kind === 'ok') return this.hold(keys, token, ttl, first, startedAt);
+    let first: Awaited<ReturnType<LockClient['attempt']>>;
+    try {
+      first = await this.attempt(keys, token, ttl, 0);
+    } catch (err) {
+      if (queue) this.tried(keys[0], queue);
+      throw err;
+    }
+    if (first.kind === 'ok') {
+      // Counted as held before the try ends, so the callers queued behind wait for a handoff.
+      const lease = this.hold(keys, token, ttl, first, startedAt);
+      if (queue) this.tried(keys[0], queue);
+      return lease;
+    }
     if (waitTimeout <= 0 || performance.now() >= deadline) {
+      if (queue) this.tried(keys[0], queue);
       throw new LockNotAcquiredError(keys, performance.now() - startedAt, first.pttl);
     }
-    if (keys.length === 1) {
-      const queue = this.queueFor(keys[0]);
-      return this.waitInQueue(keys, queue, token, ttl, startedAt, deadline, signal);
+    if (queue) {
+      // First in line: ahead of the callers that queued behind this try.
+      const waiting = this.waitInQueue(keys, queue, token, ttl, startedAt, deadline, signal, true);
+      queue.trying--;
+      return waiting;
     }
     return this.waitAsMany(keys, token, ttl, startedAt, deadline, signal);
   }
@@ -253,7 +272,7 @@ export class LockClient {
   async tryAcquire(keys: readonly string[], ttl: number): Promise<Lease | number> {
     const queue = keys.length === 1 ? this.queues.get(keys[0]) : undefined;
     // Held or awaited here: busy for sure, no round trip needed.
-    if (queue && (this.heldHere(queue) || queue.waiters.length > 0)) return ttl;
+    if (queue && (this.heldHere(queue) || queue.waiters.length > 0 || queue.trying > 0)) return ttl;
     const startedAt = performance.now();
     const token = this.newToken();
     const vote = await this.attempt(keys, token, ttl, 0);
@@ -504,14 +523,26 @@ export class LockClient {
   private queueFor(key: string): KeyQueue {
     let queue = this.queues.get(key);
     if (!queue) {
-      queue = { waiters: [], held: 0, handoffs: 0, listening: false };
+      queue = { waiters: [], held: 0, trying: 0, handoffs: 0, listening: false };
       this.queues.set(key, queue);
     }
     return queue;
   }
 
+  /** A first try that will not wait ended: the line's head (if any) tries now. */
+  private tried(key: string, queue: KeyQueue): void {
+    queue.trying--;
+    if (queue.held <= 0 && queue.trying <= 0) queue.waiters[0]?.wake();
+    this.dropQueueIfIdle(key, queue);
+  }
+
   private dropQueueIfIdle(key: string, queue: KeyQueue): void {
-    if (queue.held <= 0 && queue.waiters.length === 0 && this.queues.get(key) === queue) {
+    if (
+      queue.held <= 0 &&
+      queue.trying <= 0 &&
+      queue.waiters.length === 0 &&
+      this.queues.get(key) === queue
+    ) {
       this.stopListening(queue);
       this.queues.delete(key);
     }
@@ -530,6 +561,7 @@ export class LockClient {
     startedAt: number,
     deadline: number,
     signal?: AbortSignal,
+    first = false,
   ): Promise<Lease> {
     const key = keys[0];
     return new Promise<Lease>((resolve, reject) => {
@@ -601,7 +633,8 @@ export class LockClient {
         queuedByHolder: false,
         remaining: () => deadline - performance.now(),
       };
-      queue.waiters.push(waiter);
+      if (first) queue.waiters.unshift(waiter);
+      else queue.waiters.push(waiter);
 
       const sleep = (ms: number): Promise<'notified' | 'timer'> => {
         if (pendingWake) {
@@ -631,7 +664,7 @@ export class LockClient {
           pendingWake = false;
           await this.listen(key, queue);
           if (done) return;
-          if (this.heldHere(queue)) {
+          if (this.heldHere(queue) || queue.trying > 0) {
             // Held here: the holder hands it over, or releases it and we hear the PUBLISH.
             await sleep(untilDeadline());
             continue;
