@@ -483,14 +483,14 @@ export class LockClient {
         });
       });
     }
-    return this.collect<number | Error>(
+    return this.collect<number | Error, void>(
       (node, answer) => this.nodeReleaseTo(node, lease.keys, token, answer),
       (r) => !(r instanceof Error),
-    ).then((results) =>
-      settle(
-        results.some((r) => typeof r === 'number' && r > 0),
-        results.filter((r): r is Error => r instanceof Error),
-      ),
+      (results) =>
+        settle(
+          results.some((r) => typeof r === 'number' && r > 0),
+          results.filter((r): r is Error => r instanceof Error),
+        ),
     );
   }
 
@@ -1035,7 +1035,7 @@ export class LockClient {
     return this.attemptOnNodes(keys, units, token, ttl, flag, start);
   }
 
-  private async attemptOnNodes(
+  private attemptOnNodes(
     keys: readonly string[],
     units: string[][],
     token: string,
@@ -1044,18 +1044,36 @@ export class LockClient {
     start: number,
   ): Promise<{ kind: 'ok'; fences: number[]; start: number } | { kind: 'busy'; pttl: number }> {
     if (this.nodes.length === 1) {
-      const vote = await this.nodeAcquireUnits(this.nodes[0], units, token, ttl, flag);
-      if (vote.kind === 'ok') return { kind: 'ok', fences: vote.fences, start };
-      if (vote.kind === 'busy') return vote;
-      throw new LockBackendError(keys, [vote.error]);
+      return this.nodeAcquireUnits(this.nodes[0], units, token, ttl, flag).then((vote) => {
+        if (vote.kind === 'ok') return { kind: 'ok', fences: vote.fences, start };
+        if (vote.kind === 'busy') return vote;
+        throw new LockBackendError(keys, [vote.error]);
+      });
     }
     // Go on as soon as a majority agreed (or can no longer agree), as Redlock does: the slowest
     // node's answer is not waited for. Its acquire still lands and is released like the others
     // (commands on one connection run in order).
-    const votes = await this.collect<Vote>(
+    return this.collect<
+      Vote,
+      { kind: 'ok'; fences: number[]; start: number } | { kind: 'busy'; pttl: number }
+    >(
       (node, answer) => this.nodeAcquire(node, units, token, ttl, flag, answer),
       (v) => v.kind === 'ok',
+      (votes) => this.countVotes(keys, token, ttl, start, votes),
     );
+  }
+
+  /** The outcome of a quorum acquire round, from the votes in so far. */
+  private countVotes(
+    keys: readonly string[],
+    token: string,
+    ttl: number,
+    start: number,
+    votes: (Vote | undefined)[],
+  ):
+    | { kind: 'ok'; fences: number[]; start: number }
+    | { kind: 'busy'; pttl: number }
+    | Promise<{ kind: 'ok'; fences: number[]; start: number }> {
     const ok = votes.filter((v): v is { kind: 'ok'; fences: number[] } => v?.kind === 'ok');
     const validity = ttl - (performance.now() - start) - this.drift(ttl);
     if (ok.length >= this.quorum && validity > 0) {
@@ -1063,7 +1081,9 @@ export class LockClient {
         keys,
         ok.map((v) => v.fences),
       );
-      return { kind: 'ok', fences: Array.isArray(settled) ? settled : await settled, start };
+      return Array.isArray(settled)
+        ? { kind: 'ok', fences: settled, start }
+        : settled.then((fences) => ({ kind: 'ok', fences, start }));
     }
     // No quorum: give back what we took (also on nodes that errored or timed out, whose
     // acquire may still land; a release of a lock we do not hold is a no-op).
@@ -1297,16 +1317,18 @@ export class LockClient {
 
   /**
    * Asks every node at once and settles, in one promise, once `yes` holds for a majority, or can
-   * no longer hold for one, or every node answered. Answers still out are `undefined`; they
-   * arrive later and are dropped (their effect in Redis is undone by the caller if needed).
+   * no longer hold for one, or every node answered, with what `conclude` makes of the answers.
+   * Answers still out are `undefined`; they arrive later and are dropped (their effect in Redis
+   * is undone by the caller if needed).
    */
-  private collect<T>(
+  private collect<T, R = (T | undefined)[]>(
     ask: (node: RedisNode, answer: (v: T) => void) => void,
     yes: (v: T) => boolean,
-  ): Promise<(T | undefined)[]> {
+    conclude: (answers: (T | undefined)[]) => R | Promise<R> = (a) => a as R,
+  ): Promise<R> {
     const n = this.nodes.length;
     const answers = new Array<T | undefined>(n).fill(undefined);
-    return new Promise((resolve) => {
+    return new Promise((resolve, reject) => {
       let ayes = 0;
       let noes = 0;
       let done = false;
@@ -1318,7 +1340,11 @@ export class LockClient {
           else noes++;
           if (ayes >= this.quorum || noes > n - this.quorum || ayes + noes === n) {
             done = true;
-            resolve(answers);
+            try {
+              resolve(conclude(answers));
+            } catch (err) {
+              reject(err);
+            }
           }
         });
       }
