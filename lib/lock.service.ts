@@ -100,6 +100,8 @@ export class LockService implements BeforeApplicationShutdown {
   private readonly logger = new Logger('nest-locked');
   private readonly events = new EventEmitter();
   private readonly active = new Set<ActiveHold>();
+  /** Resolved options of decorated methods, per options object. */
+  private readonly behaviours = new WeakMap<LockedOptions, Behaviour>();
   private readonly segmented: SegmentedStrategy;
   private shuttingDown = false;
 
@@ -149,7 +151,7 @@ export class LockService implements BeforeApplicationShutdown {
     const list = (typeof keys === 'string' ? [keys] : [...keys]).map((k) =>
       assertRawKey(k, 'LockService.acquire'),
     );
-    const b = this.behaviour(options);
+    const b = this.resolveBehaviour(options);
     const hold = await this.take(sortUnique(list), b);
     const { lease, client } = hold;
     const release = () => this.finish(hold);
@@ -213,7 +215,7 @@ export class LockService implements BeforeApplicationShutdown {
     } catch (err) {
       return Promise.reject(err);
     }
-    return this.run(keys, method.options, fn);
+    return this.run(keys, method.options, fn, true);
   }
 
   /** @internal */
@@ -235,7 +237,17 @@ export class LockService implements BeforeApplicationShutdown {
     return this.registry.get(name);
   }
 
+  /** A decorated method passes the same options object at every call: resolved once. */
   private behaviour(options: LockedOptions): Behaviour {
+    let b = this.behaviours.get(options);
+    if (!b) {
+      b = this.resolveBehaviour(options);
+      this.behaviours.set(options, b);
+    }
+    return b;
+  }
+
+  private resolveBehaviour(options: LockedOptions): Behaviour {
     const o = this.options;
     const clientName = options.client ?? DEFAULT_CLIENT;
     return {
@@ -250,8 +262,13 @@ export class LockService implements BeforeApplicationShutdown {
   }
 
   /** Lock, run, unlock: the one path behind `@Locked` and `using`. */
-  private run(keys: string[], options: LockedOptions, fn: () => unknown): Promise<never> {
-    const running = this.runLocked(keys, options, fn);
+  private run(
+    keys: string[],
+    options: LockedOptions,
+    fn: () => unknown,
+    decorated = false,
+  ): Promise<never> {
+    const running = this.runLocked(keys, options, fn, decorated);
     if (options.onBusy !== 'skip') return running;
     return running.catch((err: unknown) => {
       if (err instanceof LockNotAcquiredError) return undefined as never;
@@ -260,16 +277,26 @@ export class LockService implements BeforeApplicationShutdown {
   }
 
   /** Not async itself (one promise less per call): a synchronous throw becomes a rejection. */
-  private runLocked(keys: string[], options: LockedOptions, fn: () => unknown): Promise<never> {
+  private runLocked(
+    keys: string[],
+    options: LockedOptions,
+    fn: () => unknown,
+    decorated: boolean,
+  ): Promise<never> {
     try {
-      return this.routeLocked(keys, options, fn);
+      return this.routeLocked(keys, options, fn, decorated);
     } catch (err) {
       return Promise.reject(err);
     }
   }
 
-  private routeLocked(keys: string[], options: LockedOptions, fn: () => unknown): Promise<never> {
-    const b = this.behaviour(options);
+  private routeLocked(
+    keys: string[],
+    options: LockedOptions,
+    fn: () => unknown,
+    decorated: boolean,
+  ): Promise<never> {
+    const b = decorated ? this.behaviour(options) : this.resolveBehaviour(options);
     const sorted = sortUnique(keys);
     const scope = LockContext.scope();
 
@@ -321,7 +348,7 @@ export class LockService implements BeforeApplicationShutdown {
   /** Runs `fn` under `given`, or under the keys `needed`, taken first. */
   private async runWith(
     given: ActiveHold | undefined,
-    needed: string[],
+    needed: readonly string[],
     b: Behaviour,
     fn: () => unknown,
     parent: LockScope | undefined,
@@ -376,7 +403,7 @@ export class LockService implements BeforeApplicationShutdown {
   }
 
   /** Acquires (waiting up to `waitTimeout`) and starts the watchdog. */
-  private async take(keys: string[], b: Behaviour): Promise<ActiveHold> {
+  private async take(keys: readonly string[], b: Behaviour): Promise<ActiveHold> {
     return this.start(await b.client.acquire(keys, leaseTtl(b), b.waitTimeout), b);
   }
 
@@ -473,7 +500,7 @@ function abortHold(hold: ActiveHold, reason: LockLostError): void {
 /** The lease asked for: never longer than maxHold. */
 const leaseTtl = (b: Behaviour): number => Math.max(10, Math.ceil(Math.min(b.ttl, b.maxHold)));
 
-function sortUnique(keys: readonly string[]): string[] {
-  if (keys.length === 1) return [keys[0]];
+function sortUnique(keys: readonly string[]): readonly string[] {
+  if (keys.length === 1) return keys;
   return [...new Set(keys)].sort();
 }
