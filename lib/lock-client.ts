@@ -184,7 +184,12 @@ export class LockClient {
     this.clustered = nodes.some((n) => (n as Cluster).isCluster === true);
     this.fair = nodes.length === 1;
     this.block = this.fair ? settings.localHandoffs + 1 : 1;
-    this.notifier = new LockNotifier(nodes[0], onSubscriberError);
+    this.notifier = new LockNotifier(
+      nodes[0],
+      onSubscriberError,
+      `nest-locked:g:${this.tokenPrefix.slice(0, -1)}`,
+      (message) => this.onGrant(message),
+    );
     // Every wait in progress listens for the close: thousands at once are normal, not a leak.
     setMaxListeners(0, this.closing.signal);
   }
@@ -662,7 +667,10 @@ export class LockClient {
             continue;
           }
           pendingWake = false;
-          await this.listen(key, queue);
+          // Single node: grants come on this group's own channel, nothing to subscribe per key.
+          // Quorum: heads race, woken by the key's release channel.
+          if (this.fair) await this.subscribed(this.notifier.ready());
+          else await this.listen(key, queue);
           if (done) return;
           if (this.heldHere(queue) || queue.trying > 0) {
             // Held here: the holder hands it over, or releases it and we hear the PUBLISH.
@@ -708,21 +716,27 @@ export class LockClient {
     });
   }
 
+  /**
+   * `g <token> <fence> <spare> <lock key>` on this group's own channel: a release granted the key
+   * to a token this process queued.
+   */
+  private onGrant(message: string): void {
+    const parts = message.split(' ');
+    if (parts[0] !== 'g' || parts.length < 5) return;
+    const rk = parts.slice(4).join(' ');
+    const open = `${this.settings.keyPrefix}{`;
+    if (!rk.startsWith(open) || !rk.endsWith('}')) return;
+    this.stats.grants++;
+    this.granted(rk.slice(open.length, -1), parts[1], Number(parts[2]), Number(parts[3]) || 0);
+  }
+
   /** Subscribes the queue to the key's releases (once), waking whoever is its head. */
   private async listen(key: string, queue: KeyQueue): Promise<void> {
     if (!queue.listener) {
       const listener = this.notifier.listen(this.channel(key), (message) => {
-        if (message === 'r') {
-          this.stats.notifiedWakeups++;
-          queue.waiters[0]?.wake();
-          return;
-        }
-        // `g <token> <fence> <spare>`: the release granted the key to a queued token, maybe ours.
-        const [, token, fence, spare] = message.split(' ');
-        if (token?.startsWith(this.tokenPrefix)) {
-          this.stats.grants++;
-          this.granted(key, token, Number(fence), Number(spare ?? 0) || 0);
-        }
+        if (message !== 'r') return;
+        this.stats.notifiedWakeups++;
+        queue.waiters[0]?.wake();
       });
       queue.listener = listener;
       listener.ready.then(

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { closeConnection } from './redis-connection';
 
@@ -10,9 +9,11 @@ interface Channel {
 }
 
 /**
- * Wake-ups for waiters: one subscriber connection per client group (not one per waiter),
- * subscribed to a key's release channel only while a caller of this process waits for that key.
- * The last waiter to leave unsubscribes, so millions of keys over time leave nothing behind.
+ * Wake-ups for waiters: one subscriber connection per client group (not one per waiter). It is
+ * always subscribed to the group's own channel, where releases send the grants meant for its
+ * tokens (so a grant reaches only the process it is for), and to a key's release channel only
+ * while a caller of this process races for that key (quorum and multi-key waits). The last
+ * waiter to leave unsubscribes, so millions of keys over time leave nothing behind.
  * @internal
  */
 export class LockNotifier {
@@ -20,15 +21,31 @@ export class LockNotifier {
   /** Resolves once the subscriber is connected and holds its anchor subscription. */
   private opened?: Promise<void>;
   private readonly channels = new Map<string, Channel>();
+  private closed = false;
   /** Messages received (release notifications), for tests and stats. */
   received = 0;
 
+  /**
+   * @param own the group's own channel, subscribed for the connection's life
+   * @param onOwn called with each message of that channel
+   */
   constructor(
     private readonly source: RedisNode,
     private readonly onError: (error: Error) => void,
+    private readonly own: string,
+    private readonly onOwn: (message: string) => void,
   ) {}
 
-  /** Subscribed channels (for tests: empty once every waiter left). */
+  /**
+   * Resolves once the subscriber is connected and subscribed to the own channel (connecting it
+   * if needed): from then on, grants for this group's tokens are heard.
+   */
+  ready(): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('the subscriber connection closed'));
+    return this.connection().opened;
+  }
+
+  /** Subscribed key channels (for tests: empty once every waiter left). */
   get size(): number {
     return this.channels.size;
   }
@@ -79,6 +96,7 @@ export class LockNotifier {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     const sub = this.subscriber;
     this.subscriber = undefined;
     this.opened = undefined;
@@ -96,10 +114,10 @@ export class LockNotifier {
         : (this.source as Redis).duplicate({ enableOfflineQueue: true, lazyConnect: false })
     ) as RedisNode;
     sub.on('error', (err: Error) => this.onError(err));
-    // Keep one channel subscribed for the connection's life: when the last channel is
-    // unsubscribed while another SUBSCRIBE is in flight, ioredis leaves subscriber mode and the
-    // messages of the new channel are lost.
-    const anchor = `nest-locked:anchor:${randomBytes(6).toString('hex')}`;
+    // The own channel stays subscribed for the connection's life; it also anchors the
+    // connection: when the last channel is unsubscribed while another SUBSCRIBE is in flight,
+    // ioredis leaves subscriber mode and the messages of the new channel are lost.
+    const anchor = this.own;
     const opened = new Promise<void>((resolve, reject) => {
       if (sub.status === 'ready') resolve();
       sub.once('ready', () => resolve());
@@ -108,6 +126,11 @@ export class LockNotifier {
     opened.catch(() => undefined);
     this.opened = opened;
     sub.on('message', (channel: string, message: string) => {
+      if (channel === anchor) {
+        this.received++;
+        this.onOwn(message);
+        return;
+      }
       const entry = this.channels.get(channel);
       if (!entry) return;
       this.received++;

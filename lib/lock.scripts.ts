@@ -6,8 +6,9 @@
  *   KEYS[i + 2] `<prefix>{<key>}:wait`   set while racing waiters wait, so a release publishes
  *   KEYS[i + 3] `<prefix>{<key>}:q`      waiting process heads in arrival order (zset)
  *   KEYS[i + 4] `<prefix>{<key>}:qm`     per queued token: "<lease ms>:<deadline ms>" (hash)
- * A release publishes on the channel `<prefix>{<key>}:rel`: `r` (the key is free) or
- * `g <token> <fence> <spare>` (the key was granted to that queued token).
+ * A release publishes `r` on the key's channel `<prefix>{<key>}:rel` when racing waiters wait
+ * for a free key, and a grant `g <token> <fence> <spare> <lock key>` on the channel of the
+ * process that queued the token, `nest-locked:g:<token prefix>` (tokens are `<prefix>.<n>`).
  *
  * Fences are minted in blocks: a script that gives the key to a process adds `block` to the
  * counter and hands out the first fence of the block; the `spare` ones after it are for the
@@ -63,7 +64,9 @@ local function grant_or_free(l, block)
         local fence = mint(l, block)
         -- The others still queued (or racing) keep the flag, as long as the queue lives.
         flag(l, math.max(redis.call('PTTL', KEYS[l + 3]), 1000))
-        redis.call('PUBLISH', KEYS[l] .. ':rel', 'g ' .. token .. ' ' .. fence .. ' ' .. (block - 1))
+        -- Told to the waiter's process only, on its own channel (its token's prefix).
+        redis.call('PUBLISH', 'nest-locked:g:' .. string.match(token, '^(.*)%.'),
+          'g ' .. token .. ' ' .. fence .. ' ' .. (block - 1) .. ' ' .. KEYS[l])
         return fence
       end
     end
