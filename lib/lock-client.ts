@@ -208,6 +208,12 @@ export class LockClient {
     return this.queues.get(key)?.waiters.length ?? 0;
   }
 
+  /** Whether a caller of this process holds `key` (single-key holds). */
+  holds(key: string): boolean {
+    const queue = this.queues.get(key);
+    return queue !== undefined && this.heldHere(queue);
+  }
+
   /** The Redis key of a lock (`<prefix>{<key>}`). */
   redisKey(key: string): string {
     return `${this.settings.keyPrefix}{${key}}`;

@@ -314,6 +314,7 @@ export class LockService implements BeforeApplicationShutdown {
           return { busy: false, value: await this.runWith(hold, slice, b, fn, scope, segment) };
         },
         queued: (segment) => b.client.queued(sliceKey(base, segment)),
+        heldHere: (segment) => b.client.holds(sliceKey(base, segment)),
         tryAny: b.client.canTakeAny
           ? async (order) => {
               const keys = order.map((segment) => sliceKey(base, segment));

@@ -2,6 +2,13 @@ import { performance } from 'node:perf_hooks';
 import { AllSegmentsExhaustedError, LockNotAcquiredError, SegmentExhaustedError } from '../errors';
 import { SEGMENT_EXHAUSTED_MS } from '../redlock.constants';
 
+/**
+ * A line for a slice held in another process counts as this many callers longer than one for a
+ * slice held here: its head has to queue in Redis behind the other processes' heads, while a
+ * local holder hands the slice over with no round trip.
+ */
+const REMOTE_LINE_COST = 4;
+
 /** Abort reason of a wait whose slice another caller found exhausted. */
 const EXHAUSTED_WHILE_WAITING = Symbol('segment exhausted while waiting');
 
@@ -27,6 +34,8 @@ export interface SegmentCall<T> {
   ): Promise<{ busy: true; pttl: number } | { busy: false; value: T }>;
   /** How many callers of this process already wait for the slice. */
   queued(segment: number): number;
+  /** Optional: whether a caller of this process holds the slice (it hands it over for free). */
+  heldHere?(segment: number): boolean;
   /**
    * Optional: the whole sweep in one round trip. Takes the first free slice of `order`, runs the
    * method under it and releases it; a slice whose method threw `SegmentExhaustedError` comes
@@ -45,8 +54,8 @@ export interface SegmentCall<T> {
  * The segmented strategy (seeds 001, "another 10x"): one hot resource split into N slices, each
  * its own lock, so N callers proceed at once. A call sweeps the slices from a random start
  * without waiting, one slice at a time (never two held by one call). If every usable slice is
- * busy it waits in line for the slice with the shortest local queue: that slice's holder hands
- * it over directly when done, and a release in another process wakes the line's head, so the
+ * busy it waits in line for the slice with the shortest local queue (one held in this process
+ * counting four callers shorter): that slice's holder hands it over directly when done, and a release in another process wakes the line's head, so the
  * callers of a process spread evenly over the slices instead of all stampeding at every
  * release. A slice whose method threw `SegmentExhaustedError` is skipped for a second (or until
  * `reset`), so a replenished resource needs no restart.
@@ -117,8 +126,10 @@ export class SegmentedStrategy {
       }
       // 2. Wait in the shortest line (ties: the first in sweep order). If the slice is found
       // exhausted meanwhile (by the caller ahead), leave the line and sweep again.
+      const cost = (segment: number) =>
+        call.queued(segment) + (call.heldHere?.(segment) ? 0 : REMOTE_LINE_COST);
       let best = usable[0];
-      for (const segment of usable) if (call.queued(segment) < call.queued(best)) best = segment;
+      for (const segment of usable) if (cost(segment) < cost(best)) best = segment;
       const wait = { segment: best, stop: new AbortController() };
       let waits = this.waiting.get(call.id);
       if (!waits) this.waiting.set(call.id, (waits = new Set()));

@@ -125,6 +125,20 @@ describe('SegmentedStrategy', () => {
     expect(log.at(-1)!.waitMs).toBeGreaterThan(0);
   });
 
+  it('prefers the line of a slice held in this process (handed over with no round trip)', async () => {
+    const strategy = new SegmentedStrategy(1_000, () => 0);
+    const { call, log } = fakeCall({ segments: 3, busy: new Set([0, 1, 2]), onWait: () => true });
+    const queued = [0, 3, 1];
+    const held = [false, true, false];
+    const run = strategy.run({ ...call, queued: (s) => queued[s], heldHere: (s) => held[s] });
+    await expect(run).resolves.toBe(1);
+    expect(log.at(-1)).toMatchObject({ segment: 1 });
+    // ...but not at any price: a much longer local line loses to an empty remote one.
+    queued[1] = 6;
+    await strategy.run({ ...call, queued: (s) => queued[s], heldHere: (s) => held[s] });
+    expect(log.at(-1)).toMatchObject({ segment: 0 });
+  });
+
   it('sweeps in one call when the engine can (tryAny), skipping exhausted slices', async () => {
     const strategy = new SegmentedStrategy(1_000, () => 0.5);
     const orders: number[][] = [];
