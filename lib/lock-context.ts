@@ -9,8 +9,23 @@ export interface HoldRecord {
 /** @internal */
 export interface LockScope {
   readonly info: LockContextInfo;
-  /** Every key held in this async context, `<client>\0<key>` -> its hold. */
-  readonly held: ReadonlyMap<string, HoldRecord>;
+  /** The client group and the keys this scope took (not those its parents hold). */
+  readonly client: string;
+  readonly keys: readonly string[];
+  readonly record: HoldRecord;
+  /** The enclosing locked call's scope, if any. */
+  readonly parent?: LockScope;
+}
+
+/**
+ * Whether this async context holds `key` of `client`: the innermost scope that took it decides
+ * (a hold that ended no longer counts). @internal
+ */
+export function holdsInScope(scope: LockScope | undefined, client: string, key: string): boolean {
+  for (let s = scope; s; s = s.parent) {
+    if (s.client === client && s.keys.includes(key)) return s.record.active;
+  }
+  return false;
 }
 
 // One AsyncLocalStorage, owned here: holds follow the async context of the call that took them,

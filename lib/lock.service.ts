@@ -12,7 +12,7 @@ import type { LockContextInfo, LockedOptions, LockHandle } from './interfaces';
 import { assertRawKey, type KeyRenderer } from './key-template';
 import type { Lease, LockClient } from './lock-client';
 import { LockClientRegistry } from './lock-client.registry';
-import { holdId, LockContext, type HoldRecord, type LockScope } from './lock-context';
+import { holdId, holdsInScope, LockContext, type HoldRecord, type LockScope } from './lock-context';
 import { type ResolvedRedlockOptions, validateBehaviour } from './redlock-options';
 import { DEFAULT_CLIENT, RESOLVED_OPTIONS } from './redlock.constants';
 import { SegmentedStrategy, sliceKey } from './strategies/segmented.strategy';
@@ -336,13 +336,11 @@ export class LockService implements BeforeApplicationShutdown {
       }) as Promise<never>;
     }
     // Reentrancy: every key already held by this async context -> no Redis round trip.
-    if (scope && sorted.every((k) => scope.held.get(holdId(b.clientName, k))?.active)) {
+    if (scope && sorted.every((k) => holdsInScope(scope, b.clientName, k))) {
       return settle(fn()) as Promise<never>;
     }
     // Keys this context already holds are not taken twice.
-    const needed = scope
-      ? sorted.filter((k) => !scope.held.get(holdId(b.clientName, k))?.active)
-      : sorted;
+    const needed = scope ? sorted.filter((k) => !holdsInScope(scope, b.clientName, k)) : sorted;
     return this.runWith(undefined, needed, b, fn, scope) as Promise<never>;
   }
 
@@ -356,15 +354,16 @@ export class LockService implements BeforeApplicationShutdown {
     segment?: number,
   ): Promise<unknown> {
     const hold = given ?? this.start(await b.client.acquire(needed, leaseTtl(b), b.waitTimeout), b);
-    const held = new Map(parent?.held);
-    for (const k of needed) held.set(holdId(b.clientName, k), hold.record);
     // The context info is built when someone asks for it (most methods never do).
     let info: LockContextInfo | undefined;
     const scope: LockScope = {
       get info() {
         return (info ??= describe(hold, segment));
       },
-      held,
+      client: b.clientName,
+      keys: needed,
+      record: hold.record,
+      parent,
     };
 
     let result: unknown;
