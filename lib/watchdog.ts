@@ -5,51 +5,64 @@ import type { Lease, LockClient } from './lock-client';
 /**
  * Wake-ups of many watchdogs on few timers. Watchdogs that sleep for the same interval wake in
  * the order they went to sleep, so one timer per interval (the head's) serves them all: a hold
- * of a few milliseconds costs a Map insert and delete, not a timer of its own. A timer whose
- * members all left is not cleared; it fires once, finds nobody due and ends.
+ * of a few milliseconds costs two list links, not a timer of its own (the list runs through the
+ * watchdogs themselves: no Map or Set churned per hold). A timer whose members all left is not
+ * cleared; it fires once, finds nobody due and ends.
  */
 class WakeUps {
-  private readonly groups = new Map<
-    number,
-    { members: Map<Watchdog, number>; timer?: NodeJS.Timeout }
-  >();
+  private readonly groups = new Map<number, Group>();
 
   add(dog: Watchdog, ms: number): void {
     let group = this.groups.get(ms);
     if (!group) {
-      group = { members: new Map() };
+      group = {};
       this.groups.set(ms, group);
     }
-    group.members.set(dog, performance.now() + ms);
-    if (!group.timer) this.arm(ms, ms);
+    dog.due = performance.now() + ms;
+    dog.prev = group.last;
+    dog.next = undefined;
+    if (group.last) group.last.next = dog;
+    else group.first = dog;
+    group.last = dog;
+    if (!group.timer) this.arm(ms, group, ms);
   }
 
   remove(dog: Watchdog, ms: number): void {
-    this.groups.get(ms)?.members.delete(dog);
+    const group = this.groups.get(ms);
+    if (!group) return;
+    if (dog.prev) dog.prev.next = dog.next;
+    else if (group.first === dog) group.first = dog.next;
+    else return;
+    if (dog.next) dog.next.prev = dog.prev;
+    else group.last = dog.prev;
+    dog.prev = dog.next = undefined;
   }
 
-  private arm(ms: number, delay: number): void {
-    const group = this.groups.get(ms)!;
-    group.timer = setTimeout(() => this.fire(ms), Math.max(1, delay));
+  private arm(ms: number, group: Group, delay: number): void {
+    group.timer = setTimeout(() => this.fire(ms, group), Math.max(1, delay));
     group.timer.unref();
   }
 
-  private fire(ms: number): void {
-    const group = this.groups.get(ms);
-    if (!group) return;
+  private fire(ms: number, group: Group): void {
     group.timer = undefined;
     // A timer may fire a little early: anything due within the next millisecond runs now.
     const now = performance.now() + 1;
-    for (const [dog, due] of group.members) {
-      if (due > now) {
-        this.arm(ms, due - now + 1);
+    for (let dog = group.first; dog; dog = group.first) {
+      if (dog.due > now) {
+        this.arm(ms, group, dog.due - now + 1);
         return;
       }
-      group.members.delete(dog);
+      this.remove(dog, ms);
       dog.wake();
     }
-    this.groups.delete(ms);
+    if (this.groups.get(ms) === group && !group.first) this.groups.delete(ms);
   }
+}
+
+interface Group {
+  first?: Watchdog;
+  last?: Watchdog;
+  timer?: NodeJS.Timeout;
 }
 
 const wakeUps = new WakeUps();
@@ -61,6 +74,12 @@ const wakeUps = new WakeUps();
  * @internal
  */
 export class Watchdog {
+  /** @internal Its place in the wake-up list of its interval. */
+  due = 0;
+  /** @internal */
+  prev?: Watchdog;
+  /** @internal */
+  next?: Watchdog;
   private stopped = false;
   /** The interval it sleeps for now (its wake-up group), if it sleeps. */
   private sleeping?: number;
