@@ -162,8 +162,15 @@ export class LockService implements BeforeApplicationShutdown {
     const hold = await this.take(sortUnique(list), b);
     const { lease, client } = hold;
     const release = () => this.finish(hold);
+    const info = describe(hold);
     return {
-      ...describe(hold),
+      keys: info.keys,
+      fence: info.fence,
+      fences: info.fences,
+      segment: info.segment,
+      signal: info.signal,
+      acquiredAt: info.acquiredAt,
+      waitedMs: info.waitedMs,
       release,
       extend: async (ms: number) => {
         if (!(await client.extend(lease, ms))) {
@@ -361,17 +368,7 @@ export class LockService implements BeforeApplicationShutdown {
     segment?: number,
   ): Promise<unknown> {
     const hold = given ?? this.start(await b.client.acquire(needed, leaseTtl(b), b.waitTimeout), b);
-    // The context info is built when someone asks for it (most methods never do).
-    let info: LockContextInfo | undefined;
-    const scope: LockScope = {
-      get info() {
-        return (info ??= describe(hold, segment));
-      },
-      client: b.clientName,
-      keys: needed,
-      record: hold.record,
-      parent,
-    };
+    const scope = new HoldScope(hold, b.clientName, needed, parent, segment);
 
     let result: unknown;
     try {
@@ -481,22 +478,62 @@ export class LockService implements BeforeApplicationShutdown {
   }
 }
 
+/**
+ * The scope of a locked call, for `LockContext`. A class, not an object literal with a getter:
+ * a literal whose getter is a fresh closure gets a hidden class of its own at every call, which
+ * made young-generation GCs several times slower.
+ */
+class HoldScope implements LockScope {
+  #info?: LockContextInfo;
+  readonly record: HoldRecord;
+
+  constructor(
+    private readonly hold: ActiveHold,
+    readonly client: string,
+    readonly keys: readonly string[],
+    readonly parent: LockScope | undefined,
+    private readonly segment: number | undefined,
+  ) {
+    this.record = hold.record;
+  }
+
+  /** Built when someone asks for it (most methods never do). */
+  get info(): LockContextInfo {
+    return (this.#info ??= describe(this.hold, this.segment));
+  }
+}
+
 /** What `LockContext.current()` and an acquire handle tell about a hold. */
+class HoldInfo implements LockContextInfo {
+  readonly #hold: ActiveHold;
+  readonly keys: readonly string[];
+  readonly fence: number;
+  readonly fences: Readonly<Record<string, number>>;
+  readonly segment?: number;
+  readonly acquiredAt: number;
+  readonly waitedMs: number;
+
+  constructor(hold: ActiveHold, segment?: number) {
+    const { lease } = hold;
+    const fences: Record<string, number> = {};
+    lease.keys.forEach((k, i) => (fences[k] = lease.fences[i]));
+    this.#hold = hold;
+    this.keys = lease.keys;
+    this.fence = lease.fences[0];
+    this.fences = fences;
+    this.segment = segment;
+    this.acquiredAt = lease.acquiredAt;
+    this.waitedMs = lease.waitedMs;
+  }
+
+  /** Created on first use. */
+  get signal(): AbortSignal {
+    return signalOf(this.#hold);
+  }
+}
+
 function describe(hold: ActiveHold, segment?: number): LockContextInfo {
-  const { lease } = hold;
-  const fences: Record<string, number> = {};
-  lease.keys.forEach((k, i) => (fences[k] = lease.fences[i]));
-  return {
-    keys: lease.keys,
-    fence: lease.fences[0],
-    fences,
-    segment,
-    get signal() {
-      return signalOf(hold);
-    },
-    acquiredAt: lease.acquiredAt,
-    waitedMs: lease.waitedMs,
-  };
+  return new HoldInfo(hold, segment);
 }
 
 /** The hold's signal, created on first use (already aborted if the hold was lost before). */
