@@ -51,8 +51,8 @@ export class LockNotifier {
   }
 
   /**
-   * Calls `listener` with each message of `channel` (`r`: released, `g <token> <fence>`:
-   * granted) until the returned `stop` is called.
+   * Calls `listener` with each message of a key's `channel` (`r`: released, for racing
+   * waiters) until the returned `stop` is called.
    * `ready` settles once the subscription is active (a release before that is not seen, so
    * callers try the lock once more after `ready`).
    */
