@@ -259,7 +259,7 @@ export class LockClient {
     // The first try neither queues nor flags: only a listening waiter asks to be woken.
     let first: Awaited<ReturnType<LockClient['attempt']>>;
     try {
-      first = await this.attempt(keys, token, ttl, 0);
+      first = await this.attempt(keys, token, ttl, 0, startedAt);
     } catch (err) {
       if (queue) this.tried(keys[0], queue);
       throw err;
@@ -1033,11 +1033,11 @@ export class LockClient {
     token: string,
     ttl: number,
     flagMs: number,
+    start = performance.now(),
   ): Promise<
     { kind: 'ok'; fences: number[]; start: number; spare?: number } | { kind: 'busy'; pttl: number }
   > {
     this.stats.attempts++;
-    const start = performance.now();
     const units = this.units(keys);
     const flag = Math.ceil(flagMs);
     if (this.nodes.length === 1 && units.length === 1) {

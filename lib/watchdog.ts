@@ -12,13 +12,13 @@ import type { Lease, LockClient } from './lock-client';
 class WakeUps {
   private readonly groups = new Map<number, Group>();
 
-  add(dog: Watchdog, ms: number): void {
+  add(dog: Watchdog, ms: number, now: number): void {
     let group = this.groups.get(ms);
     if (!group) {
       group = {};
       this.groups.set(ms, group);
     }
-    dog.due = performance.now() + ms;
+    dog.due = now + ms;
     dog.prev = group.last;
     dog.next = undefined;
     if (group.last) group.last.next = dog;
@@ -94,7 +94,7 @@ export class Watchdog {
   ) {}
 
   start(): void {
-    this.schedule(this.ttl / 3);
+    this.schedule(this.ttl / 3, this.startedAt);
   }
 
   stop(): void {
@@ -109,14 +109,14 @@ export class Watchdog {
     void this.tick();
   }
 
-  private schedule(ms: number): void {
+  private schedule(ms: number, now = performance.now()): void {
     if (this.stopped) return;
-    const held = performance.now() - this.startedAt;
+    const held = now - this.startedAt;
     // Wake up exactly at maxHold if it comes before the next renewal.
     const untilCap = this.maxHold - held;
     // Whole milliseconds: few distinct intervals, so few shared timers.
     this.sleeping = Math.max(1, Math.ceil(Math.min(ms, untilCap)));
-    wakeUps.add(this, this.sleeping);
+    wakeUps.add(this, this.sleeping, now);
   }
 
   private async tick(): Promise<void> {
