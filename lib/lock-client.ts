@@ -699,6 +699,10 @@ export class LockClient {
             if (why === 'notified' || done) continue;
           }
           const remaining = deadline - performance.now();
+          // From the moment it is sent, the attempt may queue the token: a wait that ends before
+          // its reply must leave the Redis queue (the leave runs after it on the same
+          // connection), or a release would grant the key to nobody.
+          if (this.fair) waiter.enqueued = true;
           const vote = await this.attempt(keys, token, ttl, Math.max(1, remaining));
           if (done) {
             // The deadline passed (or a grant arrived) while the attempt was in flight: give
@@ -717,7 +721,6 @@ export class LockClient {
             return;
           }
           lastPttl = vote.pttl;
-          if (this.fair) waiter.enqueued = true;
           const why = await sleep(this.retryDelay(vote.pttl, deadline));
           if (why === 'timer') this.stats.timerWakeups++;
         }
@@ -725,6 +728,9 @@ export class LockClient {
       loop().catch((err: unknown) => {
         if (done) return;
         finish();
+        if (waiter.enqueued && !this.tokens.has(token)) {
+          void this.onNodes((n) => this.nodeRelease(n, keys, token, true));
+        }
         reject(err);
       });
     });

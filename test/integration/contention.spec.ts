@@ -6,6 +6,7 @@ import { findOverlaps } from '../support/intervals';
 import { createLockApp, lockRedisKey, sleep, uniquePrefix, within } from '../support/lock-app';
 import { type RedisServerHandle, useRedis } from '../support/redis-server';
 import { killWorkers, spawnWorker } from '../support/workers';
+import { LockClientRegistry } from '../../lib/lock-client.registry';
 
 /**
  * The waiting engine: waiters are woken by the release itself (a grant pushed over pub/sub), an
@@ -251,4 +252,34 @@ it('hands the key to the next caller of the process with no round trip, fences s
   } finally {
     await other.close();
   }
+});
+
+it('leaves the Redis queue when a wait ends while its first queued attempt is in flight', async () => {
+  // Otherwise the token stays queued and a release grants the key to a caller that is gone.
+  const client = app.get(LockClientRegistry).get('default');
+  const node = client.nodes[0] as Redis;
+  const key = lockRedisKey(prefix, 'job:inflight');
+  await redis.set(key, 'other-process', 'PX', 10_000);
+  const stop = new AbortController();
+  const evalsha = node.evalsha.bind(node);
+  const patched = (...args: Parameters<Redis['evalsha']>) => {
+    const reply = evalsha(...args);
+    // [sha, 5, ...5 keys, token, ttl, wait ms, queue, block]: the first attempt that may queue.
+    if (args[2] === key && args.length === 12 && args[9] !== '0' && args[9] !== 0) {
+      stop.abort(new Error('caller gone'));
+    }
+    return reply;
+  };
+  node.evalsha = patched as Redis['evalsha'];
+  try {
+    await expect(client.acquire(['job:inflight'], 1_000, 5_000, stop.signal)).rejects.toThrow(
+      'caller gone',
+    );
+  } finally {
+    node.evalsha = evalsha;
+  }
+  expect(stop.signal.aborted).toBe(true);
+  await sleep(50);
+  expect(await redis.zcard(`${key}:q`)).toBe(0);
+  await redis.del(key);
 });
