@@ -597,7 +597,7 @@ export class LockClient {
           finish();
           // Leave the Redis queue (and pass the key on if a grant raced with the timeout).
           if (waiter.enqueued && !this.tokens.has(token)) {
-            void this.onNodes((n) => this.nodeRelease(n, keys, token, true));
+            this.leaveQueue(keys, token);
           }
           reject(new LockNotAcquiredError(keys, performance.now() - startedAt, lastPttl));
         },
@@ -608,7 +608,7 @@ export class LockClient {
         if (done) return;
         finish();
         if (waiter.enqueued && !this.tokens.has(token)) {
-          void this.onNodes((n) => this.nodeRelease(n, keys, token, true));
+          this.leaveQueue(keys, token);
         }
         reject(this.abortReason(keys, signal));
       };
@@ -708,7 +708,7 @@ export class LockClient {
             // The deadline passed (or a grant arrived) while the attempt was in flight: give
             // back what it took, unless a grant made it ours in the meantime.
             if (vote.kind === 'ok' && !this.tokens.has(token)) {
-              void this.onNodes((n) => this.nodeRelease(n, keys, token, true));
+              this.leaveQueue(keys, token);
             }
             return;
           }
@@ -729,7 +729,7 @@ export class LockClient {
         if (done) return;
         finish();
         if (waiter.enqueued && !this.tokens.has(token)) {
-          void this.onNodes((n) => this.nodeRelease(n, keys, token, true));
+          this.leaveQueue(keys, token);
         }
         reject(err);
       });
@@ -921,7 +921,7 @@ export class LockClient {
     if (this.tokens.has(token)) return; // already taken by a retry that found it ours
     if (!queue || !waiter) {
       // Its waiter left (timed out) after the grant: pass the key on.
-      void this.onNodes((node) => this.nodeRelease(node, [key], token, true));
+      this.leaveQueue([key], token);
       return;
     }
     this.tokens.add(token);
@@ -1252,12 +1252,15 @@ export class LockClient {
     token: string,
     leave = false,
   ): Promise<number> {
-    const units = this.units(keys);
-    const args = [token, leave ? '1' : '0', this.block];
-    if (units.length === 1) {
-      return this.runScript(node, RELEASE, units[0], args).then((r) => Number((r as number[])[2]));
-    }
-    return this.nodeReleaseUnits(node, units, args);
+    return new Promise((resolve, reject) =>
+      this.nodeReleaseTo(
+        node,
+        keys,
+        token,
+        (r) => (r instanceof Error ? reject(r) : resolve(r)),
+        leave,
+      ),
+    );
   }
 
   /** `nodeRelease` to a callback: the PUBLISH count, or the error. */
@@ -1266,17 +1269,20 @@ export class LockClient {
     keys: readonly string[],
     token: string,
     answer: (r: number | Error) => void,
+    leave = false,
   ): void {
     const units = this.units(keys);
+    const args = [token, leave ? '1' : '0', this.block];
     if (units.length === 1) {
-      this.send(node, RELEASE, units[0], [token, '0', this.block], (e, r) =>
-        answer(e ?? Number((r as number[])[2])),
-      );
+      this.send(node, RELEASE, units[0], args, (e, r) => answer(e ?? Number((r as number[])[2])));
       return;
     }
-    this.nodeReleaseUnits(node, units, [token, '0', this.block]).then(answer, (e: unknown) =>
-      answer(asError(e)),
-    );
+    this.nodeReleaseUnits(node, units, args).then(answer, (e: unknown) => answer(asError(e)));
+  }
+
+  /** A waiter that gives up leaves the Redis queue (and passes on a grant it may have got). */
+  private leaveQueue(keys: readonly string[], token: string): void {
+    void this.onNodes((node) => this.nodeRelease(node, keys, token, true));
   }
 
   private async nodeReleaseUnits(
