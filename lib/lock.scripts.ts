@@ -23,6 +23,12 @@
 const STRIDE = 5;
 export { STRIDE as SCRIPT_KEY_STRIDE };
 
+/** Shared Lua: reserve a block of fences for the lock at KEYS[l]; returns the first. */
+const MINT = `
+local function mint(l, block)
+  return redis.call('INCRBY', KEYS[l + 1], block) - block + 1
+end`;
+
 /**
  * Shared Lua: free the lock at KEYS[l] (which the caller holds): grant it to the oldest queued
  * token whose deadline has not passed, or delete it and wake the racing waiters. The wait flag
@@ -39,10 +45,7 @@ local function flag(l, ms)
     redis.call('SET', KEYS[l + 2], '1', 'PX', ms)
   end
 end
--- Reserves a block of fences; returns the first.
-local function mint(l, block)
-  return redis.call('INCRBY', KEYS[l + 1], block) - block + 1
-end
+${MINT}
 local function grant_or_free(l, block)
   -- Deletes the lock and the flag; 2 means the flag was there: someone waits.
   if redis.call('DEL', KEYS[l], KEYS[l + 2]) < 2 then return 0 end
@@ -217,10 +220,7 @@ return {3, mint(1, tonumber(ARGV[5]))}
  * ARGV[1] old token, ARGV[2] new token, ARGV[3] new lease ms, ARGV[4] fences to reserve per key.
  * Returns {1, fence1, ...} or {0} when the old token no longer holds every key.
  */
-export const HANDOFF_SCRIPT = `
-local function mint(l, block)
-  return redis.call('INCRBY', KEYS[l + 1], block) - block + 1
-end
+export const HANDOFF_SCRIPT = `${MINT}
 for i = 1, #KEYS, 5 do
   if redis.call('GET', KEYS[i]) ~= ARGV[1] then return {0} end
 end
