@@ -6,6 +6,8 @@ import { LockBackendError, LockNotAcquiredError } from './errors';
 import { LockNotifier } from './lock-notifier';
 import {
   ACQUIRE_SCRIPT,
+  FREE_SCRIPT,
+  TRY_SCRIPT,
   EXTEND_SCRIPT,
   HANDOFF_SCRIPT,
   RAISE_FENCE_SCRIPT,
@@ -37,6 +39,11 @@ export interface Lease {
    */
   spare: number;
   ttl: number;
+  /**
+   * Taken by a caller's first try, the key free: most likely nobody waits for it, so its
+   * release tries the two-key FREE script before the full one.
+   */
+  firstTry: boolean;
   /** `performance.now()` until which the lease is certainly ours. */
   validUntil: number;
   readonly acquiredAt: number;
@@ -73,6 +80,12 @@ const RELEASE_TO = script(RELEASE_TO_SCRIPT);
 const HANDOFF = script(HANDOFF_SCRIPT);
 const RAISE_FENCE = script(RAISE_FENCE_SCRIPT);
 const TAKE_ANY = script(TAKE_ANY_SCRIPT);
+const TRY = script(TRY_SCRIPT);
+const FREE = script(FREE_SCRIPT);
+
+/** An acquire round's outcome: taken (`lean`: by TRY_SCRIPT, a first try), or busy. */
+type Taken = { kind: 'ok'; fences: number[]; start: number; spare?: number; lean: boolean };
+type Outcome = Taken | { kind: 'busy'; pttl: number };
 
 type Vote =
   | { kind: 'ok'; fences: number[] }
@@ -110,6 +123,16 @@ interface KeyQueue {
   listener?: { ready: Promise<void>; stop: () => void };
   /** Whether that subscription is active (its head hears every PUBLISH). */
   listening: boolean;
+}
+
+/** The script keys of one lock key, built once (the same come back at every cycle). */
+interface KeySet {
+  /** Lock, fence, wait flag, queue, queue meta: what the full scripts take. */
+  all: string[];
+  /** Lock and fence: TRY_SCRIPT's. */
+  take: string[];
+  /** Lock and wait flag: FREE_SCRIPT's. */
+  free: string[];
 }
 
 const MAX_POLL_MS = 1_000;
@@ -159,7 +182,7 @@ export class LockClient {
   /** Fences reserved per single-key lease: the holder's and one per possible local handoff. */
   private readonly block: number;
   private readonly queues = new Map<string, KeyQueue>();
-  private readonly keySets = new Map<string, string[]>();
+  private readonly keySets = new Map<string, KeySet>();
   /**
    * Tokens are unique per acquisition: a random prefix per client (so two groups or two apps in
    * one process never mistake each other's grants) plus a counter (cheap, never reused).
@@ -331,7 +354,8 @@ export class LockClient {
     })) as number[];
     if (reply[0] !== 1) return Number(reply[1]);
     const index = candidates[Number(reply[1]) - 1];
-    const lease = this.hold([keys[index]], token, ttl, { fences: [Number(reply[2])] }, startedAt);
+    const fences = [Number(reply[2])];
+    const lease = this.hold([keys[index]], token, ttl, { fences, lean: true }, startedAt);
     return { lease, index };
   }
 
@@ -476,6 +500,10 @@ export class LockClient {
   private releaseInRedis(lease: Lease, queue: KeyQueue | undefined, token: string): Promise<void> {
     this.tokens.delete(lease.token);
     this.tokens.delete(token);
+    // Racing groups: FREE does all RELEASE would for one key. Queueing groups: only for a lease
+    // taken by a first try (nobody waited then); a waiter queued since sends RELEASE after it.
+    const lean =
+      lease.keys.length === 1 && (!this.fair || (lease.firstTry && token === lease.token));
     const settle = (published: boolean, errors: Error[]): void => {
       if (queue) {
         queue.held--;
@@ -492,7 +520,7 @@ export class LockClient {
     };
     if (this.nodes.length === 1) {
       return new Promise((resolve, reject) => {
-        this.nodeReleaseTo(this.nodes[0], lease.keys, token, (r) => {
+        this.nodeReleaseTo(this.nodes[0], lease.keys, token, lean, (r) => {
           try {
             settle(typeof r === 'number' && r > 0, r instanceof Error ? [r] : []);
             resolve();
@@ -503,7 +531,7 @@ export class LockClient {
       });
     }
     return this.collect<number | Error, void>(
-      (node, answer) => this.nodeReleaseTo(node, lease.keys, token, answer),
+      (node, answer) => this.nodeReleaseTo(node, lease.keys, token, lean, answer),
       (r) => !(r instanceof Error),
       (results) =>
         settle(
@@ -843,7 +871,7 @@ export class LockClient {
     keys: readonly string[],
     token: string,
     ttl: number,
-    vote: { fences: number[]; start?: number; spare?: number },
+    vote: { fences: number[]; start?: number; spare?: number; lean?: boolean },
     startedAt: number,
   ): Lease {
     const now = performance.now();
@@ -853,6 +881,7 @@ export class LockClient {
       ttl,
       fences: vote.fences,
       spare: vote.spare ?? 0,
+      firstTry: vote.lean === true,
       validUntil: (vote.start ?? now) + ttl - this.drift(ttl),
       acquiredAt: Date.now(),
       waitedMs: now - startedAt,
@@ -863,7 +892,8 @@ export class LockClient {
       queue.held++;
       queue.holder = lease;
     }
-    this.tokens.add(token);
+    // Only a token that queued in Redis can be granted a key: a first try's needs no entry.
+    if (!lease.firstTry) this.tokens.add(token);
     return lease;
   }
 
@@ -907,6 +937,7 @@ export class LockClient {
       ttl: waiter.ttl,
       fences,
       spare,
+      firstTry: false,
       validUntil: start + waiter.ttl - this.drift(waiter.ttl),
       acquiredAt: Date.now(),
       waitedMs: performance.now() - waiter.startedAt,
@@ -949,6 +980,7 @@ export class LockClient {
       ttl: lease.ttl,
       fences: [lease.fences[0] + 1],
       spare: lease.spare - 1,
+      firstTry: false,
       validUntil: lease.validUntil,
       acquiredAt: Date.now(),
       waitedMs: now - next.startedAt,
@@ -1002,23 +1034,26 @@ export class LockClient {
 
   /** The script keys of a lease: per lock key, the lock, fence, wait-flag, queue and queue-meta keys. */
   private allKeys(keys: readonly string[]): string[] {
-    if (keys.length === 1) {
-      // The same keys come back at every acquire and release of a key: build them once.
-      let cached = this.keySets.get(keys[0]);
-      if (!cached) {
-        if (this.keySets.size >= KEY_SET_CACHE) this.keySets.clear();
-        const rk = this.redisKey(keys[0]);
-        cached = [rk, `${rk}:fence`, `${rk}:wait`, `${rk}:q`, `${rk}:qm`];
-        this.keySets.set(keys[0], cached);
-      }
-      return cached;
-    }
+    if (keys.length === 1) return this.keySet(keys[0]).all;
     const out: string[] = [];
     for (const k of keys) {
       const rk = this.redisKey(k);
       out.push(rk, `${rk}:fence`, `${rk}:wait`, `${rk}:q`, `${rk}:qm`);
     }
     return out;
+  }
+
+  /** The script keys of one lock key, from the cache (emptied when full: bounded memory). */
+  private keySet(key: string): KeySet {
+    let set = this.keySets.get(key);
+    if (!set) {
+      if (this.keySets.size >= KEY_SET_CACHE) this.keySets.clear();
+      const rk = this.redisKey(key);
+      const all = [rk, `${rk}:fence`, `${rk}:wait`, `${rk}:q`, `${rk}:qm`];
+      set = { all, take: [rk, all[1]], free: [rk, all[2]] };
+      this.keySets.set(key, set);
+    }
+    return set;
   }
 
   /**
@@ -1040,10 +1075,9 @@ export class LockClient {
     ttl: number,
     flagMs: number,
     start = performance.now(),
-  ): Promise<
-    { kind: 'ok'; fences: number[]; start: number; spare?: number } | { kind: 'busy'; pttl: number }
-  > {
+  ): Promise<Outcome> {
     this.stats.attempts++;
+    if (flagMs <= 0 && keys.length === 1) return this.firstTry(keys, token, ttl, start);
     const units = this.units(keys);
     const flag = Math.ceil(flagMs);
     if (this.nodes.length === 1 && units.length === 1) {
@@ -1059,7 +1093,13 @@ export class LockClient {
             const vote = toVote(r);
             resolve(
               vote.kind === 'ok'
-                ? { kind: 'ok', fences: vote.fences, start, spare: this.spareFor(units) }
+                ? {
+                    kind: 'ok',
+                    fences: vote.fences,
+                    start,
+                    spare: this.spareFor(units),
+                    lean: false,
+                  }
                 : vote,
             );
           },
@@ -1069,6 +1109,42 @@ export class LockClient {
     return this.attemptOnNodes(keys, units, token, ttl, flag, start);
   }
 
+  /**
+   * A first try for one key: it neither queues nor flags, so TRY_SCRIPT with the lock and fence
+   * keys only (ACQUIRE_SCRIPT would do the same with three keys more to send and parse).
+   */
+  private firstTry(
+    keys: readonly string[],
+    token: string,
+    ttl: number,
+    start: number,
+  ): Promise<Outcome> {
+    const set = this.keySet(keys[0]);
+    // Quorum groups reserve one fence (block 1): no local handoff without a round trip there.
+    const args = [token, ttl, this.block];
+    if (this.nodes.length === 1) {
+      return new Promise((resolve, reject) => {
+        this.send(this.nodes[0], TRY, set.take, args, (e, r) => {
+          if (e) return reject(new LockBackendError(keys, [e]));
+          const vote = toVote(r);
+          resolve(
+            vote.kind === 'ok'
+              ? { kind: 'ok', fences: vote.fences, start, spare: this.block - 1, lean: true }
+              : vote,
+          );
+        });
+      });
+    }
+    return this.collect<Vote, Outcome>(
+      (node, answer) =>
+        this.send(node, TRY, set.take, args, (e, r) =>
+          answer(e ? { kind: 'error', error: e } : toVote(r)),
+        ),
+      (v) => v.kind === 'ok',
+      (votes) => this.countVotes(keys, token, ttl, start, votes, true),
+    );
+  }
+
   private attemptOnNodes(
     keys: readonly string[],
     units: string[][],
@@ -1076,10 +1152,10 @@ export class LockClient {
     ttl: number,
     flag: number,
     start: number,
-  ): Promise<{ kind: 'ok'; fences: number[]; start: number } | { kind: 'busy'; pttl: number }> {
+  ): Promise<Outcome> {
     if (this.nodes.length === 1) {
       return this.nodeAcquireUnits(this.nodes[0], units, token, ttl, flag).then((vote) => {
-        if (vote.kind === 'ok') return { kind: 'ok', fences: vote.fences, start };
+        if (vote.kind === 'ok') return { kind: 'ok', fences: vote.fences, start, lean: false };
         if (vote.kind === 'busy') return vote;
         throw new LockBackendError(keys, [vote.error]);
       });
@@ -1087,13 +1163,10 @@ export class LockClient {
     // Go on as soon as a majority agreed (or can no longer agree), as Redlock does: the slowest
     // node's answer is not waited for. Its acquire still lands and is released like the others
     // (commands on one connection run in order).
-    return this.collect<
-      Vote,
-      { kind: 'ok'; fences: number[]; start: number } | { kind: 'busy'; pttl: number }
-    >(
+    return this.collect<Vote, Outcome>(
       (node, answer) => this.nodeAcquire(node, units, token, ttl, flag, answer),
       (v) => v.kind === 'ok',
-      (votes) => this.countVotes(keys, token, ttl, start, votes),
+      (votes) => this.countVotes(keys, token, ttl, start, votes, false),
     );
   }
 
@@ -1104,20 +1177,16 @@ export class LockClient {
     ttl: number,
     start: number,
     votes: (Vote | undefined)[],
-  ):
-    | { kind: 'ok'; fences: number[]; start: number }
-    | { kind: 'busy'; pttl: number }
-    | Promise<{ kind: 'ok'; fences: number[]; start: number }> {
-    const ok = votes.filter((v): v is { kind: 'ok'; fences: number[] } => v?.kind === 'ok');
+    lean: boolean,
+  ): Outcome | Promise<Taken> {
+    const perNode: number[][] = [];
+    for (const v of votes) if (v?.kind === 'ok') perNode.push(v.fences);
     const validity = ttl - (performance.now() - start) - this.drift(ttl);
-    if (ok.length >= this.quorum && validity > 0) {
-      const settled = this.settleFences(
-        keys,
-        ok.map((v) => v.fences),
-      );
+    if (perNode.length >= this.quorum && validity > 0) {
+      const settled = this.settleFences(keys, perNode);
       return Array.isArray(settled)
-        ? { kind: 'ok', fences: settled, start }
-        : settled.then((fences) => ({ kind: 'ok', fences, start }));
+        ? { kind: 'ok', fences: settled, start, lean }
+        : settled.then((fences) => ({ kind: 'ok', fences, start, lean }));
     }
     // No quorum: give back what we took (also on nodes that errored or timed out, whose
     // acquire may still land; a release of a lock we do not hold is a no-op).
@@ -1257,20 +1326,35 @@ export class LockClient {
         node,
         keys,
         token,
+        false,
         (r) => (r instanceof Error ? reject(r) : resolve(r)),
         leave,
       ),
     );
   }
 
-  /** `nodeRelease` to a callback: the PUBLISH count, or the error. */
+  /**
+   * `nodeRelease` to a callback: the PUBLISH count, or the error. `lean` (one key): FREE first,
+   * RELEASE only when it finds someone waiting for a grant.
+   */
   private nodeReleaseTo(
     node: RedisNode,
     keys: readonly string[],
     token: string,
+    lean: boolean,
     answer: (r: number | Error) => void,
     leave = false,
   ): void {
+    if (lean) {
+      const free = this.keySet(keys[0]).free;
+      this.send(node, FREE, free, [token, this.fair ? '1' : '0'], (e, r) => {
+        if (e) return answer(e);
+        const code = Number(r);
+        if (code !== 2) return answer(code === 3 ? 1 : 0);
+        this.nodeReleaseTo(node, keys, token, false, answer);
+      });
+      return;
+    }
     const units = this.units(keys);
     const args = [token, leave ? '1' : '0', this.block];
     if (units.length === 1) {

@@ -1,6 +1,7 @@
 /**
  * The lock protocol, one atomic Lua script per step. Every script takes its keys in groups of
- * five per lock key, all sharing one Redis Cluster hash tag:
+ * five per lock key (TRY_SCRIPT and FREE_SCRIPT take two of them), all sharing one Redis Cluster
+ * hash tag:
  *   KEYS[i]     `<prefix>{<key>}`        the lock, value = the holder's token, with a PX lease
  *   KEYS[i + 1] `<prefix>{<key>}:fence`  the fencing counter, never expires
  *   KEYS[i + 2] `<prefix>{<key>}:wait`   set while racing waiters wait, so a release publishes
@@ -17,6 +18,8 @@
  *
  * Single-node groups queue (fair, FIFO across processes, the lock granted by the release itself
  * with no extra round trip); quorum groups race (each node would order its queue differently).
+ * TRY_SCRIPT and FREE_SCRIPT take only the two keys they touch: the uncontended cycle (a first
+ * try, a release nobody waits for) runs the least Lua and sends the fewest keys.
  * @internal
  */
 
@@ -34,6 +37,7 @@ end`;
  * token whose deadline has not passed, or delete it and wake the racing waiters. The wait flag
  * is set whenever anyone waits (queued or racing), so with nobody waiting this is one DEL.
  * Returns the fence of a grant (> 0), 0 when the key was freed, -1 when freed and published.
+ * `pass_on` is its second half, for a script that did the DEL itself on its fast path.
  */
 const GRANT_OR_FREE = `
 local function now_ms()
@@ -46,9 +50,8 @@ local function flag(l, ms)
   end
 end
 ${MINT}
-local function grant_or_free(l, block)
-  -- Deletes the lock and the flag; 2 means the flag was there: someone waits.
-  if redis.call('DEL', KEYS[l], KEYS[l + 2]) < 2 then return 0 end
+-- After the lock and its wait flag were deleted with the flag there (someone waits).
+local function pass_on(l, block)
   local now = nil
   while true do
     local head = redis.call('ZRANGE', KEYS[l + 3], 0, 0)
@@ -78,6 +81,11 @@ local function grant_or_free(l, block)
   redis.call('PUBLISH', KEYS[l] .. ':rel', 'r')
   return -1
 end
+local function grant_or_free(l, block)
+  -- Deletes the lock and the flag; 2 means the flag was there: someone waits.
+  if redis.call('DEL', KEYS[l], KEYS[l + 2]) < 2 then return 0 end
+  return pass_on(l, block)
+end
 local function enqueue(l, token, ttl, wait_ms)
   local now = now_ms()
   redis.call('ZADD', KEYS[l + 3], 'NX', now, token)
@@ -101,13 +109,25 @@ end
  * whose message was lost, or a lost reply), or {0, pttl} with the remaining lease of the first
  * busy key.
  */
-export const ACQUIRE_SCRIPT = `${GRANT_OR_FREE}
+export const ACQUIRE_SCRIPT = `
+-- One key, free: a single SET NX (the uncontended path), first, before the shared functions
+-- below are even defined: the common case runs the least Lua.
+if #KEYS == 5 and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  local block = tonumber(ARGV[5])
+  -- The fence is minted in the same round trip as the lock: no extra command per cycle.
+  local fence = redis.call('INCRBY', KEYS[2], block) - block + 1
+  -- A waiter that queued earlier leaves the queue (a first try never queued).
+  if ARGV[4] == '1' and ARGV[3] ~= '0' and redis.call('ZREM', KEYS[4], ARGV[1]) == 1 then
+    redis.call('HDEL', KEYS[5], ARGV[1])
+  end
+  return {1, fence}
+end
+${GRANT_OR_FREE}
 local block = tonumber(ARGV[5])
 local function taken()
   local out = {1}
   for i = 1, #KEYS, 5 do
     redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
-    -- The fence is minted in the same round trip as the lock: no extra command per cycle.
     out[#out + 1] = mint(i, block)
     -- A waiter that queued earlier leaves the queue (a first try never queued).
     if ARGV[4] == '1' and ARGV[3] ~= '0' and redis.call('ZREM', KEYS[i + 3], ARGV[1]) == 1 then
@@ -115,14 +135,6 @@ local function taken()
     end
   end
   return out
-end
--- One key, free: a single SET NX (the uncontended path).
-if #KEYS == 5 and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  local fence = mint(1, block)
-  if ARGV[4] == '1' and ARGV[3] ~= '0' and redis.call('ZREM', KEYS[4], ARGV[1]) == 1 then
-    redis.call('HDEL', KEYS[5], ARGV[1])
-  end
-  return {1, fence}
 end
 for i = 1, #KEYS, 5 do
   local owner = redis.call('GET', KEYS[i])
@@ -135,6 +147,42 @@ for i = 1, #KEYS, 5 do
   end
 end
 return taken()
+`;
+
+/**
+ * A caller's first try for one key (it neither queues nor flags: it does not wait yet), with
+ * only the keys that needs: KEYS[1] the lock, KEYS[2] its fence counter. Every key declared and
+ * little Lua run: the uncontended acquire costs Redis barely more than a plain SET NX.
+ * ARGV[1] token, ARGV[2] lease ms, ARGV[3] fences to reserve.
+ * Returns {1, fence} when taken, {0, pttl} with the holder's remaining lease.
+ */
+export const TRY_SCRIPT = `
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  local block = tonumber(ARGV[3])
+  return {1, redis.call('INCRBY', KEYS[2], block) - block + 1}
+end
+return {0, redis.call('PTTL', KEYS[1])}
+`;
+
+/**
+ * Release of one key with only the keys the common case needs: KEYS[1] the lock, KEYS[2] its
+ * wait flag. ARGV[1] token; ARGV[2] '1' when waiters may be queued for a grant (single node):
+ * then a flagged key is left alone for RELEASE_SCRIPT, which can grant it.
+ * Returns 0 not ours, 1 freed, 2 someone waits (nothing done: run RELEASE_SCRIPT), 3 freed with
+ * the racing waiters woken (`r` on the key's channel).
+ */
+export const FREE_SCRIPT = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if ARGV[2] == '1' then
+  if redis.call('EXISTS', KEYS[2]) == 1 then return 2 end
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+if redis.call('DEL', KEYS[1], KEYS[2]) == 2 then
+  redis.call('PUBLISH', KEYS[1] .. ':rel', 'r')
+  return 3
+end
+return 1
 `;
 
 /**
@@ -174,7 +222,20 @@ return 1
  * take the token out of the queue; ARGV[3] fences to reserve for a grant.
  * Returns {keys released, keys granted to a queued waiter, keys freed with a published wake-up}.
  */
-export const RELEASE_SCRIPT = `${GRANT_OR_FREE}
+export const RELEASE_SCRIPT = `
+-- One key nobody waits for (the uncontended path): GET and one DEL, before the shared functions
+-- below are defined. When the DEL finds the wait flag too, the key is passed on below.
+local waited = false
+if #KEYS == 5 and ARGV[2] ~= '1' then
+  if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0, 0, 0} end
+  if redis.call('DEL', KEYS[1], KEYS[3]) < 2 then return {1, 0, 0} end
+  waited = true
+end
+${GRANT_OR_FREE}
+if waited then
+  local r = pass_on(1, tonumber(ARGV[3]))
+  return {1, r > 0 and 1 or 0, r < 0 and 1 or 0}
+end
 local released, granted, published = 0, 0, 0
 for i = 1, #KEYS, 5 do
   if redis.call('GET', KEYS[i]) == ARGV[1] then

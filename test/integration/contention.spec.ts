@@ -283,3 +283,52 @@ it('leaves the Redis queue when a wait ends while its first queued attempt is in
   expect(await redis.zcard(`${key}:q`)).toBe(0);
   await redis.del(key);
 });
+
+it('runs an uncontended cycle on two-key scripts, and a release that finds a waiter still grants', async () => {
+  const client = app.get(LockClientRegistry).get('default');
+  const node = client.nodes[0] as Redis;
+  const key = lockRedisKey(prefix, 'job:lean');
+  const sent: string[][] = [];
+  const evalsha = node.evalsha.bind(node);
+  const recording = (...args: Parameters<Redis['evalsha']>) => {
+    const [, numkeys, ...rest] = args as unknown as [string, number, ...string[]];
+    if (rest[0] === key) sent.push(rest.slice(0, Number(numkeys)));
+    return evalsha(...args);
+  };
+  node.evalsha = recording as Redis['evalsha'];
+  const other = await createLockApp({ options: { clients: [server.url], keyPrefix: prefix } });
+  try {
+    await locks.using('job:lean', () => undefined);
+    // The acquire sends the lock and its fence counter, the release the lock and its wait flag.
+    expect(sent).toEqual([
+      [key, `${key}:fence`],
+      [key, `${key}:wait`],
+    ]);
+
+    sent.length = 0;
+    const lock = await locks.acquire('job:lean');
+    const waiter = other.get(LockService);
+    const before = waiter.stats();
+    const waiting = waiter.acquire('job:lean', { waitTimeout: 10_000 });
+    await within(
+      (async () => {
+        while ((await redis.zcard(`${key}:q`)) === 0) await sleep(5);
+      })(),
+      5_000,
+      'the other app queueing in Redis',
+    );
+    await lock.release();
+    const handle = await waiting;
+    const after = waiter.stats();
+    // The two-key release saw the wait flag and left the key to the full script, which granted
+    // it to the queued waiter: pushed, no retry timer.
+    expect(sent.map((keys) => keys.length)).toEqual([2, 2, 5]);
+    expect(after.grants - before.grants).toBe(1);
+    expect(after.timerWakeups - before.timerWakeups).toBe(0);
+    expect(handle.fence).toBeGreaterThan(lock.fence);
+    await handle.release();
+  } finally {
+    node.evalsha = evalsha;
+    await other.close();
+  }
+});

@@ -71,6 +71,30 @@ describe('Redlock quorum over 3 redis-servers', () => {
     lastFence = Math.max(...fences);
   });
 
+  it("wakes another process's waiter by the release itself (the two-key release publishes)", async () => {
+    const prefix = uniquePrefix('quorum-wake');
+    const options = { clients: servers.map((s) => s.url), keyPrefix: prefix, commandTimeout: 500 };
+    const [a, b] = await Promise.all([createLockApp({ options }), createLockApp({ options })]);
+    try {
+      const holder = a.get(LockService);
+      const waiter = b.get(LockService);
+      const lock = await holder.acquire(`wake:${sku}`, { waitTimeout: 0 });
+      const before = waiter.stats();
+      const waiting = waiter.acquire(`wake:${sku}`, { waitTimeout: WAIT });
+      await sleep(100); // the waiter has tried, flagged the key and subscribed
+      expect(waiter.stats().subscriptions).toBe(1);
+      await lock.release();
+      const handle = await waiting;
+      const after = waiter.stats();
+      expect(after.notifiedWakeups - before.notifiedWakeups).toBe(1);
+      expect(after.timerWakeups - before.timerWakeups).toBe(0);
+      expect(handle.fence).toBeGreaterThan(lock.fence);
+      await handle.release();
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
   it('still works with one of three nodes stopped (a minority)', async () => {
     await servers[0].stop();
     const handle = await locks.acquire(`stock:${sku}`, { waitTimeout: 0 });
