@@ -252,7 +252,9 @@ export class LockClient {
 
   /**
    * Takes every key (sorted, deduplicated by the caller), waiting up to `waitTimeout` ms.
-   * `signal` ends the wait early, rejecting with its reason.
+   * `signal` ends the wait early, rejecting with its reason. `seenBusy`: the caller has just
+   * found the key busy (a segmented sweep), so it goes straight into line, without a first try
+   * (its first attempt in line takes the key or queues for it, in one round trip).
    * @throws LockNotAcquiredError when still busy at the deadline
    * @throws LockBackendError when too many nodes fail for a quorum, or the client closes
    */
@@ -261,6 +263,7 @@ export class LockClient {
     ttl: number,
     waitTimeout: number,
     signal?: AbortSignal,
+    seenBusy = false,
   ): Promise<Lease> {
     const startedAt = performance.now();
     const deadline = startedAt + waitTimeout;
@@ -278,6 +281,9 @@ export class LockClient {
       }
     }
     const queue = keys.length === 1 ? this.queueFor(keys[0]) : undefined;
+    if (queue && seenBusy && waitTimeout > 0) {
+      return this.waitInQueue(keys, queue, token, ttl, startedAt, deadline, signal, true);
+    }
     if (queue) queue.trying++;
     // The first try neither queues nor flags: only a listening waiter asks to be woken.
     let first: Awaited<ReturnType<LockClient['attempt']>>;
@@ -336,26 +342,31 @@ export class LockClient {
     ttl: number,
   ): Promise<{ lease: Lease; index: number } | number> {
     const candidates: number[] = [];
+    const scriptKeys: string[] = [];
     keys.forEach((key, i) => {
       const queue = this.queues.get(key);
-      if (!queue || (!this.heldHere(queue) && queue.waiters.length === 0)) candidates.push(i);
+      if (!queue || (!this.heldHere(queue) && queue.waiters.length === 0)) {
+        candidates.push(i);
+        const take = this.keySet(key).take;
+        scriptKeys.push(take[0], take[1]);
+      }
     });
     if (candidates.length === 0) return ttl;
     const startedAt = performance.now();
     const token = this.newToken();
     this.stats.attempts++;
-    const reply = (await this.runScript(
-      this.nodes[0],
-      TAKE_ANY,
-      this.allKeys(candidates.map((i) => keys[i])),
-      [token, ttl],
-    ).catch((e: unknown) => {
+    const reply = (await this.runScript(this.nodes[0], TAKE_ANY, scriptKeys, [
+      token,
+      ttl,
+      this.block,
+    ]).catch((e: unknown) => {
       throw new LockBackendError(keys, [asError(e)]);
     })) as number[];
     if (reply[0] !== 1) return Number(reply[1]);
     const index = candidates[Number(reply[1]) - 1];
-    const fences = [Number(reply[2])];
-    const lease = this.hold([keys[index]], token, ttl, { fences, lean: true }, startedAt);
+    // A block of fences, as for a first try: the slice can pass to our next caller in memory.
+    const vote = { fences: [Number(reply[2])], spare: this.block - 1, lean: true };
+    const lease = this.hold([keys[index]], token, ttl, vote, startedAt);
     return { lease, index };
   }
 

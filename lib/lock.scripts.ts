@@ -1,7 +1,7 @@
 /**
  * The lock protocol, one atomic Lua script per step. Every script takes its keys in groups of
- * five per lock key (TRY_SCRIPT and FREE_SCRIPT take two of them), all sharing one Redis Cluster
- * hash tag:
+ * five per lock key (TRY_SCRIPT, FREE_SCRIPT and TAKE_ANY_SCRIPT take two of them), all sharing
+ * one Redis Cluster hash tag:
  *   KEYS[i]     `<prefix>{<key>}`        the lock, value = the holder's token, with a PX lease
  *   KEYS[i + 1] `<prefix>{<key>}:fence`  the fencing counter, never expires
  *   KEYS[i + 2] `<prefix>{<key>}:wait`   set while racing waiters wait, so a release publishes
@@ -187,14 +187,16 @@ return 1
 
 /**
  * Segmented sweep in one round trip (single node): take the first free key of the candidates,
- * in the order given. KEYS: five per candidate. ARGV[1] token, ARGV[2] lease ms.
+ * in the order given. A sweep only takes free keys, so it needs two keys per candidate, the lock
+ * and its fence counter. ARGV[1] token, ARGV[2] lease ms, ARGV[3] fences to reserve.
  * Returns {1, candidate number (1-based), fence} or {0, shortest lease left among them}.
  */
 export const TAKE_ANY_SCRIPT = `
 local shortest = -1
-for i = 1, #KEYS, 5 do
+for i = 1, #KEYS, 2 do
   if redis.call('SET', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then
-    return {1, (i + 4) / 5, redis.call('INCR', KEYS[i + 1])}
+    local block = tonumber(ARGV[3])
+    return {1, (i + 1) / 2, redis.call('INCRBY', KEYS[i + 1], block) - block + 1}
   end
   local left = redis.call('PTTL', KEYS[i])
   if shortest < 0 or left < shortest then shortest = left end

@@ -423,7 +423,8 @@ export class LockService implements BeforeApplicationShutdown {
     const ttl = leaseTtl(b);
     const r =
       b.waitTimeout > 0
-        ? await b.client.acquire(keys, ttl, b.waitTimeout, signal).catch((err: unknown) => {
+        ? // Waiting follows a sweep that found the slice busy: no first try, straight in line.
+          await b.client.acquire(keys, ttl, b.waitTimeout, signal, true).catch((err: unknown) => {
             if (err instanceof LockNotAcquiredError) return err.retryAfterMs;
             throw err;
           })

@@ -9,6 +9,16 @@ import { SEGMENT_EXHAUSTED_MS } from '../redlock.constants';
  */
 const REMOTE_LINE_COST = 4;
 
+/**
+ * For this long after a sweep found every slice busy, a call that can wait in a short line for a
+ * slice held in this process (shorter than REMOTE_LINE_COST) joins it without sweeping again:
+ * under load that sweep would almost surely fail, a round trip spent for nothing, while the
+ * local holder hands the slice over for free. Past it, or with no such line, calls sweep.
+ */
+const SKIP_SWEEP_MS = 5;
+/** Resources remembered with a busy sweep (the map is emptied when full: bounded memory). */
+const BUSY_SWEEPS_KEPT = 1_000;
+
 /** Abort reason of a wait whose slice another caller found exhausted. */
 const EXHAUSTED_WHILE_WAITING = Symbol('segment exhausted while waiting');
 
@@ -64,6 +74,8 @@ export interface SegmentCall<T> {
 export class SegmentedStrategy {
   /** Per resource: slice -> `performance.now()` until which it counts as exhausted. */
   private readonly exhausted = new Map<string, Map<number, number>>();
+  /** Per resource: `performance.now()` of the last sweep that found every slice busy. */
+  private readonly busySweeps = new Map<string, number>();
   /** Per resource and slice: the waits in line for it, ended when it is found exhausted. */
   private readonly waiting = new Map<string, Set<{ segment: number; stop: AbortController }>>();
 
@@ -84,19 +96,27 @@ export class SegmentedStrategy {
     const start = Math.floor(this.random() * segments);
     let lastCause: SegmentExhaustedError | undefined;
     let pttl = 0;
+    const cost = (segment: number) =>
+      call.queued(segment) + (call.heldHere?.(segment) ? 0 : REMOTE_LINE_COST);
     for (;;) {
-      // 1. Sweep: every usable slice once, without waiting.
+      // 1. Sweep: every usable slice once, without waiting (unless a sweep moments ago found
+      // them all busy and a short line for a slice held here is open).
       const usable: number[] = [];
+      let best: number | undefined;
       if (call.tryAny) {
         for (let i = 0; i < segments; i++) {
           const segment = (start + i) % segments;
           if (!this.isExhausted(call.id, segment)) usable.push(segment);
         }
-        if (usable.length > 0) {
+        best = this.shortLocalLine(call, usable, cost);
+        if (best === undefined && usable.length > 0) {
           const r = await call.tryAny(usable);
-          if (r.busy) pttl = r.pttl;
-          else if (!('exhausted' in r)) return r.value;
-          else {
+          if (r.busy) {
+            pttl = r.pttl;
+            this.sweptBusy(call.id);
+          } else {
+            this.busySweeps.delete(call.id);
+            if (!('exhausted' in r)) return r.value;
             this.markExhausted(call.id, r.segment);
             lastCause = r.exhausted;
             continue;
@@ -126,10 +146,10 @@ export class SegmentedStrategy {
       }
       // 2. Wait in the shortest line (ties: the first in sweep order). If the slice is found
       // exhausted meanwhile (by the caller ahead), leave the line and sweep again.
-      const cost = (segment: number) =>
-        call.queued(segment) + (call.heldHere?.(segment) ? 0 : REMOTE_LINE_COST);
-      let best = usable[0];
-      for (const segment of usable) if (cost(segment) < cost(best)) best = segment;
+      if (best === undefined) {
+        best = usable[0];
+        for (const segment of usable) if (cost(segment) < cost(best)) best = segment;
+      }
       const wait = { segment: best, stop: new AbortController() };
       let waits = this.waiting.get(call.id);
       if (!waits) this.waiting.set(call.id, (waits = new Set()));
@@ -148,6 +168,34 @@ export class SegmentedStrategy {
         if (waits.size === 0 && this.waiting.get(call.id) === waits) this.waiting.delete(call.id);
       }
     }
+  }
+
+  /**
+   * A slice held in this process whose line is short, if a sweep found every slice busy moments
+   * ago (SKIP_SWEEP_MS): the call waits there instead of sweeping again.
+   */
+  private shortLocalLine(
+    call: SegmentCall<unknown>,
+    usable: readonly number[],
+    cost: (segment: number) => number,
+  ): number | undefined {
+    const at = this.busySweeps.get(call.id);
+    if (at === undefined || !call.heldHere) return undefined;
+    if (performance.now() - at >= SKIP_SWEEP_MS) {
+      this.busySweeps.delete(call.id);
+      return undefined;
+    }
+    let best: number | undefined;
+    for (const segment of usable) {
+      const c = cost(segment);
+      if (c < REMOTE_LINE_COST && (best === undefined || c < cost(best))) best = segment;
+    }
+    return best;
+  }
+
+  private sweptBusy(id: string): void {
+    if (this.busySweeps.size >= BUSY_SWEEPS_KEPT) this.busySweeps.clear();
+    this.busySweeps.set(id, performance.now());
   }
 
   private isExhausted(id: string, segment: number): boolean {

@@ -332,3 +332,48 @@ it('runs an uncontended cycle on two-key scripts, and a release that finds a wai
     await other.close();
   }
 });
+
+it('queues a segmented call in Redis right after a busy sweep, without another first try', async () => {
+  const client = app.get(LockClientRegistry).get('default');
+  const node = client.nodes[0] as Redis;
+  const slices = [0, 1].map((i) => lockRedisKey(prefix, `job:seg:seg:${i}`));
+  const sent: string[][] = [];
+  const evalsha = node.evalsha.bind(node);
+  const recording = (...args: Parameters<Redis['evalsha']>) => {
+    const [, numkeys, ...rest] = args as unknown as [string, number, ...string[]];
+    if (slices.includes(rest[0])) sent.push(rest.slice(0, Number(numkeys)));
+    return evalsha(...args);
+  };
+  const other = await createLockApp({ options: { clients: [server.url], keyPrefix: prefix } });
+  const holder = other.get(LockService);
+  const held = await Promise.all(
+    [0, 1].map((i) => holder.acquire(`job:seg:seg:${i}`, { waitTimeout: 0 })),
+  );
+  node.evalsha = recording as Redis['evalsha'];
+  try {
+    const before = locks.stats();
+    const running = locks.using('job:seg', ({ segment }) => segment, {
+      segments: 2,
+      waitTimeout: 10_000,
+    });
+    await within(
+      (async () => {
+        while (sent.length < 2) await sleep(5);
+      })(),
+      5_000,
+      'the sweep and the queued attempt',
+    );
+    // The sweep (two keys per slice), then straight into the Redis queue of one slice (the full
+    // five keys): no TRY of a slice the sweep has just seen busy.
+    expect(sent[0]).toHaveLength(4);
+    expect(sent[1]).toHaveLength(5);
+    const line = slices.indexOf(sent[1][0]);
+    await held[line].release();
+    await expect(running).resolves.toBe(line);
+    expect(locks.stats().grants - before.grants).toBe(1);
+  } finally {
+    node.evalsha = evalsha;
+    await Promise.all(held.map((h) => h.release()));
+    await other.close();
+  }
+});

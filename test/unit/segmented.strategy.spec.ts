@@ -139,6 +139,40 @@ describe('SegmentedStrategy', () => {
     expect(log.at(-1)).toMatchObject({ segment: 0 });
   });
 
+  it('skips the sweep for a moment after one found every slice busy, if a short local line is open', async () => {
+    const strategy = new SegmentedStrategy(1_000, () => 0);
+    const { call, log } = fakeCall({ segments: 3, busy: new Set([0, 1, 2]), onWait: () => true });
+    let sweeps = 0;
+    const queued = [0, 1, 0];
+    const held = [false, true, false];
+    const next = () =>
+      strategy.run({
+        ...call,
+        queued: (s) => queued[s],
+        heldHere: (s) => held[s],
+        tryAny: async () => {
+          sweeps++;
+          return { busy: true, pttl: 50 };
+        },
+      });
+    // The first call sweeps, finds every slice busy and waits in the held slice's line.
+    await expect(next()).resolves.toBe(1);
+    expect(sweeps).toBe(1);
+    // The next one, moments later, joins that line without a round trip for a sweep.
+    await expect(next()).resolves.toBe(1);
+    expect(sweeps).toBe(1);
+    expect(log.at(-1)).toMatchObject({ segment: 1 });
+    // A long local line is no reason to skip it...
+    queued[1] = 4;
+    await next();
+    expect(sweeps).toBe(2);
+    // ...nor is a busy sweep that is no longer recent.
+    queued[1] = 1;
+    await new Promise((r) => setTimeout(r, 10));
+    await next();
+    expect(sweeps).toBe(3);
+  });
+
   it('sweeps in one call when the engine can (tryAny), skipping exhausted slices', async () => {
     const strategy = new SegmentedStrategy(1_000, () => 0.5);
     const orders: number[][] = [];
