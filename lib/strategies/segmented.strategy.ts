@@ -15,7 +15,7 @@ const REMOTE_LINE_COST = 4;
  * under load that sweep would almost surely fail, a round trip spent for nothing, while the
  * local holder hands the slice over for free. Past it, or with no such line, calls sweep.
  */
-const SKIP_SWEEP_MS = 5;
+const SKIP_SWEEP_MS = 20;
 /** Resources remembered with a busy sweep (the map is emptied when full: bounded memory). */
 const BUSY_SWEEPS_KEPT = 1_000;
 

@@ -168,7 +168,7 @@ describe('SegmentedStrategy', () => {
     expect(sweeps).toBe(2);
     // ...nor is a busy sweep that is no longer recent.
     queued[1] = 1;
-    await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 30));
     await next();
     expect(sweeps).toBe(3);
   });
