@@ -305,9 +305,8 @@ export class LockClient {
     }
     if (queue) {
       // First in line: ahead of the callers that queued behind this try.
-      const waiting = this.waitInQueue(keys, queue, token, ttl, startedAt, deadline, signal, true);
       queue.trying--;
-      return waiting;
+      return this.waitInQueue(keys, queue, token, ttl, startedAt, deadline, signal, true);
     }
     return this.waitAsMany(keys, token, ttl, startedAt, deadline, signal);
   }
@@ -624,6 +623,8 @@ export class LockClient {
     const key = keys[0];
     return new Promise<Lease>((resolve, reject) => {
       if (signal?.aborted || this.closing.signal.aborted) {
+        // Aborted before it waited (during a first try, say): the queue may be idle now.
+        this.dropQueueIfIdle(key, queue);
         reject(this.abortReason(keys, signal));
         return;
       }

@@ -377,3 +377,28 @@ it('queues a segmented call in Redis right after a busy sweep, without another f
     await other.close();
   }
 });
+
+it('leaves no local queue behind when the wait is aborted during the first try', async () => {
+  const client = app.get(LockClientRegistry).get('default');
+  const node = client.nodes[0] as Redis;
+  const key = lockRedisKey(prefix, 'job:abort-first');
+  await redis.set(key, 'other-process', 'PX', 10_000);
+  const stop = new AbortController();
+  const evalsha = node.evalsha.bind(node);
+  const aborting = (...args: Parameters<Redis['evalsha']>) => {
+    const reply = evalsha(...args);
+    if (args[2] === key) stop.abort(new Error('caller gone'));
+    return reply;
+  };
+  const queues = client.queueCount;
+  node.evalsha = aborting as Redis['evalsha'];
+  try {
+    await expect(client.acquire(['job:abort-first'], 1_000, 5_000, stop.signal)).rejects.toThrow(
+      'caller gone',
+    );
+  } finally {
+    node.evalsha = evalsha;
+    await redis.del(key);
+  }
+  expect(client.queueCount).toBe(queues);
+});
