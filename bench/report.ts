@@ -211,8 +211,9 @@ function markdown(summaries: CaseSummary[], d: Derived, meta: ReportMeta): strin
     `Every figure is the median of ${o.runs} run(s) (min–max in parentheses), each run a fresh ` +
       'set of processes; rounds interleave the peers. Servers: redis-server spawned for this run ' +
       `(\`--save "" --appendonly no\`, loopback). Uncontended: every peer in one process, ` +
-      `${o.seqRounds} rounds of one ${fmt(o.seqBlock)}-cycle block per peer (order rotated each ` +
-      `round) after ${fmt(o.seqWarmup)} warm-up cycles each. Hot key: ${o.hotIterations} iterations per ` +
+      `${o.seqRounds} rounds of one ${fmt(o.seqBlock)}-cycle block per peer (order shuffled each ` +
+      `round, so no peer always follows the same one) after ${fmt(o.seqWarmup)} warm-up ` +
+      `cycles each. Hot key: ${o.hotIterations} iterations per ` +
       'caller of acquire -> `await setTimeout(1)` -> release, all callers on one key; wait = call ' +
       'to entering the section. A failed acquire is counted and not retried.',
   );

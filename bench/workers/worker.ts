@@ -71,7 +71,7 @@ async function warmUp(name: PeerName, peer: Peer): Promise<void> {
 
 /**
  * Sequential acquire+release cycles, every peer of `spec.peers` in this one process: each
- * round runs one block of `spec.block` cycles per peer, in an order rotated every round, so all
+ * round runs one block of `spec.block` cycles per peer, in an order shuffled every round, so all
  * peers see the same machine (load from other processes, vCPU placement) at nearly the same
  * time. Server command counts are taken around each block (outside its timing).
  */
@@ -86,8 +86,10 @@ async function runSeq(peers: Map<PeerName, Peer>, stats: Redis[], r: WorkerResul
       r.timedOut = true;
       break;
     }
-    for (let k = 0; k < names.length; k++) {
-      const name = names[(k + round) % names.length];
+    // A fresh order every round (seeded: the same for every run): no peer always follows the
+    // same one, whose garbage or cache footprint it would otherwise inherit.
+    const order = shuffled(names, round + 1);
+    for (const name of order) {
       const peer = peers.get(name)!;
       const key = `${spec.key}:${name}`;
       const before = await commandStats(stats);
@@ -113,6 +115,24 @@ async function runSeq(peers: Map<PeerName, Peer>, stats: Redis[], r: WorkerResul
     }
   }
   r.endedAt = now();
+}
+
+/** `items` in an order drawn from `seed` (Fisher-Yates over a mulberry32 sequence). */
+function shuffled<T>(items: readonly T[], seed: number): T[] {
+  let a = seed >>> 0;
+  const random = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const out = items.slice();
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [out[i], out[j]] = [out[j], out[i]];
+  }
+  return out;
 }
 
 /** `concurrency` async workers on the same key: acquire -> section -> release -> think. */
