@@ -35,6 +35,25 @@ afterAll(async () => {
   await server?.stop();
 });
 
+/**
+ * Watches the EVALSHA calls of this app's connection: `see` gets each call's script keys and
+ * arguments just after it was sent. Returns the undo.
+ */
+function onEvalsha(see: (keys: string[], argv: unknown[]) => void): () => void {
+  const node = app.get(LockClientRegistry).get('default').nodes[0] as Redis;
+  const evalsha = node.evalsha.bind(node);
+  const watching = (...args: Parameters<Redis['evalsha']>) => {
+    const reply = evalsha(...args);
+    const [, numkeys, ...rest] = args as unknown as [string, number, ...unknown[]];
+    see(rest.slice(0, Number(numkeys)) as string[], rest.slice(Number(numkeys)));
+    return reply;
+  };
+  node.evalsha = watching as Redis['evalsha'];
+  return () => {
+    node.evalsha = evalsha;
+  };
+}
+
 /** Starts a worker process holding `job:<id>` for `holdMs`, resolved once it holds it. */
 async function holdInAnotherProcess(id: string, holdMs: number, ttl = 1_500) {
   const config: HoldScenario = {
@@ -257,26 +276,21 @@ it('hands the key to the next caller of the process with no round trip, fences s
 it('leaves the Redis queue when a wait ends while its first queued attempt is in flight', async () => {
   // Otherwise the token stays queued and a release grants the key to a caller that is gone.
   const client = app.get(LockClientRegistry).get('default');
-  const node = client.nodes[0] as Redis;
   const key = lockRedisKey(prefix, 'job:inflight');
   await redis.set(key, 'other-process', 'PX', 10_000);
   const stop = new AbortController();
-  const evalsha = node.evalsha.bind(node);
-  const patched = (...args: Parameters<Redis['evalsha']>) => {
-    const reply = evalsha(...args);
-    // [sha, 5, ...5 keys, token, ttl, wait ms, queue, block]: the first attempt that may queue.
-    if (args[2] === key && args.length === 12 && args[9] !== '0' && args[9] !== 0) {
+  const restore = onEvalsha((keys, argv) => {
+    // ACQUIRE with [token, ttl, wait ms, queue, block]: the first attempt that may queue.
+    if (keys[0] === key && keys.length === 5 && argv[2] !== '0' && argv[2] !== 0) {
       stop.abort(new Error('caller gone'));
     }
-    return reply;
-  };
-  node.evalsha = patched as Redis['evalsha'];
+  });
   try {
     await expect(client.acquire(['job:inflight'], 1_000, 5_000, stop.signal)).rejects.toThrow(
       'caller gone',
     );
   } finally {
-    node.evalsha = evalsha;
+    restore();
   }
   expect(stop.signal.aborted).toBe(true);
   await sleep(50);
@@ -285,17 +299,9 @@ it('leaves the Redis queue when a wait ends while its first queued attempt is in
 });
 
 it('runs an uncontended cycle on two-key scripts, and a release that finds a waiter still grants', async () => {
-  const client = app.get(LockClientRegistry).get('default');
-  const node = client.nodes[0] as Redis;
   const key = lockRedisKey(prefix, 'job:lean');
   const sent: string[][] = [];
-  const evalsha = node.evalsha.bind(node);
-  const recording = (...args: Parameters<Redis['evalsha']>) => {
-    const [, numkeys, ...rest] = args as unknown as [string, number, ...string[]];
-    if (rest[0] === key) sent.push(rest.slice(0, Number(numkeys)));
-    return evalsha(...args);
-  };
-  node.evalsha = recording as Redis['evalsha'];
+  const restore = onEvalsha((keys) => keys[0] === key && sent.push(keys));
   const other = await createLockApp({ options: { clients: [server.url], keyPrefix: prefix } });
   try {
     await locks.using('job:lean', () => undefined);
@@ -328,28 +334,20 @@ it('runs an uncontended cycle on two-key scripts, and a release that finds a wai
     expect(handle.fence).toBeGreaterThan(lock.fence);
     await handle.release();
   } finally {
-    node.evalsha = evalsha;
+    restore();
     await other.close();
   }
 });
 
 it('queues a segmented call in Redis right after a busy sweep, without another first try', async () => {
-  const client = app.get(LockClientRegistry).get('default');
-  const node = client.nodes[0] as Redis;
   const slices = [0, 1].map((i) => lockRedisKey(prefix, `job:seg:seg:${i}`));
   const sent: string[][] = [];
-  const evalsha = node.evalsha.bind(node);
-  const recording = (...args: Parameters<Redis['evalsha']>) => {
-    const [, numkeys, ...rest] = args as unknown as [string, number, ...string[]];
-    if (slices.includes(rest[0])) sent.push(rest.slice(0, Number(numkeys)));
-    return evalsha(...args);
-  };
   const other = await createLockApp({ options: { clients: [server.url], keyPrefix: prefix } });
   const holder = other.get(LockService);
   const held = await Promise.all(
     [0, 1].map((i) => holder.acquire(`job:seg:seg:${i}`, { waitTimeout: 0 })),
   );
-  node.evalsha = recording as Redis['evalsha'];
+  const restore = onEvalsha((keys) => slices.includes(keys[0]) && sent.push(keys));
   try {
     const before = locks.stats();
     const running = locks.using('job:seg', ({ segment }) => segment, {
@@ -372,7 +370,7 @@ it('queues a segmented call in Redis right after a busy sweep, without another f
     await expect(running).resolves.toBe(line);
     expect(locks.stats().grants - before.grants).toBe(1);
   } finally {
-    node.evalsha = evalsha;
+    restore();
     await Promise.all(held.map((h) => h.release()));
     await other.close();
   }
@@ -380,24 +378,17 @@ it('queues a segmented call in Redis right after a busy sweep, without another f
 
 it('leaves no local queue behind when the wait is aborted during the first try', async () => {
   const client = app.get(LockClientRegistry).get('default');
-  const node = client.nodes[0] as Redis;
   const key = lockRedisKey(prefix, 'job:abort-first');
   await redis.set(key, 'other-process', 'PX', 10_000);
   const stop = new AbortController();
-  const evalsha = node.evalsha.bind(node);
-  const aborting = (...args: Parameters<Redis['evalsha']>) => {
-    const reply = evalsha(...args);
-    if (args[2] === key) stop.abort(new Error('caller gone'));
-    return reply;
-  };
   const queues = client.queueCount;
-  node.evalsha = aborting as Redis['evalsha'];
+  const restore = onEvalsha((keys) => keys[0] === key && stop.abort(new Error('caller gone')));
   try {
     await expect(client.acquire(['job:abort-first'], 1_000, 5_000, stop.signal)).rejects.toThrow(
       'caller gone',
     );
   } finally {
-    node.evalsha = evalsha;
+    restore();
     await redis.del(key);
   }
   expect(client.queueCount).toBe(queues);
