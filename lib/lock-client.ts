@@ -6,14 +6,14 @@ import { LockBackendError, LockNotAcquiredError } from './errors';
 import { LockNotifier } from './lock-notifier';
 import {
   ACQUIRE_SCRIPT,
-  FREE_SCRIPT,
-  TRY_SCRIPT,
   EXTEND_SCRIPT,
+  FREE_SCRIPT,
   HANDOFF_SCRIPT,
   RAISE_FENCE_SCRIPT,
   RELEASE_SCRIPT,
   RELEASE_TO_SCRIPT,
   TAKE_ANY_SCRIPT,
+  TRY_SCRIPT,
 } from './lock.scripts';
 
 /** @internal */
