@@ -4,7 +4,8 @@
  * one Redis Cluster hash tag:
  *   KEYS[i]     `<prefix>{<key>}`        the lock, value = the holder's token, with a PX lease
  *   KEYS[i + 1] `<prefix>{<key>}:fence`  the fencing counter, never expires
- *   KEYS[i + 2] `<prefix>{<key>}:wait`   set while racing waiters wait, so a release publishes
+ *   KEYS[i + 2] `<prefix>{<key>}:wait`   set while anyone waits (queued or racing): a release
+ *                                        that finds it grants or publishes, one without it DELs
  *   KEYS[i + 3] `<prefix>{<key>}:q`      waiting process heads in arrival order (zset)
  *   KEYS[i + 4] `<prefix>{<key>}:qm`     per queued token: "<lease ms>:<deadline ms>" (hash)
  * A release publishes `r` on the key's channel `<prefix>{<key>}:rel` when racing waiters wait
