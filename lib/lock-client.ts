@@ -83,8 +83,8 @@ const TAKE_ANY = script(TAKE_ANY_SCRIPT);
 const TRY = script(TRY_SCRIPT);
 const FREE = script(FREE_SCRIPT);
 
-/** An acquire round's outcome: taken (`lean`: by TRY_SCRIPT, a first try), or busy. */
-type Taken = { kind: 'ok'; fences: number[]; start: number; spare?: number; lean: boolean };
+/** An acquire round's outcome: taken (`firstTry`: by TRY_SCRIPT, a first try), or busy. */
+type Taken = { kind: 'ok'; fences: number[]; start: number; spare?: number; firstTry: boolean };
 type Outcome = Taken | { kind: 'busy'; pttl: number };
 
 type Vote =
@@ -364,7 +364,7 @@ export class LockClient {
     if (reply[0] !== 1) return Number(reply[1]);
     const index = candidates[Number(reply[1]) - 1];
     // A block of fences, as for a first try: the slice can pass to our next caller in memory.
-    const vote = { fences: [Number(reply[2])], spare: this.block - 1, lean: true };
+    const vote = { fences: [Number(reply[2])], spare: this.block - 1, firstTry: true };
     const lease = this.hold([keys[index]], token, ttl, vote, startedAt);
     return { lease, index };
   }
@@ -883,7 +883,7 @@ export class LockClient {
     keys: readonly string[],
     token: string,
     ttl: number,
-    vote: { fences: number[]; start?: number; spare?: number; lean?: boolean },
+    vote: { fences: number[]; start?: number; spare?: number; firstTry?: boolean },
     startedAt: number,
   ): Lease {
     const now = performance.now();
@@ -893,7 +893,7 @@ export class LockClient {
       ttl,
       fences: vote.fences,
       spare: vote.spare ?? 0,
-      firstTry: vote.lean === true,
+      firstTry: vote.firstTry === true,
       validUntil: (vote.start ?? now) + ttl - this.drift(ttl),
       acquiredAt: Date.now(),
       waitedMs: now - startedAt,
@@ -1094,31 +1094,31 @@ export class LockClient {
     const flag = Math.ceil(flagMs);
     if (this.nodes.length === 1 && units.length === 1) {
       // The common case: one script, no per-node vote to collect.
-      return new Promise((resolve, reject) => {
-        this.send(
-          this.nodes[0],
-          ACQUIRE,
-          units[0],
-          this.acquireArgs(units, token, ttl, flag),
-          (e, r) => {
-            if (e) return reject(new LockBackendError(keys, [e]));
-            const vote = toVote(r);
-            resolve(
-              vote.kind === 'ok'
-                ? {
-                    kind: 'ok',
-                    fences: vote.fences,
-                    start,
-                    spare: this.spareFor(units),
-                    lean: false,
-                  }
-                : vote,
-            );
-          },
-        );
-      });
+      const args = this.acquireArgs(units, token, ttl, flag);
+      return this.attemptOnOne(keys, ACQUIRE, units[0], args, start, this.spareFor(units), false);
     }
     return this.attemptOnNodes(keys, units, token, ttl, flag, start);
+  }
+
+  /** One acquire script on the only node: its reply is the outcome (an error rejects). */
+  private attemptOnOne(
+    keys: readonly string[],
+    s: Script,
+    scriptKeys: string[],
+    args: (string | number)[],
+    start: number,
+    spare: number,
+    firstTry: boolean,
+  ): Promise<Outcome> {
+    return new Promise((resolve, reject) => {
+      this.send(this.nodes[0], s, scriptKeys, args, (e, r) => {
+        if (e) return reject(new LockBackendError(keys, [e]));
+        const vote = toVote(r);
+        resolve(
+          vote.kind === 'ok' ? { kind: 'ok', fences: vote.fences, start, spare, firstTry } : vote,
+        );
+      });
+    });
   }
 
   /**
@@ -1135,17 +1135,7 @@ export class LockClient {
     // Quorum groups reserve one fence (block 1): no local handoff without a round trip there.
     const args = [token, ttl, this.block];
     if (this.nodes.length === 1) {
-      return new Promise((resolve, reject) => {
-        this.send(this.nodes[0], TRY, set.take, args, (e, r) => {
-          if (e) return reject(new LockBackendError(keys, [e]));
-          const vote = toVote(r);
-          resolve(
-            vote.kind === 'ok'
-              ? { kind: 'ok', fences: vote.fences, start, spare: this.block - 1, lean: true }
-              : vote,
-          );
-        });
-      });
+      return this.attemptOnOne(keys, TRY, set.take, args, start, this.block - 1, true);
     }
     return this.collect<Vote, Outcome>(
       (node, answer) =>
@@ -1167,7 +1157,9 @@ export class LockClient {
   ): Promise<Outcome> {
     if (this.nodes.length === 1) {
       return this.nodeAcquireUnits(this.nodes[0], units, token, ttl, flag).then((vote) => {
-        if (vote.kind === 'ok') return { kind: 'ok', fences: vote.fences, start, lean: false };
+        if (vote.kind === 'ok') {
+          return { kind: 'ok', fences: vote.fences, start, firstTry: false };
+        }
         if (vote.kind === 'busy') return vote;
         throw new LockBackendError(keys, [vote.error]);
       });
@@ -1189,7 +1181,7 @@ export class LockClient {
     ttl: number,
     start: number,
     votes: (Vote | undefined)[],
-    lean: boolean,
+    firstTry: boolean,
   ): Outcome | Promise<Taken> {
     const perNode: number[][] = [];
     for (const v of votes) if (v?.kind === 'ok') perNode.push(v.fences);
@@ -1197,8 +1189,8 @@ export class LockClient {
     if (perNode.length >= this.quorum && validity > 0) {
       const settled = this.settleFences(keys, perNode);
       return Array.isArray(settled)
-        ? { kind: 'ok', fences: settled, start, lean }
-        : settled.then((fences) => ({ kind: 'ok', fences, start, lean }));
+        ? { kind: 'ok', fences: settled, start, firstTry }
+        : settled.then((fences) => ({ kind: 'ok', fences, start, firstTry }));
     }
     // No quorum: give back what we took (also on nodes that errored or timed out, whose
     // acquire may still land; a release of a lock we do not hold is a no-op).

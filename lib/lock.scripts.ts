@@ -19,8 +19,8 @@
  *
  * Single-node groups queue (fair, FIFO across processes, the lock granted by the release itself
  * with no extra round trip); quorum groups race (each node would order its queue differently).
- * TRY_SCRIPT and FREE_SCRIPT take only the two keys they touch: the uncontended cycle (a first
- * try, a release nobody waits for) runs the least Lua and sends the fewest keys.
+ * The uncontended cycle (a first try, a release nobody waits for) runs TRY_SCRIPT and
+ * FREE_SCRIPT: the least Lua, the fewest keys.
  * @internal
  */
 
