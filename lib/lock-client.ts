@@ -3,6 +3,7 @@ import { setMaxListeners } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import type { Cluster, Redis } from 'ioredis';
 import { LockBackendError, LockNotAcquiredError } from './errors';
+import { Chain } from './chain';
 import { LockNotifier } from './lock-notifier';
 import {
   ACQUIRE_SCRIPT,
@@ -192,13 +193,8 @@ export class LockClient {
   /** Tokens holding a lock right now (a late grant message for one of them is ignored). */
   private readonly tokens = new Set<string>();
   private closed = false;
-  /**
-   * Round trips under way, oldest first, for the `commandTimeout` sweeper: a linked list through
-   * the calls themselves (a Set churned at every round trip made each young-generation GC
-   * several times slower).
-   */
-  private oldest?: InFlight;
-  private newest?: InFlight;
+  /** Round trips under way, oldest first, for the `commandTimeout` sweeper. */
+  private readonly inFlight = new Chain<InFlight>();
   private sweeper?: NodeJS.Timeout;
   /** The sweeper's clock: intervals since it started. */
   private ticks = 0;
@@ -1412,11 +1408,11 @@ export class LockClient {
     const finish = (error: Error | undefined, reply?: unknown) => {
       if (settled) return;
       settled = true;
-      this.untrack(call);
+      this.inFlight.remove(call);
       cb(error, reply);
     };
     const call: InFlight = { sent: this.ticks, reject: finish };
-    this.track(call);
+    this.inFlight.push(call);
     this.sweeper ??= this.startSweeper();
     node.evalsha(s.sha, keys.length, ...keys, ...args).then(
       (v) => finish(undefined, v),
@@ -1479,23 +1475,6 @@ export class LockClient {
     });
   }
 
-  private track(call: InFlight): void {
-    call.prev = this.newest;
-    if (this.newest) this.newest.next = call;
-    else this.oldest = call;
-    this.newest = call;
-  }
-
-  private untrack(call: InFlight): void {
-    if (call.prev) call.prev.next = call.next;
-    else if (this.oldest === call) this.oldest = call.next;
-    else return; // not in the list (already swept)
-    if (call.next) call.next.prev = call.prev;
-    else this.newest = call.prev;
-    call.prev = undefined;
-    call.next = undefined;
-  }
-
   /**
    * Every `interval` ms: a call sent `commandTimeout` ms ago or more (up to one interval more)
    * fails. Calls are kept in sending order, so the sweep stops at the first recent one.
@@ -1506,9 +1485,9 @@ export class LockClient {
     const ticks = Math.ceil(timeout / interval);
     const timer = setInterval(() => {
       this.ticks++;
-      while (this.oldest && this.ticks - this.oldest.sent >= ticks) {
-        const call = this.oldest;
-        this.untrack(call);
+      let call: InFlight | undefined;
+      while ((call = this.inFlight.first) && this.ticks - call.sent >= ticks) {
+        this.inFlight.remove(call);
         call.reject(new Error(`no answer from Redis within ${timeout} ms (commandTimeout)`));
       }
     }, interval);

@@ -11,6 +11,7 @@ import {
 import type { LockContextInfo, LockedOptions, LockHandle } from './interfaces';
 import { assertRawKey, type KeyRenderer } from './key-template';
 import type { Lease, LockClient } from './lock-client';
+import { Chain } from './chain';
 import { LockClientRegistry } from './lock-client.registry';
 import { holdId, holdsInScope, LockContext, type HoldRecord, type LockScope } from './lock-context';
 import { type ResolvedRedlockOptions, validateBehaviour } from './redlock-options';
@@ -66,7 +67,7 @@ interface ActiveHold {
   lostReason?: LockLostError;
   watchdog?: Watchdog;
   readonly record: HoldRecord;
-  /** Neighbours in the service's list of active holds. */
+  /** Its links in the service's chain of holds in progress. */
   prev?: ActiveHold;
   next?: ActiveHold;
 }
@@ -102,11 +103,8 @@ const settle = async <T>(value: T | Promise<T>): Promise<T> => value;
 export class LockService implements BeforeApplicationShutdown {
   private readonly logger = new Logger('nest-locked');
   private readonly events = new EventEmitter();
-  /**
-   * Holds in progress, for shutdown: a linked list through the holds themselves (a Set churned
-   * at every call made each young-generation GC several times slower).
-   */
-  private newestHold?: ActiveHold;
+  /** Holds in progress, for shutdown. */
+  private readonly holds = new Chain<ActiveHold>();
   /** Resolved options of decorated methods, per options object. */
   private readonly behaviours = new WeakMap<LockedOptions, Behaviour>();
   private readonly segmented: SegmentedStrategy;
@@ -440,9 +438,7 @@ export class LockService implements BeforeApplicationShutdown {
       );
       hold.watchdog.start();
     }
-    hold.prev = this.newestHold;
-    if (this.newestHold) this.newestHold.next = hold;
-    this.newestHold = hold;
+    this.holds.push(hold);
     if (this.shuttingDown) {
       abortHold(hold, new LockLostError(lease.keys, 'shutdown'));
     }
@@ -451,7 +447,7 @@ export class LockService implements BeforeApplicationShutdown {
 
   private activeHolds(): ActiveHold[] {
     const holds: ActiveHold[] = [];
-    for (let h = this.newestHold; h; h = h.prev) holds.push(h);
+    for (let h = this.holds.first; h; h = h.next) holds.push(h);
     return holds;
   }
 
@@ -464,10 +460,7 @@ export class LockService implements BeforeApplicationShutdown {
   /** Stops renewals and releases; a failed release is logged, never thrown over the result. */
   private async finish(hold: ActiveHold): Promise<void> {
     if (!hold.record.active) return;
-    if (hold.prev) hold.prev.next = hold.next;
-    if (hold.next) hold.next.prev = hold.prev;
-    else this.newestHold = hold.prev;
-    hold.prev = hold.next = undefined;
+    this.holds.remove(hold);
     hold.watchdog?.stop();
     hold.record.active = false;
     try {

@@ -1,6 +1,12 @@
 import { performance } from 'node:perf_hooks';
 import { LockLostError, type LockLostReason } from './errors';
+import { Chain } from './chain';
 import type { Lease, LockClient } from './lock-client';
+
+/** The watchdogs sleeping for one interval, in the order they went to sleep, and its timer. */
+class Group extends Chain<Watchdog> {
+  timer?: NodeJS.Timeout;
+}
 
 /**
  * Wake-ups of many watchdogs on few timers. Watchdogs that sleep for the same interval wake in
@@ -15,27 +21,16 @@ class WakeUps {
   add(dog: Watchdog, ms: number, now: number): void {
     let group = this.groups.get(ms);
     if (!group) {
-      group = {};
+      group = new Group();
       this.groups.set(ms, group);
     }
     dog.due = now + ms;
-    dog.prev = group.last;
-    dog.next = undefined;
-    if (group.last) group.last.next = dog;
-    else group.first = dog;
-    group.last = dog;
+    group.push(dog);
     if (!group.timer) this.arm(ms, group, ms);
   }
 
   remove(dog: Watchdog, ms: number): void {
-    const group = this.groups.get(ms);
-    if (!group) return;
-    if (dog.prev) dog.prev.next = dog.next;
-    else if (group.first === dog) group.first = dog.next;
-    else return;
-    if (dog.next) dog.next.prev = dog.prev;
-    else group.last = dog.prev;
-    dog.prev = dog.next = undefined;
+    this.groups.get(ms)?.remove(dog);
   }
 
   private arm(ms: number, group: Group, delay: number): void {
@@ -52,17 +47,11 @@ class WakeUps {
         this.arm(ms, group, dog.due - now + 1);
         return;
       }
-      this.remove(dog, ms);
+      group.remove(dog);
       dog.wake();
     }
     if (this.groups.get(ms) === group && !group.first) this.groups.delete(ms);
   }
-}
-
-interface Group {
-  first?: Watchdog;
-  last?: Watchdog;
-  timer?: NodeJS.Timeout;
 }
 
 const wakeUps = new WakeUps();
