@@ -54,6 +54,30 @@ function onEvalsha(see: (keys: string[], argv: unknown[]) => void): () => void {
   };
 }
 
+/**
+ * Another process holds `name`; this app's wait for it is aborted (reason: 'caller gone') just
+ * after sending the EVALSHA that `when` picks. Resolves with the lock's Redis key, still held.
+ */
+async function abortedWait(
+  name: string,
+  when: (keys: string[], argv: unknown[]) => boolean,
+): Promise<string> {
+  const key = lockRedisKey(prefix, name);
+  await redis.set(key, 'other-process', 'PX', 10_000);
+  const stop = new AbortController();
+  const restore = onEvalsha((keys, argv) => {
+    if (keys[0] === key && when(keys, argv)) stop.abort(new Error('caller gone'));
+  });
+  try {
+    const client = app.get(LockClientRegistry).get('default');
+    await expect(client.acquire([name], 1_000, 5_000, stop.signal)).rejects.toThrow('caller gone');
+  } finally {
+    restore();
+  }
+  expect(stop.signal.aborted).toBe(true);
+  return key;
+}
+
 /** Starts a worker process holding `job:<id>` for `holdMs`, resolved once it holds it. */
 async function holdInAnotherProcess(id: string, holdMs: number, ttl = 1_500) {
   const config: HoldScenario = {
@@ -275,24 +299,11 @@ it('hands the key to the next caller of the process with no round trip, fences s
 
 it('leaves the Redis queue when a wait ends while its first queued attempt is in flight', async () => {
   // Otherwise the token stays queued and a release grants the key to a caller that is gone.
-  const client = app.get(LockClientRegistry).get('default');
-  const key = lockRedisKey(prefix, 'job:inflight');
-  await redis.set(key, 'other-process', 'PX', 10_000);
-  const stop = new AbortController();
-  const restore = onEvalsha((keys, argv) => {
-    // ACQUIRE with [token, ttl, wait ms, queue, block]: the first attempt that may queue.
-    if (keys[0] === key && keys.length === 5 && argv[2] !== '0' && argv[2] !== 0) {
-      stop.abort(new Error('caller gone'));
-    }
-  });
-  try {
-    await expect(client.acquire(['job:inflight'], 1_000, 5_000, stop.signal)).rejects.toThrow(
-      'caller gone',
-    );
-  } finally {
-    restore();
-  }
-  expect(stop.signal.aborted).toBe(true);
+  // ACQUIRE with [token, ttl, wait ms, queue, block]: the first attempt that may queue.
+  const key = await abortedWait(
+    'job:inflight',
+    (keys, argv) => keys.length === 5 && argv[2] !== '0' && argv[2] !== 0,
+  );
   await sleep(50);
   expect(await redis.zcard(`${key}:q`)).toBe(0);
   await redis.del(key);
@@ -378,18 +389,8 @@ it('queues a segmented call in Redis right after a busy sweep, without another f
 
 it('leaves no local queue behind when the wait is aborted during the first try', async () => {
   const client = app.get(LockClientRegistry).get('default');
-  const key = lockRedisKey(prefix, 'job:abort-first');
-  await redis.set(key, 'other-process', 'PX', 10_000);
-  const stop = new AbortController();
   const queues = client.queueCount;
-  const restore = onEvalsha((keys) => keys[0] === key && stop.abort(new Error('caller gone')));
-  try {
-    await expect(client.acquire(['job:abort-first'], 1_000, 5_000, stop.signal)).rejects.toThrow(
-      'caller gone',
-    );
-  } finally {
-    restore();
-    await redis.del(key);
-  }
+  // Aborted as soon as the first try is sent.
+  await redis.del(await abortedWait('job:abort-first', () => true));
   expect(client.queueCount).toBe(queues);
 });
