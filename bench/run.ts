@@ -93,7 +93,7 @@ function usage(): never {
   --seq-rounds N       uncontended: rounds per run, one block of every peer each (default 10)
   --seq-block N        uncontended: cycles per block (default 500)
   --hot-iterations N   iterations per caller in the hot-key scenarios (default 20)
-  --seg-iterations N   iterations per caller in the segmented scenario (default 40)
+  --seg-iterations N   iterations per caller in the segmented scenario (default 160)
   --mem-cycles N       cycles of the memory scenario (default 1000000; --quick: 100000)
   --mem-concurrency N  concurrent loops (distinct keys) of the memory scenario (default 16)
   --mem-runs N         runs of the memory scenario (default: as --runs)
@@ -115,7 +115,9 @@ export function parseArgs(argv: string[]): Options {
     seqWarmup: quick ? 200 : 1000,
     hotIterations: quick ? 5 : 20,
     serialIterations: quick ? 200 : 1000,
-    segIterations: quick ? 10 : 40,
+    // 160: a segmented 4 x 12 run then lasts ~1.5 s; at 40 (0.4 s) it mostly measured JIT warm-up
+    // of four cold processes (5.95x at 40, 7.1x at 160, same build).
+    segIterations: quick ? 10 : 160,
     memCycles: quick ? 100_000 : 1_000_000,
     memEvery: quick ? 10_000 : 100_000,
     memConcurrency: 16,
