@@ -43,6 +43,12 @@ export interface WorkerSpec {
   iterations: number;
   /** Warm-up cycles before `ready` (on a key of its own, uncontended). */
   warmup: number;
+  /**
+   * hot: then iterations per async worker of a contended warm-up before `ready`: all
+   * `concurrency` workers on a key of this process only, same section. It compiles the waiting
+   * paths too, so a short run measures the steady state, not a cold process.
+   */
+  contendedWarmup: number;
   /** hot: concurrent async workers in this process; mem: concurrent loops (distinct keys). */
   concurrency: number;
   /** hot: critical section, ms (`await setTimeout(sectionMs)`). */

@@ -215,7 +215,10 @@ function markdown(summaries: CaseSummary[], d: Derived, meta: ReportMeta): strin
       `round, so no peer always follows the same one) after ${fmt(o.seqWarmup)} warm-up ` +
       `cycles each. Hot key: ${o.hotIterations} iterations per ` +
       'caller of acquire -> `await setTimeout(1)` -> release, all callers on one key; wait = call ' +
-      'to entering the section. A failed acquire is counted and not retried.',
+      'to entering the section. A failed acquire is counted and not retried. Before the timed ' +
+      'part, every hot-key and segmented process warms up: uncontended cycles, then all its ' +
+      'callers 10 times each on a key of its own with the same section (the waiting paths get ' +
+      'compiled; a fresh process would otherwise spend the short run in its JIT).',
   );
 
   // -------- targets
@@ -382,8 +385,7 @@ function markdown(summaries: CaseSummary[], d: Derived, meta: ReportMeta): strin
     L.push(
       `${o.segIterations} iterations per caller, 1 ms section, no think time; the same \`@Locked\` ` +
         'method with and without `segments: 10`. The default 160 iterations make a run long enough ' +
-        '(~1.5 s segmented, ~10 s one key) to measure the steady state, not the JIT warm-up of ' +
-        'fresh processes.',
+        '(~1.5 s segmented, ~10 s one key) to measure the steady state.',
       '',
     );
     L.push(

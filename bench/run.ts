@@ -229,6 +229,7 @@ export function buildCases(o: Options): CaseDef[] {
     thinkMs: 0,
     sampleEvery: 0,
     block: 0,
+    contendedWarmup: 0,
     ttl: TTL,
     budgetMs: budget(o.childTimeoutMs),
   };
@@ -299,6 +300,7 @@ export function buildCases(o: Options): CaseDef[] {
               mode: 'hot',
               iterations: o.hotIterations,
               warmup: 50,
+              contendedWarmup: o.quick ? 2 : 10,
               concurrency: callers,
             },
             runs: o.runs,
@@ -324,6 +326,7 @@ export function buildCases(o: Options): CaseDef[] {
             mode: 'hot',
             iterations: o.segIterations,
             warmup: 50,
+            contendedWarmup: o.quick ? 2 : 10,
             concurrency: callers,
           },
           runs: o.runs,

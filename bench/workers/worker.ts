@@ -70,6 +70,23 @@ async function warmUp(name: PeerName, peer: Peer): Promise<void> {
 }
 
 /**
+ * Hot mode: every async worker of this process takes a key of this process only, with the
+ * scenario's section, `contendedWarmup` times: local queues, handoffs, sweeps and grants get
+ * compiled before the timed run. A failed acquire is ignored (peers that give up are warm too).
+ */
+async function warmUpContended(peer: Peer): Promise<void> {
+  const key = `${spec.key}:warmc:${spec.proc}`;
+  const stopAt = now() + 10_000;
+  await Promise.all(
+    Array.from({ length: spec.concurrency }, async () => {
+      for (let i = 0; i < spec.contendedWarmup && now() < stopAt; i++) {
+        await peer.run(key, () => sleep(spec.sectionMs)).catch(() => undefined);
+      }
+    }),
+  );
+}
+
+/**
  * Sequential acquire+release cycles, every peer of `spec.peers` in this one process: each
  * round runs one block of `spec.block` cycles per peer, in an order shuffled every round, so all
  * peers see the same machine (load from other processes, vCPU placement) at nearly the same
@@ -224,6 +241,7 @@ async function main(): Promise<void> {
       const peer = await createPeer(name, spec.ports, spec.ttl);
       peers.set(name, peer);
       await warmUp(name, peer);
+      if (spec.mode === 'hot' && spec.contendedWarmup > 0) await warmUpContended(peer);
     }
     if (spec.mode === 'seq') {
       stats = spec.ports.map((port) => new Redis({ host: '127.0.0.1', port }));
