@@ -217,7 +217,7 @@ function markdown(summaries: CaseSummary[], d: Derived, meta: ReportMeta): strin
       'caller of acquire -> `await setTimeout(1)` -> release, all callers on one key; wait = call ' +
       'to entering the section. A failed acquire is counted and not retried. Before the timed ' +
       'part, every hot-key and segmented process warms up: uncontended cycles, then all its ' +
-      'callers 10 times each on a key of its own with the same section (the waiting paths get ' +
+      `callers ${o.hotWarmup} times each on a key of its own with the same section (the waiting paths get ` +
       'compiled; a fresh process would otherwise spend the short run in its JIT).',
   );
 

@@ -69,6 +69,8 @@ export interface Options {
   seqBlock: number;
   seqWarmup: number;
   hotIterations: number;
+  /** Contended warm-up sections per caller of each hot-key and segmented process. */
+  hotWarmup: number;
   serialIterations: number;
   segIterations: number;
   memCycles: number;
@@ -114,6 +116,7 @@ export function parseArgs(argv: string[]): Options {
     seqBlock: quick ? 200 : 500,
     seqWarmup: quick ? 200 : 1000,
     hotIterations: quick ? 5 : 20,
+    hotWarmup: quick ? 2 : 10,
     serialIterations: quick ? 200 : 1000,
     // 160: a segmented 4 x 12 run then lasts ~1.5 s; at 40 (0.4 s) it mostly measured JIT warm-up
     // of four cold processes (5.95x at 40, 7.1x at 160, same build).
@@ -300,7 +303,7 @@ export function buildCases(o: Options): CaseDef[] {
               mode: 'hot',
               iterations: o.hotIterations,
               warmup: 50,
-              contendedWarmup: o.quick ? 2 : 10,
+              contendedWarmup: o.hotWarmup,
               concurrency: callers,
             },
             runs: o.runs,
@@ -326,7 +329,7 @@ export function buildCases(o: Options): CaseDef[] {
             mode: 'hot',
             iterations: o.segIterations,
             warmup: 50,
-            contendedWarmup: o.quick ? 2 : 10,
+            contendedWarmup: o.hotWarmup,
             concurrency: callers,
           },
           runs: o.runs,

@@ -241,7 +241,7 @@ async function main(): Promise<void> {
       const peer = await createPeer(name, spec.ports, spec.ttl);
       peers.set(name, peer);
       await warmUp(name, peer);
-      if (spec.mode === 'hot' && spec.contendedWarmup > 0) await warmUpContended(peer);
+      if (spec.contendedWarmup > 0) await warmUpContended(peer);
     }
     if (spec.mode === 'seq') {
       stats = spec.ports.map((port) => new Redis({ host: '127.0.0.1', port }));
