@@ -53,7 +53,11 @@ export class ReportService {
     let fencedOut = !this.reports.save(id, fence, instance, progress, 'running');
     while (!fencedOut && !signal.aborted) {
       const elapsed = Date.now() - startedAt;
-      if (elapsed >= durationMs) break;
+      if (elapsed >= durationMs) {
+        // Done: the last step may have been measured a millisecond short of the end (99).
+        progress = 100;
+        break;
+      }
       await sleep(Math.min(STEP_MS, durationMs - elapsed));
       progress = Math.min(100, Math.floor(((Date.now() - startedAt) / durationMs) * 100));
       if (signal.aborted) break;
