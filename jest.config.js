@@ -3,7 +3,11 @@ const common = {
   preset: 'ts-jest',
   testEnvironment: 'node',
   rootDir: __dirname,
-  moduleNameMapper: { '^nest-locked$': '<rootDir>/lib/index.ts' },
+  moduleNameMapper: {
+    '^nest-locked$': '<rootDir>/lib/index.ts',
+    '^nest-locked/testing$': '<rootDir>/lib/testing/index.ts',
+    '^nest-locked/health$': '<rootDir>/lib/health/index.ts',
+  },
   transform: {
     '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.json' }],
   },
@@ -19,5 +23,8 @@ module.exports = {
       testMatch: ['<rootDir>/test/integration/**/*.spec.ts'],
     },
     { ...common, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'] },
+    // Real redis-server processes and OS workers, broken on purpose (kills, stalls, restarts,
+    // failovers); every wait bounded. `npm run test:faults` runs this project alone.
+    { ...common, displayName: 'faults', testMatch: ['<rootDir>/test/faults/**/*.spec.ts'] },
   ],
 };

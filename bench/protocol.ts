@@ -10,6 +10,8 @@ export const PEERS = [
   'ours-locked',
   'ours-using',
   'ours-locked-seg10',
+  'floor-wait1',
+  'ours-locked-acks1',
 ] as const;
 export type PeerName = (typeof PEERS)[number];
 
@@ -22,6 +24,18 @@ export const UNCONTENDED_PEERS: readonly PeerName[] = [
   'nest-redlock',
   'ours-locked',
   'ours-using',
+];
+
+/**
+ * The peers of the uncontended case on one server with one replica: the cost of waiting for a
+ * replica's acknowledgement (`WAIT 1 1000` after the acquire), raw and ours (`replicaAcks: 1`).
+ * Never run without a replica: there every WAIT would block for its whole timeout.
+ */
+export const REPLICA_PEERS: readonly PeerName[] = [
+  'floor',
+  'floor-wait1',
+  'ours-locked',
+  'ours-locked-acks1',
 ];
 
 export type Mode = 'seq' | 'hot' | 'mem';

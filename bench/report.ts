@@ -39,6 +39,8 @@ const LABEL: Record<PeerName, string> = {
   'ours-locked': '**ours: @Locked**',
   'ours-using': '**ours: LockService.using**',
   'ours-locked-seg10': '**ours: @Locked segments: 10**',
+  'floor-wait1': 'raw floor + WAIT 1 1000 after the SET',
+  'ours-locked-acks1': '**ours: @Locked replicaAcks: 1**',
 };
 
 const fmt = (n: number | undefined, d = 0): string =>
@@ -84,6 +86,8 @@ export interface Derived {
     }
   >;
   uncontended: Record<string, { vsFloor: number; pass?: boolean }>;
+  /** 1 server + 1 replica: what waiting for one replica costs (informational, no target). */
+  replicaAcks?: ReplicaAcksCost;
   segmented: Record<string, { oneKey: number; segmented: number; speedup: number; pass?: boolean }>;
   memory?: {
     firstHeap: number;
@@ -93,6 +97,56 @@ export interface Derived {
     lastHandles: number;
     maxHandles: number;
     pass: boolean;
+  };
+}
+
+/** The 1 server + 1 replica case, by peer; NaN where a peer did not run. */
+export interface ReplicaAcksCost {
+  /** Median block rates, cycles/s. */
+  rate: { floor: number; floorWait1: number; ours: number; oursAcks: number };
+  /** x floor of the same case (paired by round), as in the table. */
+  vsFloor: { floorWait1: number; ours: number; oursAcks: number };
+  /** `@Locked` with acks over `@Locked` without, and over floor-wait1 (ratios of the x floor). */
+  acksVsOurs: number;
+  acksVsFloorWait1: number;
+  /** µs added per cycle by the WAIT (from the median rates): ours, raw. */
+  addedUsOurs: number;
+  addedUsFloor: number;
+  /** Client CPU µs per cycle. */
+  cpu: { floor: number; floorWait1: number; ours: number; oursAcks: number };
+}
+
+const REPLICA_CASE = 'uncontended:1+replica';
+
+function replicaAcksCost(summaries: CaseSummary[]): ReplicaAcksCost | undefined {
+  const get = (peer: PeerName) =>
+    summaries.find((s) => s.def.id === `${REPLICA_CASE}:${peer}` && s.n > 0);
+  const floor = get('floor');
+  const floorWait1 = get('floor-wait1');
+  const ours = get('ours-locked');
+  const oursAcks = get('ours-locked-acks1');
+  if (!floorWait1 && !oursAcks) return undefined;
+  const rate = (s?: CaseSummary) => s?.rate.median ?? NaN;
+  const vs = (s?: CaseSummary) => s?.vsFloor ?? NaN;
+  const cpu = (s?: CaseSummary) => s?.cpuUsPerOp ?? NaN;
+  return {
+    rate: {
+      floor: rate(floor),
+      floorWait1: rate(floorWait1),
+      ours: rate(ours),
+      oursAcks: rate(oursAcks),
+    },
+    vsFloor: { floorWait1: vs(floorWait1), ours: vs(ours), oursAcks: vs(oursAcks) },
+    acksVsOurs: vs(oursAcks) / vs(ours),
+    acksVsFloorWait1: vs(oursAcks) / vs(floorWait1),
+    addedUsOurs: 1e6 / rate(oursAcks) - 1e6 / rate(ours),
+    addedUsFloor: 1e6 / rate(floorWait1) - 1e6 / rate(floor),
+    cpu: {
+      floor: cpu(floor),
+      floorWait1: cpu(floorWait1),
+      ours: cpu(ours),
+      oursAcks: cpu(oursAcks),
+    },
   };
 }
 
@@ -118,10 +172,17 @@ function derive(summaries: CaseSummary[]): Derived {
     const { def } = s;
     if (def.scenario === 'uncontended') {
       // Paired: each block over the floor's block of the same round, then medians.
-      const vsFloor = s.vsFloor ?? s.rate.median / d.floorUncontended[def.servers];
+      const floor = def.replica
+        ? (by(`${REPLICA_CASE}:floor`)?.rate.median ?? NaN)
+        : d.floorUncontended[def.servers];
+      const vsFloor = s.vsFloor ?? s.rate.median / floor;
       d.uncontended[def.id] = {
         vsFloor,
-        pass: Number.isFinite(vsFloor) ? vsFloor >= TARGETS.uncontendedVsFloor : undefined,
+        // The replica rows have no target: they show what replicaAcks costs.
+        pass:
+          Number.isFinite(vsFloor) && !def.replica
+            ? vsFloor >= TARGETS.uncontendedVsFloor
+            : undefined,
       };
     }
     if (def.scenario === 'hot' || def.scenario === 'segmented') {
@@ -154,6 +215,7 @@ function derive(summaries: CaseSummary[]): Derived {
       };
     }
   }
+  d.replicaAcks = replicaAcksCost(summaries);
   const mem = by('memory:ours-locked');
   if (mem?.mem) {
     // The run with the largest growth counts (usually there is one run).
@@ -292,18 +354,47 @@ function markdown(summaries: CaseSummary[], d: Derived, meta: ReportMeta): strin
         'block), the client-side cost independent of where the scheduler put the processes.',
       '',
     );
+    if (unc.some((s) => s.def.replica)) {
+      L.push(
+        '1 + 1 replica: a 4th redis-server is a replica of server 0 during the runs of this case ' +
+          'only (REPLICAOF before each run, started once the master lists it online; REPLICAOF ' +
+          'NO ONE after, so every other case sees server 0 without a replica). Its floor is the ' +
+          'same raw floor on that master; floor + WAIT sends `WAIT 1 1000` right after each SET ' +
+          'on the same connection (pipelined); `@Locked replicaAcks: 1` is the same method with ' +
+          'the module option (WAIT after the lock script, default 1000 ms timeout). x floor is ' +
+          "over that case's floor; server cmds count the master only. No target for these rows.",
+        '',
+      );
+    }
     L.push(
       '| servers | peer | cycles/s | µs/cycle | x floor | >= 0.9 x floor | client CPU µs/cycle | client cmds/cycle | server cmds/cycle (incl. in-script) | n |',
       '|---|---|---|---|---|---|---|---|---|---|',
     );
     for (const s of unc) {
+      const servers = s.def.replica ? '1 + 1 replica' : s.def.servers;
       if (s.n === 0) {
-        L.push(`| ${s.def.servers} | ${LABEL[s.def.peer]} | ${errorCell(s)} | | | | | | | 0 |`);
+        L.push(`| ${servers} | ${LABEL[s.def.peer]} | ${errorCell(s)} | | | | | | | 0 |`);
         continue;
       }
       const u = d.uncontended[s.def.id];
       L.push(
-        `| ${s.def.servers} | ${LABEL[s.def.peer]} | ${range(s.rate)} | ${fmt(1e6 / s.rate.median)} | ${fmt(u.vsFloor, 2)} | ${s.def.peer === 'floor' ? '-' : pf(u.pass)} | ${fmt(s.cpuUsPerOp, 1)} | ${fmt(s.clientPerOp, 2)} (${topCommands(s.clientByCommand)}) | ${fmt(s.serverPerOp, 1)} | ${s.n} |`,
+        `| ${servers} | ${LABEL[s.def.peer]} | ${range(s.rate)} | ${fmt(1e6 / s.rate.median)} | ${fmt(u.vsFloor, 2)} | ${s.def.peer === 'floor' ? '-' : pf(u.pass)} | ${fmt(s.cpuUsPerOp, 1)} | ${fmt(s.clientPerOp, 2)} (${topCommands(s.clientByCommand)}) | ${fmt(s.serverPerOp, 1)} | ${s.n} |`,
+      );
+    }
+    const r = d.replicaAcks;
+    if (r) {
+      L.push(
+        '',
+        '**What `replicaAcks: 1` costs** (1 server + 1 replica, uncontended; informational, no ' +
+          `target): \`@Locked\` with \`replicaAcks: 1\` ${fmt(r.rate.oursAcks)} cycles/s vs ` +
+          `${fmt(r.rate.ours)} without, ${fmt(r.acksVsOurs, 2)} x (${signed(r.addedUsOurs)} µs ` +
+          `per cycle); the raw floor + \`WAIT 1\` ${fmt(r.rate.floorWait1)} vs ` +
+          `${fmt(r.rate.floor)} for the floor, ${fmt(r.vsFloor.floorWait1, 2)} x ` +
+          `(${signed(r.addedUsFloor)} µs); \`@Locked\` with acks ${fmt(r.acksVsFloorWait1, 2)} x ` +
+          'the floor + WAIT. Client CPU per cycle: ' +
+          `${fmt(r.cpu.oursAcks, 1)} µs with acks vs ${fmt(r.cpu.ours, 1)} without ` +
+          `(floor + WAIT ${fmt(r.cpu.floorWait1, 1)}, floor ${fmt(r.cpu.floor, 1)}). Ratios are ` +
+          'taken from the paired x floor column.',
       );
     }
   }
@@ -452,6 +543,7 @@ function markdown(summaries: CaseSummary[], d: Derived, meta: ReportMeta): strin
   return L.join('\n');
 }
 
+const signed = (n: number) => (Number.isFinite(n) && n >= 0 ? `+${fmt(n)}` : fmt(n));
 const mb = (b: number) => `${(b / 2 ** 20).toFixed(2)} MiB`;
 const oneLine = (s: string | undefined) => (s ?? '').split('\n')[0].slice(0, 300);
 const errorCell = (s: CaseSummary) =>
@@ -469,6 +561,8 @@ const COLORS: Record<PeerName, string> = {
   'ours-locked': '#1b7f3b',
   'ours-using': '#52b069',
   'ours-locked-seg10': '#0b4f22',
+  'floor-wait1': '#333333',
+  'ours-locked-acks1': '#8fd19e',
 };
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');

@@ -4,7 +4,8 @@
  *   node dist-apps/bench/run.js [--runs 3] [--quick] [--only hot,segmented] [--peers a,b]
  *     [--mem-cycles 1000000] [--mem-runs N] [--child-timeout 60000] [--out bench/results]
  *
- * Scenarios: uncontended (1 and 3 servers), hot (with the serial ideals), segmented, memory.
+ * Scenarios: uncontended (1 and 3 servers, and 1 server + 1 replica for replicaAcks), hot (with
+ * the serial ideals), segmented, memory.
  * Every worker is a forked process with bounded iterations, an internal time budget and a hard
  * wall-clock cap after which it is killed by PID. Results: bench/results/latest.{md,json,svg}.
  */
@@ -13,9 +14,11 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import {
   PEERS,
+  REPLICA_PEERS,
   UNCONTENDED_PEERS,
   type CommandCounts,
   type FromWorker,
@@ -90,7 +93,8 @@ function usage(): never {
   console.log(`Usage: npm run bench -- [options]
   --runs N             runs per figure, the median is reported (default 3; --quick: 1)
   --quick              fast smoke run of everything (1 run, few iterations, 100k memory cycles)
-  --only a,b           scenarios: ${SCENARIOS.join(', ')} (hot includes the serial ideals)
+  --only a,b           scenarios: ${SCENARIOS.join(', ')} (hot includes the serial ideals;
+                       uncontended includes 1 server + 1 replica, a 4th redis-server)
   --peers a,b          only these peers: ${PEERS.join(', ')}
   --seq-rounds N       uncontended: rounds per run, one block of every peer each (default 10)
   --seq-block N        uncontended: cycles per block (default 500)
@@ -209,6 +213,11 @@ export interface CaseDef {
   /** Every peer this job measures (seq: all in one process; otherwise just `peer`). */
   peers: PeerName[];
   servers: number;
+  /**
+   * uncontended only: server 0 has a replica (a 4th redis-server) while this case runs, and
+   * only then (REPLICAOF before each run, REPLICAOF NO ONE after).
+   */
+  replica?: boolean;
   procs: number;
   spec: Omit<WorkerSpec, 'ports' | 'key' | 'proc' | 'peer' | 'peers'>;
   runs: number;
@@ -262,7 +271,9 @@ export function buildCases(o: Options): CaseDef[] {
   if (o.only.includes('uncontended')) {
     const peers = UNCONTENDED_PEERS.filter(want);
     if (peers.length && !peers.includes('floor')) peers.unshift('floor');
-    for (const servers of [1, 3]) {
+    // None of their peers asked for (--peers timer, --peers floor-wait1): no case to run (a case
+    // with no peers used to crash the orchestrator).
+    for (const servers of peers.length ? [1, 3] : []) {
       cases.push({
         id: `uncontended:${servers}`,
         scenario: 'uncontended',
@@ -270,6 +281,32 @@ export function buildCases(o: Options): CaseDef[] {
         peer: 'floor',
         peers,
         servers,
+        procs: 1,
+        spec: {
+          ...base,
+          mode: 'seq',
+          iterations: o.seqRounds,
+          block: o.seqBlock,
+          warmup: o.seqWarmup,
+          concurrency: 1,
+        },
+        runs: o.runs,
+        capMs: o.childTimeoutMs,
+      });
+    }
+    // One server with one replica: what waiting for a replica's acknowledgement costs (WAIT
+    // after each acquire), raw (floor-wait1) and ours (replicaAcks: 1), next to both without.
+    const replicaPeers = REPLICA_PEERS.filter(want);
+    if (replicaPeers.length) {
+      if (!replicaPeers.includes('floor')) replicaPeers.unshift('floor');
+      cases.push({
+        id: 'uncontended:1+replica',
+        scenario: 'uncontended',
+        config: '1 server + 1 replica',
+        peer: 'floor',
+        peers: replicaPeers,
+        servers: 1,
+        replica: true,
         procs: 1,
         spec: {
           ...base,
@@ -416,7 +453,7 @@ let workerJs = path.join(__dirname, 'workers', 'worker.js');
 function takeSnapshot(lib: string): void {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nest-locked-bench-'));
   snapshotDir = dir;
-  const required = ['dist/index.js', 'dist/lock-client.js', 'dist-apps/bench/workers/worker.js'];
+  const required = ['dist/index.js', 'dist-apps/bench/workers/worker.js'];
   for (let attempt = 1; ; attempt++) {
     try {
       fs.rmSync(path.join(dir, 'dist'), { recursive: true, force: true });
@@ -785,6 +822,113 @@ export function summarize(def: CaseDef, records: RunRecord[]): CaseSummary {
   };
 }
 
+// ------------------------------------------------------------------ the replica
+
+/** Bound on a replica becoming online on the master (full sync included), and on detaching. */
+const REPLICA_ONLINE_TIMEOUT_MS = 30_000;
+const REPLICA_DETACH_TIMEOUT_MS = 10_000;
+
+interface Replica {
+  server: RedisProcess;
+  conn: Redis;
+  /** Its --dir (a temp dir: nothing should be written there, syncs are diskless both ways). */
+  dir: string;
+}
+
+/**
+ * A 4th redis-server for the 1 server + 1 replica case. It is a replica of server 0 only while
+ * that case runs (`attachReplica` / `detachReplica`), so every other case still measures
+ * server 0 without one. Full syncs go over the socket on both sides (the master sends the RDB
+ * at once instead of after Redis 7's 5 s delay), so nothing is written in the working directory.
+ */
+async function startReplica(binary: string, master: Redis): Promise<Replica> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nest-locked-bench-replica-'));
+  let server: RedisProcess;
+  try {
+    server = await startRedis(binary, ['--dir', dir, '--repl-diskless-load', 'swapdb']);
+  } catch (err) {
+    fs.rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+  const conn = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 1 });
+  await master.config('SET', 'repl-diskless-sync', 'yes');
+  await master.config('SET', 'repl-diskless-sync-delay', '0');
+  return { server, conn, dir };
+}
+
+/** The `slaveN:` line of the master's INFO replication for the replica on `port`, if any. */
+export function replicaLine(info: string, port: number): string | undefined {
+  return info.split(/\r?\n/).find((l) => /^slave\d+:/.test(l) && l.includes(`port=${port},`));
+}
+
+/** REPLICAOF server 0, then waits (bounded) until the master lists the replica as online. */
+async function attachReplica(replica: Replica, master: Redis, masterPort: number): Promise<void> {
+  await replica.conn.replicaof('127.0.0.1', masterPort);
+  const deadline = Date.now() + REPLICA_ONLINE_TIMEOUT_MS;
+  for (;;) {
+    const line = replicaLine(await master.info('replication'), replica.server.port);
+    if (line?.includes('state=online')) return;
+    if (Date.now() > deadline) {
+      throw new Error(
+        `replica 127.0.0.1:${replica.server.port} not online on 127.0.0.1:${masterPort} within ` +
+          `${REPLICA_ONLINE_TIMEOUT_MS} ms (${line ?? 'not listed'})`,
+      );
+    }
+    await sleep(50);
+  }
+}
+
+/**
+ * REPLICAOF NO ONE, then waits (bounded) until the master no longer lists it. Throws otherwise:
+ * a replica left attached would silently change every later case on server 0.
+ */
+async function detachReplica(replica: Replica, master: Redis): Promise<void> {
+  await replica.conn.replicaof('NO', 'ONE');
+  const deadline = Date.now() + REPLICA_DETACH_TIMEOUT_MS;
+  while (replicaLine(await master.info('replication'), replica.server.port)) {
+    if (Date.now() > deadline) {
+      throw new Error(
+        `replica 127.0.0.1:${replica.server.port} still attached after REPLICAOF NO ONE`,
+      );
+    }
+    await sleep(50);
+  }
+}
+
+/** One run of a replica case: attach, run, detach; an attach that fails is the run's error. */
+async function runWithReplica(
+  def: CaseDef,
+  run: number,
+  servers: RedisProcess[],
+  conns: Redis[],
+  replica: Replica,
+): Promise<RunRecord[]> {
+  try {
+    await attachReplica(replica, conns[0], servers[0].port);
+  } catch (err) {
+    await detachReplica(replica, conns[0]);
+    const why = String((err as Error)?.message ?? err);
+    return def.peers.map((peer) => ({
+      id: summaryId(def, peer),
+      run,
+      ok: false,
+      error: why,
+      timedOut: false,
+      wallMs: NaN,
+      done: 0,
+      rate: NaN,
+      failures: {},
+      clientCommands: {},
+      serverCommands: {},
+    }));
+  }
+  try {
+    return await runCase(def, run, servers, conns);
+  } finally {
+    await detachReplica(replica, conns[0]);
+  }
+}
+
 // ------------------------------------------------------------------ main
 
 function versionOf(pkg: string): string {
@@ -826,10 +970,12 @@ async function main(): Promise<void> {
   const cases = buildCases(options);
   const servers: RedisProcess[] = [];
   const conns: Redis[] = [];
+  let replica: Replica | undefined;
 
   const cleanup = () => {
     for (const c of live) killChild(c);
     killAllStartedSync();
+    if (replica) fs.rmSync(replica.dir, { recursive: true, force: true });
     removeSnapshot();
   };
   process.on('exit', cleanup);
@@ -847,10 +993,12 @@ async function main(): Promise<void> {
     for (const s of servers) {
       conns.push(new Redis({ host: '127.0.0.1', port: s.port, maxRetriesPerRequest: 1 }));
     }
+    if (cases.some((c) => c.replica)) replica = await startReplica(redisBin, conns[0]);
     const redisVersion = /redis_version:(\S+)/.exec(await conns[0].info('server'))?.[1] ?? '?';
     console.log(
       `nest-locked bench: ${cases.length} cases, runs ${options.runs}, redis ${redisVersion} ` +
-        `on ports ${servers.map((s) => s.port).join(', ')}`,
+        `on ports ${servers.map((s) => s.port).join(', ')}` +
+        (replica ? ` (replica of ${servers[0].port} on ${replica.server.port})` : ''),
     );
 
     const total = cases.reduce((a, c) => a + c.runs, 0);
@@ -864,7 +1012,9 @@ async function main(): Promise<void> {
         if (run > def.runs) continue;
         // A scenario that cannot run on this build (segments) is tried once, not every round.
         if (records.get(summaryId(def, def.peers[0]))!.some((r) => r.skipped)) continue;
-        const rs = await runCase(def, run, servers, conns);
+        const rs = def.replica
+          ? await runWithReplica(def, run, servers, conns, replica!)
+          : await runCase(def, run, servers, conns);
         for (const r of rs) records.get(r.id)!.push(r);
         console.log(progress(++i, total, def, rs));
       }
@@ -905,6 +1055,12 @@ async function main(): Promise<void> {
     console.log(`wall time ${((Date.now() - wallStart) / 1000).toFixed(1)} s`);
   } finally {
     await Promise.all(conns.map((c) => c.quit().catch(() => c.disconnect())));
+    if (replica) {
+      const { conn, server, dir } = replica;
+      await conn.quit().catch(() => conn.disconnect());
+      await server.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
     await Promise.all(servers.map((s) => s.stop()));
     removeSnapshot();
   }

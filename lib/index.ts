@@ -1,14 +1,22 @@
-export { RedlockModule } from './redlock.module';
-export { Locked } from './locked.decorator';
+export { RedlockModule } from './module/redlock.module';
+export { Locked } from './api/locked.decorator';
+export { LockService, type LockStats } from './api/lock.service';
 export {
-  LockService,
+  LOCK_NEST_EVENTS,
+  type LockAcquiredEvent,
+  type LockBusyEvent,
+  type LockErrorEvent,
+  type LockEventBase,
+  type LockEventName,
+  type LockHoldEvent,
   type LockLostEvent,
+  type LockReleasedEvent,
   type LockServiceEvents,
-  type LockStats,
-} from './lock.service';
-export { LockContext } from './lock-context';
-export { InjectRedlock, getRedlockToken } from './inject-redlock.decorator';
-export { LockInterceptor, type LockErrorMapping } from './lock.interceptor';
-export type { KeySource } from './key-template';
+} from './api/lock-events';
+export { LOCK_METRICS } from './api/lock-metrics';
+export { LockContext } from './api/lock-context';
+export { InjectRedlock, getRedlockToken } from './module/inject-redlock.decorator';
+export { LockInterceptor, type LockErrorBody, type LockErrorMapping } from './api/lock.interceptor';
+export type { KeySource } from './keys';
 export * from './errors';
 export * from './interfaces';

@@ -1,6 +1,17 @@
 /** @internal */
 export const DEFAULT_CLIENT = 'default';
 
+/** Where the module connects when `clients` is left out and REDIS_URL is unset. @internal */
+export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+
+/**
+ * The longest delay a Node.js timer takes: 2^31-1 ms (about 24.8 days). A longer one fires after
+ * 1 ms instead (with a TimeoutOverflowWarning), so every option that ends up in a timer is
+ * capped here.
+ * @internal
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /**
  * The defaults of every option, in one frozen place, merged once in `resolveRedlockOptions` so
  * `forRoot` and `forRootAsync` agree.
@@ -12,11 +23,14 @@ export const DEFAULT_OPTIONS = Object.freeze({
   watchdog: true,
   maxHold: Infinity,
   waitTimeout: 5_000,
+  replicaAcks: 0,
+  replicaAckTimeout: 1_000,
   busyStatus: 409,
   interceptor: true,
   driftFactor: 0.01,
   localHandoffs: 4,
   commandTimeout: 2_000,
+  telemetry: 'auto' as boolean | 'auto',
 });
 
 /** Metadata key written by `@Locked` on the wrapped method. @internal */

@@ -1,3 +1,5 @@
+import { MAX_TIMER_MS } from './redlock.constants';
+
 /**
  * Error texts, one factory each, so every message says what happened and what to do.
  * @internal
@@ -44,19 +46,211 @@ export const ALL_SEGMENTS_EXHAUSTED = (keys: readonly string[], segments: number
   `No segment of ${list(keys)} can serve the call: all ${segments} slices are exhausted. ` +
   `Replenish them (LockService.resetSegments makes them usable at once).`;
 
+/**
+ * What `LockInterceptor` tells a client of the application (HTTP, RPC, WebSocket, GraphQL): what
+ * happened in the terms of its request. Never a lock key nor a Redis error: those stay on the
+ * error object and in the logs.
+ */
+export const CLIENT_MESSAGES = {
+  busy: 'The resource is busy; retry later.',
+  exhausted: 'The resource cannot serve this request now.',
+  unavailable: 'The service is temporarily unavailable.',
+  badRequest: (placeholder: string | undefined) =>
+    placeholder === undefined
+      ? 'Invalid request: its values do not identify a resource.'
+      : `Invalid request: no valid value for "${placeholder}".`,
+} as const;
+
+/** The WARN `LockInterceptor` logs when a lock error becomes a 5xx (Redis failed): the details. */
+export const SERVER_ERROR_ANSWERED = (where: string, status: number, error: Error) =>
+  `${where} answered ${status}: ${error.message}`;
+
+const UP_TO_MAX_TIMER = `${MAX_TIMER_MS} (2^31-1 ms, the longest Node.js timer)`;
+
+/** What each option takes: the "expected ..." of `BAD_OPTION`. */
+export const EXPECTED = {
+  ttl: `an integer number of ms from 10 to ${UP_TO_MAX_TIMER}`,
+  watchdog: 'a boolean',
+  maxHold: `a number of ms > 0 up to ${UP_TO_MAX_TIMER}, or Infinity`,
+  waitTimeout: `a number of ms from 0 (tries once) to ${UP_TO_MAX_TIMER}`,
+  segments: 'an integer from 1 to 1024',
+  replicaAcks: 'an integer >= 0 (replicas that must acknowledge; 0 is off)',
+  replicaAckTimeout: `an integer number of ms from 1 to ${UP_TO_MAX_TIMER}`,
+  onBusy: "'throw' or 'skip'",
+  minHold: `a number of ms from 0 (off) to ${UP_TO_MAX_TIMER}`,
+  client: 'the name of a client group',
+  signal: 'an AbortSignal (the signal of an AbortController)',
+  keyPrefix: 'a string',
+  busyStatus: 'an HTTP error status (400-599)',
+  interceptor: 'a boolean',
+  driftFactor: 'a number from 0 to 0.5',
+  localHandoffs: 'an integer >= 0',
+  commandTimeout: `a number of ms from 1 to ${UP_TO_MAX_TIMER}`,
+  telemetry: "true, false or 'auto'",
+  clients: (instance: boolean) =>
+    'an array of Redis nodes or a record of named groups' +
+    (instance
+      ? '; wrap a single instance in an array: clients: [redis]'
+      : ' (leave clients out to use REDIS_URL, else redis://127.0.0.1:6379)'),
+  someGroup: 'at least one client group',
+  group: 'a non-empty array of Redis nodes (URL, options or instance)',
+  host: 'a host name or IP address',
+  port: 'a port number from 1 to 65535',
+  path: 'the path of a Unix socket',
+  sentinels: 'a non-empty array of sentinels ({ host, port })',
+  sentinelName: "the name of the master the sentinels watch ('mymaster')",
+} as const;
+
 export const BAD_OPTION = (field: string, value: unknown, expected: string) =>
   `Invalid nest-locked option "${field}": got ${show(value)}, expected ${expected}.`;
 
+export const UNKNOWN_OPTION = (
+  key: string,
+  label: string,
+  nearest: string | undefined,
+  valid: readonly string[],
+) =>
+  `Unknown option "${key}" in ${label}; ` +
+  (nearest === undefined ? `valid options are ${list(valid)}.` : `did you mean "${nearest}"?`);
+
+/** How messages name an options object (a call's are named by their caller). */
+export const OPTIONS_LABEL = {
+  forRoot: 'RedlockModule.forRoot options',
+  forRootAsync: 'the options returned by the RedlockModule.forRootAsync factory',
+  decorator: (where: string) => `the options of ${where}`,
+} as const;
+
+const NOT_OBJECT_FIX = {
+  call: "Leave the argument out to use the module's options.",
+  decorator: "Leave them out to use the module's options.",
+  forRoot: 'Pass an object, or nothing for the defaults.',
+  forRootAsync: 'Return the options from the factory (a factory without return gives undefined).',
+} as const;
+
+export const OPTIONS_NOT_OBJECT = (
+  label: string,
+  value: unknown,
+  kind: keyof typeof NOT_OBJECT_FIX,
+) =>
+  `${label[0].toUpperCase()}${label.slice(1)} must be an object, such as { ttl: 10_000 }; got ` +
+  `${show(value)}. ${NOT_OBJECT_FIX[kind]}`;
+
+export const OPTION_PER_CALL = (key: string, label: string, onDecorator: boolean) =>
+  `"${key}" is a per-call option and has no effect in ${label}; set it on ` +
+  `${onDecorator ? `@Locked(keys, { ${key} }) or ` : ''}LockService.using(keys, fn, { ${key} }).`;
+
+export const OPTION_MODULE_ONLY = (key: string, label: string) =>
+  `"${key}" is a module option and cannot be set in ${label}; set it in ` +
+  `RedlockModule.forRoot({ ${key} }) (or in the options your forRootAsync factory returns).`;
+
+export const DECORATOR_SIGNAL = (label: string) =>
+  `"signal" cannot be set in ${label}: a decorator's options are fixed when the class is ` +
+  `defined, so they cannot carry the AbortSignal of one call. Where the signal exists, lock ` +
+  `with LockService.using(keys, fn, { signal }) or LockService.acquire(keys, { signal }).`;
+
+export const FACTORY_IS_GLOBAL = (label: string) =>
+  `"isGlobal" has no effect in ${label}: Nest reads it before the factory runs. Pass it beside ` +
+  `the factory: RedlockModule.forRootAsync({ isGlobal: false, useFactory }).`;
+
+const NODE_STRINGS =
+  'redis://[user:password@]host[:port][/db] (rediss:// for TLS), host[:port], a port number, or ' +
+  'the path of a Unix socket (/run/redis/redis.sock)';
+
+/** Why a string does not name the Redis node ioredis would reach (completes "<url> ..."). */
+export const NODE_URL_PROBLEM = {
+  empty: 'is empty',
+  spaces: 'has spaces or line breaks around it; remove them',
+  port: 'is a port outside 1-65535',
+  portZero: 'has port 0; a port is from 1 to 65535',
+  unparsable: 'is not a Redis URL ioredis can parse (check the host and the port)',
+  noHost: 'names no host (an unset variable in the URL?)',
+  capitals:
+    'writes its scheme in capitals; write it in lower case (ioredis turns TLS on only for a ' +
+    'lower-case "rediss://")',
+  badDb: 'has a path that is not a database number (such as /0)',
+  schemeRelative: (url: string) =>
+    `starts with "//"; write redis:${url} (ioredis plans to stop reading scheme-less URLs)`,
+  unixScheme: (path: string) => `is a unix:// URL; give the socket's path alone: ${path}`,
+  otherScheme: (scheme: string) => `uses "${scheme}://", which is not a Redis scheme`,
+  pathWithoutScheme: (url: string) =>
+    `has no scheme, so ioredis would take its path for a Unix socket; to choose a database ` +
+    `write redis://${url}`,
+} as const;
+
+export const BAD_NODE_URL = (field: string, url: string, problem: string, fromEnv: boolean) =>
+  `Invalid Redis node "${field}"${fromEnv ? ' (from REDIS_URL)' : ''}: ${JSON.stringify(url)} ` +
+  `${problem}. A node given as a string is ${NODE_STRINGS}.`;
+
+/** Why an object is not a Redis node (completes "it ..."). */
+export const NODE_ENTRY_PROBLEM = {
+  function: 'is a function; pass the client or the options it makes',
+  array:
+    "is an array; list a group's nodes directly in its array (clients: ['redis://a', " +
+    "'redis://b']), not nested",
+  promise: 'is a Promise; await it (in a forRootAsync factory) and pass what it resolves to',
+  url: (href: string) => `is a URL object; pass its string (url.href): ${JSON.stringify(href)}`,
+  otherClient:
+    'is a client of another library (it has no evalsha); nest-locked talks to Redis through ' +
+    'ioredis',
+  noOptions: (value: unknown) =>
+    `is ${kind(value)} with no options of its own; pass RedisOptions as a plain object`,
+  notObject: (value: unknown) => `is ${kind(value)}`,
+} as const;
+
+export const BAD_NODE_ENTRY = (field: string, problem: string) =>
+  `Invalid Redis node "${field}": it ${problem}. A node is ${NODE_STRINGS}; ioredis ` +
+  `RedisOptions (such as { host, port }, or Sentinel options { sentinels, name }); or an ioredis ` +
+  `Redis or Cluster instance.`;
+
+export const REDLOCK_WITHOUT_REDIS = (name: string) =>
+  `@InjectRedlock('${name}'): the lock group "${name}" has no Redis behind it ` +
+  `(RedlockTestingModule keeps its locks in memory), so there is no Redlock instance to use. ` +
+  `Test code that needs it against a real Redis with RedlockModule.forRoot().`;
+
 export const UNKNOWN_CLIENT = (name: string, known: readonly string[]) =>
-  `Unknown lock client group "${name}". Configured groups: ${known.map((k) => `"${k}"`).join(', ')}. ` +
-  `Add it to RedlockModule.forRoot({ clients: { ${name}: [...] } }) or fix the "client" option.`;
+  `Unknown lock client group "${name}". Configured groups: ${list(known)}. ` +
+  `Add it to RedlockModule.forRoot({ clients: { ${name}: [...] } }) (in unit tests, to ` +
+  `RedlockTestingModule.forRoot({ groups: [..., '${name}'] })) or fix the "client" option.`;
+
+export const LOCKED_UNKNOWN_CLIENT = (where: string, name: string, known: readonly string[]) =>
+  `@Locked on ${where}: ${UNKNOWN_CLIENT(name, known)}`;
+
+export const LOCKED_NOT_A_METHOD = (where: string) =>
+  `@Locked can only decorate a method; ${where} is not one. Put it on a method of a class Nest ` +
+  `instantiates.`;
+
+export const LOCKED_STATIC = (where: string) =>
+  `@Locked cannot decorate the static method ${where}: it needs the instance Nest built. Make ` +
+  `it an instance method of a provider or controller.`;
+
+export const LOCKED_SEGMENTS_KEYS = (where: string) =>
+  `@Locked on ${where}: "segments" needs exactly one template naming the split resource ` +
+  `(e.g. 'stock:{sku}'), not several keys or a function.`;
+
+export const REDIS_UNREACHABLE_AT_START = (group: string, reason: string) =>
+  `Lock group "${group}": cannot reach Redis yet (${reason}); calls fail with LockBackendError ` +
+  `until it answers.`;
+
+export const REDIS_CONNECTION_LOST = (group: string, reason: string) =>
+  `Lock group "${group}": lost the connection to Redis (${reason}); reconnecting. Calls fail ` +
+  `with LockBackendError, callers already waiting keep waiting, until it is back.`;
+
+export const REDIS_CONNECTION_BACK = (group: string) =>
+  `Lock group "${group}": connected to Redis again.`;
+
+export const EVICTION_POLICY_UNSAFE = (group: string, policy: string) =>
+  `Lock group "${group}": Redis has a maxmemory limit with maxmemory-policy ${policy}, which can ` +
+  `evict a held lock under memory pressure (another caller could then take it; the holder ` +
+  `learns at its next renewal, and fences still increase). Use maxmemory-policy noeviction on ` +
+  `lock servers.`;
 
 export const NO_LOCK_SERVICE = (where: string) =>
   `@Locked on ${where} found no LockService: the instance was not created by Nest, or ` +
   `RedlockModule.forRoot() is not imported (it is global by default; with isGlobal: false import it ` +
-  `into this module).`;
+  `into this module). In a unit test, import RedlockTestingModule.forRoot() from ` +
+  `'nest-locked/testing' (locks in memory, no Redis).`;
 
-// Lock keys (lib/key-template.ts). Values are described by kind, never echoed: a key error may
+// Lock keys (lib/keys/). Values are described by kind, never echoed: a key error may
 // become a 400 response, and the arguments are user input.
 
 const keyTemplate = (template: string, where: string | undefined) =>
@@ -133,6 +327,15 @@ export const KEY_PLACEHOLDERS_ADJACENT = (
 ) =>
   `${keyTemplate(template, where)}: placeholders {${left}} and {${right}} touch, so ("ab", "c") ` +
   `and ("a", "bc") would give the same key; separate them with ":", as in {${left}}:{${right}}.`;
+
+export const KEY_PERCENT_AFTER_PLACEHOLDER = (
+  template: string,
+  where: string | undefined,
+  placeholder: string,
+) =>
+  `${keyTemplate(template, where)}: the text after placeholder {${placeholder}} starts with "%", ` +
+  `which encoded values contain, so two different argument lists could give the same key; start ` +
+  `it with another character, such as ":".`;
 
 export const KEY_UNKNOWN_PARAMETER = (
   template: string,
@@ -228,6 +431,95 @@ export const RAW_KEY_INVALID = (source: string, value: unknown, limit: number) =
   `Invalid lock key (${source}): got ${kind(value)}; a key is a non-empty string of at most ` +
   `${limit} UTF-8 bytes.`;
 
+export const RAW_KEYS_INVALID = (where: string, value: unknown) =>
+  Array.isArray(value) && value.length === 0
+    ? `${where} got an empty array of lock keys: there is nothing to lock. Pass at least one ` +
+      `key, such as 'product:42'.`
+    : `${where} takes a lock key or a non-empty array of keys; got ${kind(value)}. Pass a ` +
+      `string such as 'product:42', or an array such as ['account:A', 'account:B'].`;
+
 export const RAW_KEY_TOO_LONG = (source: string, bytes: number, limit: number) =>
   `Invalid lock key (${source}): it is ${bytes} UTF-8 bytes, over the ${limit}-byte limit; lock on ` +
   `a shorter value, such as an id or a hash.`;
+
+// --- engine -----------------------------------------------------------------------------------
+
+export const ACQUIRE_TAKES_NO_SEGMENTS =
+  'LockService.acquire does not take "segments"; use using() or @Locked for segmented locks.';
+
+export const REPLICAS_DID_NOT_ACK = (acked: number, wanted: number, timeout: number) =>
+  `only ${acked} of ${wanted} replicas acknowledged the lock within ${timeout} ms ` +
+  `(replicaAcks / replicaAckTimeout)`;
+
+/** Why a wait ends when the application shuts down. */
+export const SHUTTING_DOWN = 'the application is shutting down';
+
+// --- nest-locked/testing --------------------------------------------------------------------
+
+export const TESTING_OPTIONS_LABEL = 'RedlockTestingModule.forRoot options';
+
+export const TESTING_EXPECTED = {
+  groups: "a non-empty array of lock group names, such as ['default', 'orders']",
+  times: 'an integer >= 1, or Infinity (every call until reset())',
+  retryAfterMs: 'a number of ms >= 0',
+  cause: 'an Error',
+} as const;
+
+export const TESTING_CLIENTS =
+  `"clients" has no effect in ${TESTING_OPTIONS_LABEL}: RedlockTestingModule keeps its locks in ` +
+  `memory and connects to nothing. Name the lock groups your code uses instead: ` +
+  `groups: ['default', 'orders'].`;
+
+/** The cause of the LockBackendError every call gets while the test backend is down. */
+export const TESTING_BACKEND_DOWN =
+  'the lock backend is down (RedlockTestingController.down(); restore() brings it back)';
+
+export const TESTING_NOTHING_TO_LOSE = (key: string) =>
+  `RedlockTestingController.lose(${JSON.stringify(key)}): nobody holds this lock right now, so ` +
+  `there is nothing to lose. Call it while the locked call runs (a segmented call holds a ` +
+  `slice, "<key>:seg:<n>": LockContext.current().keys names it).`;
+
+// --- observability --------------------------------------------------------------------------
+
+export const TELEMETRY_NEEDS_OTEL =
+  'The nest-locked option telemetry: true needs @opentelemetry/api: install it ' +
+  "(npm install @opentelemetry/api), or leave telemetry at 'auto' (records when it is installed " +
+  'and an OpenTelemetry SDK is registered) or set it to false.';
+
+export const LOCK_EVENT_LISTENER_FAILED = (event: string, error: unknown) =>
+  `A listener of the lock event "${event}" threw; the lock call goes on: ${
+    error instanceof Error ? error.message : String(error)
+  }`;
+
+export const UNKNOWN_LOCK_EVENT = (event: string, known: readonly string[]) =>
+  `LockService.on("${event}"): no such lock event; the events are ${list(known)}.`;
+
+export const HEALTH_PING_TIMED_OUT = (ms: number) => `no answer to PING within ${ms} ms`;
+
+// --- compile-time messages of @Locked (types; TypeScript shows them in its errors) -------------
+
+export type TYPE_TEMPLATE_UNCLOSED = 'a "{" is never closed (write "{{" for a literal brace)';
+export type TYPE_TEMPLATE_UNOPENED = 'a "}" closes nothing (write "}}" for a literal brace)';
+export type TYPE_PLACEHOLDER_EMPTY = 'placeholder {} is empty; name a parameter or an index';
+export type TYPE_PLACEHOLDERS_ADJACENT =
+  'two placeholders touch; separate them with text such as ":"';
+export type TYPE_PLACEHOLDER_INDEX_PAST<
+  Expr extends string,
+  Index extends string,
+  Count extends number,
+> = `{${Expr}} reads argument ${Index}, but the method has ${Count} parameters (indices start at 0)`;
+export type TYPE_PLACEHOLDER_NO_PROPERTY<
+  Expr extends string,
+  Read extends string,
+  Property extends string,
+> = `{${Expr}}: argument ${Read} has no property "${Property}"`;
+export type TYPE_PLACEHOLDER_BAD_VALUE<Expr extends string> =
+  `{${Expr}} is not a string, number, bigint or boolean; a key cannot be made of an object`;
+export type TYPE_NOT_ASYNC =
+  '@Locked needs a method that returns a Promise or an Observable: declare it async (it returns a Promise once decorated)';
+export type TYPE_SKIP_RESOLVES_UNDEFINED =
+  "@Locked with onBusy: 'skip' resolves undefined when the lock is busy: declare the method's result as Promise<T | undefined>";
+export type TYPE_KEY_FUNCTION_PARAMETERS =
+  "@Locked key function: its parameters do not match the method's";
+export type TYPE_UNKNOWN_OPTION<Key extends PropertyKey> =
+  `@Locked: unknown option "${Key & string}" (see LockedOptions)`;

@@ -8,7 +8,7 @@ import { ensureRedisServer, ping, type RedisProcess, startRedisServers } from '.
 import { repoRoot, type SampleCluster, startSampleCluster } from './sample-cluster';
 
 /**
- * `npm run demo`: the seeds' flash sale, live. Starts its own Redis and several instances of the
+ * `npm run demo`: a flash sale, live. Starts its own Redis and several instances of the
  * sample app (separate processes, one SQLite file), sends a burst of concurrent buyers spread
  * across the instances for each purchase mode, prints one table and writes an SVG chart.
  * Everything it starts, it stops (by PID).
@@ -243,7 +243,7 @@ function table(rows: readonly ModeResult[]): string[] {
 }
 
 const HOW: Record<Mode, string> = {
-  none: "no lock: read the stock, check it, write it (the seeds' code)",
+  none: 'no lock: read the stock, check it, write it (the classic oversell)',
   product: "@Locked('product:{id}'): one buyer at a time per product",
   segmented: "@Locked('stock:{id}', { segments: 10 }): the stock in 10 slices, one lock each",
 };
@@ -264,7 +264,7 @@ function verdicts(rows: readonly ModeResult[], o: Options): string[] {
     if (r.oversold > 0) {
       return (
         `${r.mode}: ${r.sold} sold from a stock of ${o.stock}, oversold by ${r.oversold} ` +
-        `(the seeds' JMeter result)${tail}.`
+        `(concurrent buyers read the same stock)${tail}.`
       );
     }
     const speedup =

@@ -111,8 +111,11 @@ export async function ping(url: string, timeoutMs = 2_000): Promise<void> {
   }
 }
 
-/** Starts one redis-server on a free loopback port and resolves once it answers PING. */
-export async function startRedis(binary: string): Promise<RedisProcess> {
+/**
+ * Starts one redis-server on a free loopback port and resolves once it answers PING.
+ * `extraArgs` are appended to the command line (e.g. `--dir` for a replica).
+ */
+export async function startRedis(binary: string, extraArgs: string[] = []): Promise<RedisProcess> {
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
     const child = spawn(
@@ -130,6 +133,7 @@ export async function startRedis(binary: string): Promise<RedisProcess> {
         'no',
         '--loglevel',
         'warning',
+        ...extraArgs,
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );

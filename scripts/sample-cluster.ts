@@ -4,8 +4,8 @@ import * as path from 'node:path';
 
 /**
  * Runs instances of the sample app (`dist-apps/sample/main.js`) as separate OS processes on
- * loopback ports, all sharing one SQLite file and one Redis: the cluster of the seeds' flash
- * sale. Used by `npm run demo` and by the multi-process e2e tests.
+ * loopback ports, all sharing one SQLite file and one Redis, as a flash sale runs behind a load
+ * balancer. Used by `npm run demo` and by the multi-process e2e tests.
  */
 
 const READY = /listening on (http:\/\/127\.0\.0\.1:(\d+))/;

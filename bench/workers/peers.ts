@@ -7,7 +7,13 @@ import {
   RedlockModule as NestRedlockModule,
 } from '@anchan828/nest-redlock';
 import { Redis } from 'ioredis';
-import { Locked, LockContext, LockService, RedlockModule } from 'nest-locked';
+import {
+  Locked,
+  LockContext,
+  LockService,
+  RedlockModule,
+  type RedlockModuleOptions,
+} from 'nest-locked';
 import Redlock from 'redlock';
 import { Mutex, RedlockMutex } from 'redis-semaphore';
 import type { CommandCounts, PeerName } from '../protocol';
@@ -118,13 +124,24 @@ function atQuorum<T>(calls: Promise<T>[], ok: (v: T) => boolean): Promise<boolea
   });
 }
 
+/** Replica acknowledgement a floor variant waits for after its SET (`WAIT replicas timeout`). */
+interface FloorAcks {
+  replicas: number;
+  timeout: number;
+}
+
 /**
  * The raw floor: `SET key token NX PX ttl`, then a compare-and-delete Lua script by EVALSHA
  * (ioredis `defineCommand`, falling back to EVAL once). On 3 nodes: the same on every node in
  * parallel, going on as soon as a majority answered (as redlock does), the fastest correct
  * quorum lock. No waiting strategy: a busy key is an error.
+ *
+ * With `acks` (floor-wait1): `WAIT replicas timeout` is sent right after each SET on the same
+ * connection (pipelined, not awaited in between, as nest-locked sends its WAIT after the lock
+ * script); too few acknowledgements is an error and the key is given back. The release is not
+ * followed by a WAIT (nor is ours).
  */
-async function floorPeer(ports: number[], ttl: number): Promise<Peer> {
+async function floorPeer(ports: number[], ttl: number, acks?: FloorAcks): Promise<Peer> {
   const clients = ports.map((p) => {
     const c = connect(p);
     c.defineCommand('floorRelease', { numberOfKeys: 1, lua: FLOOR_RELEASE });
@@ -138,6 +155,7 @@ async function floorPeer(ports: number[], ttl: number): Promise<Peer> {
       clients.map((c) => c.floorRelease(key, token)),
       () => true,
     );
+  if (acks) return floorAckedPeer(clients, ttl, acks, prefix, release);
   return {
     async run(key, body) {
       const token = `${prefix}.${seq++}`;
@@ -153,6 +171,64 @@ async function floorPeer(ports: number[], ttl: number): Promise<Peer> {
         if (!taken) {
           await release(key, token);
           throw Object.assign(new Error('busy'), { name: 'Busy' });
+        }
+      }
+      try {
+        await body();
+      } finally {
+        await release(key, token);
+      }
+    },
+    close: () => quitAll(clients),
+  };
+}
+
+/** `floorPeer` with `WAIT` after every SET (kept apart so the plain floor's path is untouched). */
+function floorAckedPeer(
+  clients: FloorRedis[],
+  ttl: number,
+  acks: FloorAcks,
+  prefix: string,
+  release: (key: string, token: string) => Promise<boolean>,
+): Peer {
+  let seq = 0;
+  const take = (c: FloorRedis, key: string, token: string): Promise<string | null> => {
+    const set = c.set(key, token, 'PX', ttl, 'NX');
+    const wait = c.wait(acks.replicas, acks.timeout);
+    return Promise.all([set, wait]).then(([reply, acked]) => {
+      if (acked < acks.replicas) {
+        throw Object.assign(
+          new Error(
+            `WAIT: ${acked} of ${acks.replicas} replicas acknowledged in ${acks.timeout} ms`,
+          ),
+          { name: 'ReplicaAck' },
+        );
+      }
+      return reply;
+    });
+  };
+  const busy = () => Object.assign(new Error('busy'), { name: 'Busy' });
+  return {
+    async run(key, body) {
+      const token = `${prefix}.${seq++}`;
+      if (clients.length === 1) {
+        let reply: string | null;
+        try {
+          reply = await take(clients[0], key, token);
+        } catch (err) {
+          // Too few acknowledgements (or a failed WAIT): the SET may have landed, give it back.
+          await release(key, token);
+          throw err;
+        }
+        if (reply !== 'OK') throw busy();
+      } else {
+        const taken = await atQuorum(
+          clients.map((c) => take(c, key, token)),
+          (v) => v === 'OK',
+        );
+        if (!taken) {
+          await release(key, token);
+          throw busy();
         }
       }
       try {
@@ -231,17 +307,24 @@ async function nestRedlockPeer(ports: number[], ttl: number): Promise<Peer> {
 async function oursApp(
   ports: number[],
   providers: (new (...args: never[]) => unknown)[],
+  options: Omit<RedlockModuleOptions, 'clients'> = {},
 ): Promise<INestApplicationContext> {
   @Module({
-    imports: [RedlockModule.forRoot({ clients: ports.map(url) })],
+    imports: [RedlockModule.forRoot({ ...options, clients: ports.map(url) })],
     providers,
   })
   class AppModule {}
   return NestFactory.createApplicationContext(AppModule, { logger: ['error', 'warn'] });
 }
 
-/** Ours, the main row: `@Locked('{key}')` on a Nest provider method, module defaults. */
-async function oursLockedPeer(ports: number[]): Promise<Peer> {
+/**
+ * Ours, the main row: `@Locked('{key}')` on a Nest provider method, module defaults (plus
+ * `options`: `{ replicaAcks: 1 }` for ours-locked-acks1, the same method otherwise).
+ */
+async function oursLockedPeer(
+  ports: number[],
+  options: Omit<RedlockModuleOptions, 'clients'> = {},
+): Promise<Peer> {
   @Injectable()
   class Runner {
     @Locked('{key}')
@@ -250,7 +333,7 @@ async function oursLockedPeer(ports: number[]): Promise<Peer> {
       await body();
     }
   }
-  const app = await oursApp(ports, [Runner]);
+  const app = await oursApp(ports, [Runner], options);
   const runner = app.get(Runner);
   return { run: (key, body) => runner.run(key, body), close: () => app.close() };
 }
@@ -303,5 +386,10 @@ export async function createPeer(name: PeerName, ports: number[], ttl: number): 
       return oursUsingPeer(ports);
     case 'ours-locked-seg10':
       return oursSegmentedPeer(ports);
+    case 'floor-wait1':
+      return floorPeer(ports, ttl, { replicas: 1, timeout: 1000 });
+    case 'ours-locked-acks1':
+      // replicaAckTimeout: the default (1000 ms), as floor-wait1's WAIT timeout.
+      return oursLockedPeer(ports, { replicaAcks: 1 });
   }
 }

@@ -20,4 +20,41 @@ export interface LockedOptions extends LockBehaviourOptions {
    * @default 'throw'
    */
   onBusy?: 'throw' | 'skip';
+  /**
+   * The least time, in ms, the lock stays held after it was taken, even when the method returns
+   * sooner: the release then leaves the key to expire at that moment instead of deleting it (no
+   * caller of any process, this one included, gets it earlier). With `waitTimeout: 0` and
+   * `onBusy: 'skip'`, a `@Cron` job runs once per tick across instances whose clocks (and
+   * schedulers) differ by less than `minHold`. Keep it below the job's period.
+   * @default 0
+   * @example
+   * ```ts
+   * @Cron(CronExpression.EVERY_MINUTE)
+   * @Locked('cron:cleanup', { waitTimeout: 0, onBusy: 'skip', minHold: 10_000 })
+   * async cleanup() { ... }
+   * ```
+   */
+  minHold?: number;
+}
+
+/**
+ * Options of `LockService.using` and `LockService.acquire`: those of `@Locked`, plus a signal
+ * that cancels the wait.
+ *
+ * @example
+ * ```ts
+ * // Stop waiting for the lock when the client goes away.
+ * const aborted = new AbortController();
+ * req.on('close', () => aborted.abort());
+ * await locks.using('report:7', build, { waitTimeout: 30_000, signal: aborted.signal });
+ * ```
+ */
+export interface LockCallOptions extends LockedOptions {
+  /**
+   * Cancels the wait for a busy lock: once it aborts, a call still waiting stops, takes nothing
+   * and rejects (at once if it is already aborted). It does not end a lock already held; that
+   * lock's own `signal` reports a lost lock. `@Locked` refuses it (`LockConfigError`): a
+   * decorator's options are fixed when the class is defined, not per call.
+   */
+  signal?: AbortSignal;
 }

@@ -1,9 +1,16 @@
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 
 /**
- * One Redis node of a lock group: a URL (`redis://127.0.0.1:6379/0`), ioredis `RedisOptions`, or
- * an existing ioredis `Redis` / `Cluster` instance. Connections built from a URL or options are
- * owned by the module and closed on shutdown; instances you pass in are never closed by it.
+ * One Redis node of a lock group: a string, ioredis `RedisOptions` (Sentinel options
+ * `{ sentinels, name }` included), or an existing ioredis `Redis` / `Cluster` instance.
+ * Connections built from a string or options are owned by the module and closed on shutdown;
+ * instances you pass in are never closed by it.
+ *
+ * The strings ioredis reads as the node they name, and so the only ones accepted:
+ * `redis://[user:password@]host[:port][/db][?query]`, `rediss://...` (TLS; the scheme in lower
+ * case), `host[:port]` (no path: ioredis would take it for a socket), a port number (`'6380'`,
+ * on localhost), and the path of a Unix socket (`/run/redis/redis.sock[?db=2]`). Anything else
+ * fails startup with a `LockConfigError` naming the entry (`clients.default[0]`).
  */
 export type RedlockClientEntry = string | RedisOptions | Redis | Cluster;
 
@@ -19,7 +26,9 @@ export type RedlockClients =
 export interface LockBehaviourOptions {
   /**
    * Lease length in ms. The key expires by itself this long after the last renewal, so a crashed
-   * holder never deadlocks anyone for longer.
+   * holder never deadlocks anyone for longer. An integer from 10 to 2^31-1 (2_147_483_647, the
+   * longest Node.js timer): the lease and its `ttl / 3` renewals run on timers, and a longer
+   * timer fires after 1 ms (a renewal every millisecond).
    * @default 30_000
    */
   ttl?: number;
@@ -31,15 +40,31 @@ export interface LockBehaviourOptions {
   watchdog?: boolean;
   /**
    * Hard cap on the total hold time in ms. Past it the watchdog stops renewing and the signal
-   * aborts with a `LockLostError` (reason `maxHold`).
+   * aborts with a `LockLostError` (reason `maxHold`). At most 2^31-1 (the longest Node.js
+   * timer), or `Infinity` for no cap.
    * @default Infinity
    */
   maxHold?: number;
   /**
-   * How long a caller waits for a busy lock, in ms. `0` tries exactly once.
+   * How long a caller waits for a busy lock, in ms. `0` tries exactly once. At most 2^31-1
+   * (the longest Node.js timer: a longer wait would give up after 1 ms).
    * @default 5_000
    */
   waitTimeout?: number;
+  /**
+   * Replicas that must acknowledge an acquire, and every renewal, before it counts (Redis
+   * `WAIT`), so a failover to a replica cannot hand the same lock to a second holder. Too few
+   * acknowledgements within `replicaAckTimeout` is a `LockBackendError` (the write is undone),
+   * never a silent success. For a single node or Sentinel group with replicas; not on Redis
+   * Cluster. `0` is off.
+   * @default 0
+   */
+  replicaAcks?: number;
+  /**
+   * How long, in ms, an acquire or renewal waits for `replicaAcks` acknowledgements.
+   * @default 1_000
+   */
+  replicaAckTimeout?: number;
 }
 
 /** Options of `RedlockModule.forRoot()` / the factory of `forRootAsync()`. */
@@ -81,10 +106,20 @@ export interface RedlockModuleOptions extends LockBehaviourOptions {
   localHandoffs?: number;
   /**
    * Upper bound, in ms, of one Redis round trip of the lock protocol. A node that does not answer
-   * in time counts as failed (so a dead node cannot hang a caller).
+   * in time counts as failed (so a dead node cannot hang a caller). From 1 to 2^31-1 (the
+   * longest Node.js timer).
    * @default 2_000
    */
   commandTimeout?: number;
+  /**
+   * OpenTelemetry metrics and spans through `@opentelemetry/api` (see the README, "Health &
+   * metrics"). `'auto'`: on when the package is installed and a global MeterProvider or
+   * TracerProvider is registered when the module starts (register your SDK before creating the
+   * Nest app); otherwise nothing is loaded and lock calls pay nothing. `true`: always (startup
+   * fails without the package); `false`: never.
+   * @default 'auto'
+   */
+  telemetry?: boolean | 'auto';
 }
 
 /** Extras of `forRoot`/`forRootAsync` that do not reach the options provider. */

@@ -23,9 +23,9 @@ export class TransferService {
   ) {}
 
   /**
-   * Moves `amount` from one account to the other. The seeds' bank scenario: both accounts are
-   * locked, all or nothing, and the library takes the keys in sorted order, so A->B and B->A at
-   * the same moment queue behind each other instead of deadlocking.
+   * Moves `amount` from one account to the other. Both accounts are locked, all or nothing, and
+   * the library takes the keys in sorted order, so A->B and B->A at the same moment queue behind
+   * each other instead of deadlocking.
    *
    * @throws BadRequestException same account on both sides
    * @throws NotFoundException an account does not exist

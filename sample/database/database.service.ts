@@ -76,7 +76,7 @@ CREATE INDEX IF NOT EXISTS cron_runs_by_job ON cron_runs (job, tick);
  *
  * Each statement is atomic (WAL mode, `busy_timeout` so processes queue on the file lock instead
  * of failing), but a read followed by a write across an `await` is not: that gap, widened by
- * `roundTrip()`, is exactly where the seeds' flash sale oversells.
+ * `roundTrip()`, is where concurrent buyers of an unlocked read-check-write oversell.
  */
 @Injectable()
 export class DatabaseService implements OnApplicationShutdown {

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Statement } from 'better-sqlite3';
 import { DatabaseService } from '../database/database.service';
 
-/** How many slices a product's stock is split into, for mode=segmented (the seeds' 10). */
+/** How many slices a product's stock is split into, for mode=segmented. */
 export const SLICES = 10;
 
 export interface Product {
@@ -78,8 +78,8 @@ export class ProductsRepository {
     );
     this.insert = db.prepare('INSERT INTO products (name, stock, updated_at) VALUES (?, ?, ?)');
     this.setStock = db.prepare('UPDATE products SET stock = ?, updated_at = ? WHERE id = ?');
-    // Relative decrement, as in the seeds' BookMapper.updateNoLock: the statement itself is
-    // atomic, so an unlocked race shows as stock below zero rather than as a lost update.
+    // Relative decrement (stock = stock - ?): the statement itself is atomic, so an unlocked
+    // race shows as stock below zero rather than as a lost update.
     this.decrement = db.prepare(
       'UPDATE products SET stock = stock - ?, updated_at = ? WHERE id = ?',
     );

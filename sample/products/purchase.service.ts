@@ -22,8 +22,8 @@ export interface PurchaseResult {
 }
 
 /**
- * The flash sale of the seeds (000: the JMeter oversell; 001: per-product and segmented keys).
- * Every mode runs the same read-check-write; only the lock around it differs.
+ * A flash sale: many buyers of one product at once, across instances. Every mode runs the same
+ * read-check-write; only the lock around it differs (none, one per product, or sliced).
  */
 @Injectable()
 export class PurchaseService {
@@ -52,8 +52,8 @@ export class PurchaseService {
   }
 
   /**
-   * mode=none, the seeds' `BookServiceImpl.updateStock`: read the stock, check it, write. Two
-   * buyers that read before either writes both sell, on one instance or on several.
+   * mode=none, the classic oversell: read the stock, check it, write. Two buyers that read
+   * before either writes both sell, on one instance or on several.
    */
   buyUnlocked(id: number, quantity: number): Promise<PurchaseResult> {
     return this.checkThenSell(id, quantity, 'none');

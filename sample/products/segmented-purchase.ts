@@ -17,9 +17,9 @@ const allSlices = (id: number, _quantity: number): string[] =>
   Array.from({ length: SLICES }, (_, s) => `stock:${id}:seg:${s}`);
 
 /**
- * mode=segmented, the seeds' "another 10x" (001): a product's stock is split into `SLICES`
- * slices, each behind its own lock, so up to `SLICES` buyers sell at once where mode=product
- * lets one through.
+ * mode=segmented, sliced locks instead of one per-product lock: a product's stock is split into
+ * `SLICES` slices, each behind its own lock, so up to `SLICES` buyers sell at once where
+ * mode=product lets one through.
  *
  * A product must be sold through one mode at a time: the slice locks and the product lock do
  * not exclude each other (mode=none shows what that means).

@@ -245,8 +245,10 @@ describe('sample app over HTTP (in-process)', () => {
         expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
         expect(res.body).toMatchObject({
           code: 'LOCK_NOT_ACQUIRED',
-          error: 'LockNotAcquiredError',
+          error: 'Conflict',
+          message: 'The resource is busy; retry later.',
         });
+        expect(JSON.stringify(res.body)).not.toContain('product:');
       } finally {
         await held.release();
       }
@@ -272,8 +274,11 @@ describe('sample app over HTTP (in-process)', () => {
         .expect(503);
       expect(res.body).toMatchObject({
         code: 'LOCK_BACKEND_UNAVAILABLE',
-        error: 'LockBackendError',
+        error: 'Service Unavailable',
+        message: 'The service is temporarily unavailable.',
       });
+      // Neither the lock key nor the driver's words (ECONNREFUSED, offline queue...).
+      expect(JSON.stringify(res.body)).not.toMatch(/product:|ECONNREFUSED|Redis|offline/i);
     } finally {
       await offline.close();
       down.remove();

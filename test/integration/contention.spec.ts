@@ -6,7 +6,8 @@ import { findOverlaps } from '../support/intervals';
 import { createLockApp, lockRedisKey, sleep, uniquePrefix, within } from '../support/lock-app';
 import { type RedisServerHandle, useRedis } from '../support/redis-server';
 import { killWorkers, spawnWorker } from '../support/workers';
-import { LockClientRegistry } from '../../lib/lock-client.registry';
+import type { LockClient } from '../../lib/engine/lock-client';
+import { LockClientRegistry } from '../../lib/module/lock-client.registry';
 
 /**
  * The waiting engine: waiters are woken by the release itself (a grant pushed over pub/sub), an
@@ -40,7 +41,7 @@ afterAll(async () => {
  * arguments just after it was sent. Returns the undo.
  */
 function onEvalsha(see: (keys: string[], argv: unknown[]) => void): () => void {
-  const node = app.get(LockClientRegistry).get('default').nodes[0] as Redis;
+  const node = (app.get(LockClientRegistry).get('default') as LockClient).nodes[0] as Redis;
   const evalsha = node.evalsha.bind(node);
   const watching = (...args: Parameters<Redis['evalsha']>) => {
     const reply = evalsha(...args);
@@ -70,7 +71,9 @@ async function abortedWait(
   });
   try {
     const client = app.get(LockClientRegistry).get('default');
-    await expect(client.acquire([name], 1_000, 5_000, stop.signal)).rejects.toThrow('caller gone');
+    await expect(
+      client.acquire([name], { ttl: 1_000, waitTimeout: 5_000, signal: stop.signal }),
+    ).rejects.toThrow('caller gone');
   } finally {
     restore();
   }

@@ -76,7 +76,7 @@ class TickService {
 
   @Locked('cron:above', { waitTimeout: 0 })
   @Cron('* * * * * *', { name: 'tick-above' })
-  tickAbove() {
+  async tickAbove() {
     const ctx = LockContext.current();
     this.above.push({ fence: ctx?.fence, keys: ctx?.keys });
   }

@@ -11,7 +11,8 @@ import {
   LockService,
   RedlockModule,
 } from 'nest-locked';
-import { LockClientRegistry } from '../../lib/lock-client.registry';
+import type { LockClient } from '../../lib/engine/lock-client';
+import { LockClientRegistry } from '../../lib/module/lock-client.registry';
 import { lockRedisKey, sleep, uniquePrefix } from '../support/lock-app';
 import { type RedisServerHandle, useRedis } from '../support/redis-server';
 
@@ -77,8 +78,8 @@ it('forRootAsync with named groups; shutdown releases held locks and closes only
   expect(typeof jobs.redlock.acquire).toBe('function');
 
   const registry = app.get(LockClientRegistry);
-  const owned = registry.get('reports').nodes[0] as Redis;
-  expect(registry.get('default').nodes[0]).toBe(mine);
+  const owned = (registry.get('reports') as LockClient).nodes[0] as Redis;
+  expect((registry.get('default') as LockClient).nodes[0]).toBe(mine);
 
   const running = jobs.long('7');
   await sleep(200);

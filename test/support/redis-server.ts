@@ -40,6 +40,11 @@ const CLUSTER_ARGS = [
   '--cluster-node-timeout',
   '2000',
 ];
+/**
+ * For servers with replicas: the first sync of a replica starts at once (Redis waits 5 s by
+ * default for more replicas to share a diskless transfer).
+ */
+export const REPLICATION_ARGS = ['--repl-diskless-sync-delay', '0'];
 const NOT_INSTALLED =
   'redis-server is not installed; install it with `sudo apt-get install -y redis-server` ' +
   '(Debian/Ubuntu) or point REDIS_URL at a running server.';
@@ -73,9 +78,26 @@ export interface StartRedisServerOptions {
   args?: string[];
   /** Start with cluster mode on (`nodes.conf` in the server's own directory). */
   cluster?: boolean;
+  /**
+   * Run as a Sentinel (`redis-server sentinel.conf --sentinel`): these lines (`sentinel monitor
+   * ...`) are written to `sentinel.conf` in the server's own directory at every start (Sentinel
+   * rewrites that file as it learns, and a restart starts from these lines again).
+   */
+  sentinel?: readonly string[];
+}
+
+export interface StartRedisClusterOptions {
+  /** Replicas per master (`redis-cli --cluster create --cluster-replicas`); default 0. */
+  replicasPerMaster?: number;
+  /**
+   * `cluster-node-timeout` in ms (default 2000): how long a node may not answer before it is
+   * failed over; a failover of a killed master takes about twice this.
+   */
+  nodeTimeoutMs?: number;
 }
 
 export interface RedisClusterHandle {
+  /** Every node, masters and replicas (which is which changes with failovers). */
   nodes: RedisServerHandle[];
   /** What ioredis `new Cluster(startupNodes)` takes. */
   startupNodes: { host: string; port: number }[];
@@ -184,7 +206,7 @@ export async function startRedisServer(
   const extraArgs = [...(cluster ? CLUSTER_ARGS : []), ...(options.args ?? [])];
   for (let attempt = 1; ; attempt++) {
     const port = options.port ?? (await pickFreePort(cluster));
-    const server = new SpawnedRedisServer(binary, port, extraArgs);
+    const server = new SpawnedRedisServer(binary, port, extraArgs, options.sentinel);
     try {
       await server.launch();
       return server;
@@ -261,8 +283,8 @@ export async function useRedis(): Promise<RedisServerHandle> {
 }
 
 /**
- * Starts `masters` cluster-enabled servers (no replicas), joins them with
- * `redis-cli --cluster create` and resolves once every node reports `cluster_state:ok`.
+ * Starts `masters` cluster-enabled servers (and `replicasPerMaster` replicas of each), joins them
+ * with `redis-cli --cluster create` and resolves once every node reports `cluster_state:ok`.
  *
  * @example
  * const cluster = await startRedisCluster();
@@ -270,16 +292,37 @@ export async function useRedis(): Promise<RedisServerHandle> {
  * // ...
  * client.disconnect();
  * await cluster.stop();
+ *
+ * // 3 masters with a replica each, failing over ~2 s after a master is killed:
+ * const ha = await startRedisCluster(3, { replicasPerMaster: 1, nodeTimeoutMs: 1_000 });
  */
-export async function startRedisCluster(masters = 3): Promise<RedisClusterHandle> {
+export async function startRedisCluster(
+  masters = 3,
+  options: StartRedisClusterOptions = {},
+): Promise<RedisClusterHandle> {
   if (!Number.isInteger(masters) || masters < 3) {
     throw new Error(`A Redis cluster needs at least 3 masters; startRedisCluster got ${masters}.`);
   }
+  const replicas = options.replicasPerMaster ?? 0;
+  if (!Number.isInteger(replicas) || replicas < 0) {
+    throw new Error(
+      `replicasPerMaster must be an integer >= 0; startRedisCluster got ${replicas}.`,
+    );
+  }
+  const args = [
+    // A replica's first sync starts at once, not after the default 5 s wait for more replicas.
+    ...REPLICATION_ARGS,
+    ...(options.nodeTimeoutMs === undefined
+      ? []
+      : ['--cluster-node-timeout', String(options.nodeTimeoutMs)]),
+  ];
   const cli = ensureRedisCliBinary();
-  const nodes = await startRedisServers(masters, { cluster: true });
+  const nodes = await startRedisServers(masters * (1 + replicas), { cluster: true, args });
   try {
-    await createCluster(cli, nodes);
+    await createCluster(cli, nodes, replicas);
     await waitForClusterOk(nodes);
+    // A replica that never finished its first sync cannot be promoted: wait for all of them.
+    if (replicas > 0) await waitForReplicasOnline(nodes, masters * replicas);
     for (const node of nodes) (node as SpawnedRedisServer).clusterMember = true;
   } catch (error) {
     await stopAll(nodes);
@@ -312,11 +355,15 @@ class SpawnedRedisServer implements RedisServerHandle {
     private readonly binary: string,
     readonly port: number,
     extraArgs: readonly string[],
+    private readonly sentinelLines?: readonly string[],
   ) {
     this.url = `redis://${HOST}:${port}`;
     this.dir = fs.mkdtempSync(path.join(os.tmpdir(), SERVER_DIR_PREFIX));
+    // A Sentinel takes its config file first (it must be writable: Sentinel saves its state).
+    const sentinel = sentinelLines ? [this.sentinelConf, '--sentinel'] : [];
     // --save "" and --appendonly no: nothing on disk, so a restart starts empty.
     this.args = [
+      ...sentinel,
       '--port',
       String(port),
       '--bind',
@@ -339,12 +386,18 @@ class SpawnedRedisServer implements RedisServerHandle {
     return this.isRunning() ? this.child?.pid : undefined;
   }
 
+  private get sentinelConf(): string {
+    return path.join(this.dir, 'sentinel.conf');
+  }
+
   /** Spawns redis-server (never daemonized) and waits until it answers PING. */
   async launch(): Promise<void> {
     this.stopping = undefined;
     this.output = '';
     // stop() removes the directory; a later restart() gets a fresh, empty one.
     fs.mkdirSync(this.dir, { recursive: true });
+    if (this.sentinelLines)
+      fs.writeFileSync(this.sentinelConf, `${this.sentinelLines.join('\n')}\n`);
     const child = spawn(this.binary, this.args, {
       cwd: this.dir,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -559,8 +612,11 @@ function listenOnce(port: number): Promise<number | undefined> {
  * Sends one command on a fresh connection and resolves with the reply: simple strings,
  * integers and bulk strings as text, error replies as a rejection. Enough for PING, INFO and
  * CLUSTER INFO without an ioredis client that would reconnect in the background.
+ *
+ * @example
+ * const info = await sendCommand('127.0.0.1', server.port, ['INFO', 'replication'], 1_000);
  */
-function sendCommand(
+export function sendCommand(
   host: string,
   port: number,
   args: readonly string[],
@@ -618,13 +674,17 @@ function parseReply(buffer: Buffer): string | Error | undefined {
   }
 }
 
-async function createCluster(cli: string, nodes: readonly RedisServerHandle[]): Promise<void> {
+async function createCluster(
+  cli: string,
+  nodes: readonly RedisServerHandle[],
+  replicasPerMaster: number,
+): Promise<void> {
   const args = [
     '--cluster',
     'create',
     ...nodes.map((node) => `${node.host}:${node.port}`),
     '--cluster-replicas',
-    '0',
+    String(replicasPerMaster),
     '--cluster-yes',
   ];
   try {
@@ -642,7 +702,37 @@ async function createCluster(cli: string, nodes: readonly RedisServerHandle[]): 
   }
 }
 
-async function waitForClusterOk(nodes: readonly RedisServerHandle[]): Promise<void> {
+/** Resolves once the masters among `nodes` report `count` replicas online in all (within 20 s). */
+async function waitForReplicasOnline(
+  nodes: readonly RedisServerHandle[],
+  count: number,
+): Promise<void> {
+  const deadline = performance.now() + CLUSTER_READY_TIMEOUT_MS;
+  for (;;) {
+    const infos = await Promise.all(
+      nodes.map((node) =>
+        sendCommand(node.host, node.port, ['INFO', 'replication'], 1_000).catch(() => ''),
+      ),
+    );
+    const online = infos
+      .map((info) => info.split('\n').filter((l) => /^slave\d+:.*state=online/.test(l)).length)
+      .reduce((a, b) => a + b, 0);
+    if (online >= count) return;
+    if (performance.now() > deadline) {
+      throw new Error(
+        `The cluster's replicas did not all come online within ` +
+          `${CLUSTER_READY_TIMEOUT_MS / 1000} s (${online} of ${count}).`,
+      );
+    }
+    await sleep(100);
+  }
+}
+
+/**
+ * Resolves once every node given reports `cluster_state:ok` (within 20 s); pass only nodes that
+ * are up. After a master was killed, the others report `ok` again once a replica took its slots.
+ */
+export async function waitForClusterOk(nodes: readonly RedisServerHandle[]): Promise<void> {
   let timedOut = false;
   const timer = setTimeout(() => (timedOut = true), CLUSTER_READY_TIMEOUT_MS);
   try {

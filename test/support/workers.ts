@@ -12,25 +12,32 @@ import type { WorkerConfig, WorkerLine } from '../fixtures/lock-worker';
 const ROOT = path.resolve(__dirname, '../..');
 const live = new Set<ChildProcessWithoutNullStreams>();
 
-export interface WorkerResult {
+/** The shape every fixture's JSON lines share. */
+export interface AnyLine {
+  type: string;
+}
+
+export interface WorkerResult<L extends AnyLine = WorkerLine> {
   /** Every JSON line the worker printed, in order. */
-  lines: WorkerLine[];
+  lines: L[];
   code: number | null;
   signal: NodeJS.Signals | null;
   /** Non-JSON output (logs, stack traces), for assertion messages. */
   other: string;
 }
 
-export interface Worker {
+export interface Worker<L extends AnyLine = WorkerLine> {
   readonly pid: number;
   /** Resolves when the worker printed `ready`; rejects if it exited before. */
   readonly ready: Promise<void>;
   /** Resolves with everything it printed once it exited (never rejects). */
-  readonly exited: Promise<WorkerResult>;
+  readonly exited: Promise<WorkerResult<L>>;
   /** The lines seen so far. */
-  readonly lines: WorkerLine[];
+  readonly lines: L[];
   /** Subscribes to each line as it arrives. */
-  onLine(listener: (line: WorkerLine) => void): void;
+  onLine(listener: (line: L) => void): void;
+  /** Writes one line to the worker's stdin (`go` is sent by `go()`). */
+  send(line: string): void;
   /** Starts the scenario. */
   go(): void;
   kill(): void;
@@ -44,15 +51,23 @@ function fixturePath(name: string): string {
   return file;
 }
 
-export function spawnWorker(config: WorkerConfig, fixture = 'lock-worker'): Worker {
+/**
+ * Spawns `dist-apps/test/fixtures/<fixture>.js` with `config` as JSON. Other fixtures than
+ * lock-worker name their config and line types:
+ * `spawnWorker<FaultWorkerConfig, FaultLine>(config, 'fault-worker')`.
+ */
+export function spawnWorker<C extends object = WorkerConfig, L extends AnyLine = WorkerLine>(
+  config: C,
+  fixture = 'lock-worker',
+): Worker<L> {
   const child = spawn(process.execPath, [fixturePath(fixture), JSON.stringify(config)], {
     cwd: ROOT,
     stdio: ['pipe', 'pipe', 'pipe'],
     env: { ...process.env, NODE_ENV: 'test' },
   });
   live.add(child);
-  const lines: WorkerLine[] = [];
-  const listeners: ((line: WorkerLine) => void)[] = [];
+  const lines: L[] = [];
+  const listeners: ((line: L) => void)[] = [];
   let other = '';
   let buffer = '';
   let markReady: () => void = () => undefined;
@@ -71,10 +86,10 @@ export function spawnWorker(config: WorkerConfig, fixture = 'lock-worker'): Work
     while ((nl = buffer.indexOf('\n')) >= 0) {
       const text = buffer.slice(0, nl);
       buffer = buffer.slice(nl + 1);
-      let line: WorkerLine | undefined;
+      let line: L | undefined;
       if (text.startsWith('{"type":')) {
         try {
-          line = JSON.parse(text) as WorkerLine;
+          line = JSON.parse(text) as L;
         } catch {
           line = undefined;
         }
@@ -88,10 +103,12 @@ export function spawnWorker(config: WorkerConfig, fixture = 'lock-worker'): Work
       for (const l of listeners) l(line);
     }
   });
+  // A worker killed while a line to it is in flight: EPIPE on its stdin is not our failure.
+  child.stdin.on('error', () => undefined);
   child.stderr.setEncoding('utf8');
   child.stderr.on('data', (chunk: string) => (other += chunk));
 
-  const exited = new Promise<WorkerResult>((resolve) => {
+  const exited = new Promise<WorkerResult<L>>((resolve) => {
     child.on('close', (code, signal) => {
       live.delete(child);
       failReady(
@@ -109,6 +126,9 @@ export function spawnWorker(config: WorkerConfig, fixture = 'lock-worker'): Work
     onLine: (listener) => listeners.push(listener),
     go: () => {
       child.stdin.write('go\n');
+    },
+    send: (line) => {
+      if (child.exitCode === null && child.signalCode === null) child.stdin.write(`${line}\n`);
     },
     kill: () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');

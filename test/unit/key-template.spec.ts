@@ -1,14 +1,11 @@
 import 'reflect-metadata';
 import { LockKeyError } from '../../lib/errors';
-import {
-  assertRawKey,
-  compileKeySource,
-  encodeKeyValue,
-  getParamNames,
-  type KeyRenderer,
-  type KeySource,
-  MAX_KEY_BYTES,
-} from '../../lib/key-template';
+import { encodeKeyValue } from '../../lib/keys/key-encoding';
+import { MAX_KEY_BYTES } from '../../lib/keys/key-length';
+import { compileKeySource, type KeyRenderer, type KeySource } from '../../lib/keys/key-source';
+import { getParamNames } from '../../lib/keys/param-names';
+import { assertRawKey } from '../../lib/keys/raw-key';
+import { keyError } from '../support/key-error';
 
 type AnyFn = (...args: never[]) => unknown;
 
@@ -35,17 +32,6 @@ const WHERE = 'ProductService.purchase';
 
 const compile = (source: KeySource, fn: AnyFn = purchase, where = WHERE): KeyRenderer =>
   compileKeySource(source, fn, where);
-
-/** Runs `fn`, expects a LockKeyError and returns it. */
-function keyError(fn: () => unknown): LockKeyError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(LockKeyError);
-    return error as LockKeyError;
-  }
-  throw new Error('expected a LockKeyError, nothing was thrown');
-}
 
 /** Evaluates JavaScript source as written (no TypeScript transform in between). */
 const js = <T = AnyFn>(source: string): T => (0, eval)(`(${source})`) as T;

@@ -3,7 +3,7 @@ import { Controller, Get, Post, SetMetadata } from '@nestjs/common';
 import { PATH_METADATA, METHOD_METADATA } from '@nestjs/common/constants';
 import { Cron } from '@nestjs/schedule';
 import { LockConfigError, LockKeyError, Locked } from '../../lib';
-import { getLockedMethod } from '../../lib/locked.decorator';
+import { getLockedMethod } from '../../lib/api/locked.decorator';
 import { LOCK_SERVICE_PROPERTY } from '../../lib/redlock.constants';
 
 const CUSTOM = 'custom:meta';
@@ -13,20 +13,20 @@ class Placement {
   @Locked('a:{id}')
   @Get(':id')
   @SetMetadata(CUSTOM, 'below')
-  above(id: string, _extra?: number) {
+  async above(id: string, _extra?: number) {
     return id;
   }
 
   @Post(':id')
   @SetMetadata(CUSTOM, 'above')
   @Locked('b:{id}')
-  below(id: string) {
+  async below(id: string) {
     return id;
   }
 
   @Locked('cron:tick')
   @Cron('* * * * * *', { name: 'tick' })
-  tick() {
+  async tick() {
     return 1;
   }
 }
@@ -72,7 +72,7 @@ describe('@Locked', () => {
     expect(() => {
       class Bad {
         @Locked('p:{nope}')
-        m(id: string) {
+        async m(id: string) {
           return id;
         }
       }
@@ -95,7 +95,7 @@ describe('@Locked', () => {
     try {
       class Bad {
         @Locked('p:{id}', options)
-        m(id: string) {
+        async m(id: string) {
           return id;
         }
       }
@@ -112,7 +112,7 @@ describe('@Locked', () => {
     const decorate = (keys: string[] | (() => string)) => () => {
       class Bad {
         @Locked(keys, { segments: 4 })
-        m(a: string, b: string) {
+        async m(a: string, b: string) {
           return a + b;
         }
       }
@@ -126,7 +126,7 @@ describe('@Locked', () => {
     expect(() => {
       class Bad {
         @Locked('x')
-        static m() {
+        static async m() {
           return 1;
         }
       }

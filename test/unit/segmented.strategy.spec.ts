@@ -3,7 +3,7 @@ import {
   LockNotAcquiredError,
   SegmentExhaustedError,
 } from '../../lib/errors';
-import { SegmentedStrategy, type SegmentCall } from '../../lib/strategies/segmented.strategy';
+import { SegmentedStrategy, type SegmentCall } from '../../lib/api/segmented.strategy';
 
 /** An in-memory stand-in for the lock engine: which slices are busy, and a log of every try. */
 function fakeCall(opts: {

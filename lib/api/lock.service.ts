@@ -1,0 +1,607 @@
+import {
+  type BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+  type OnModuleInit,
+  Optional,
+} from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import { isObservable, Observable } from 'rxjs';
+import {
+  LockBackendError,
+  LockConfigError,
+  LockError,
+  LockLostError,
+  LockNotAcquiredError,
+  SegmentExhaustedError,
+} from '../errors';
+import type { LockCallOptions, LockContextInfo, LockedOptions, LockHandle } from '../interfaces';
+import { assertRawKey, type KeyRenderer, rawKeys } from '../keys';
+import type { AcquireRequest, Lease, LockBackend } from '../engine/lock-backend';
+import type { ReplicaAcks } from '../redis/lock-protocol';
+import { Chain } from '../chain';
+import { ActiveHold } from './active-hold';
+import { HoldInfo, HoldScope } from './hold-scope';
+import { HoldTimes, withRetryEstimate } from './hold-times';
+import { LockClientRegistry } from '../module/lock-client.registry';
+import { holdId, holdsInScope, LockContext, type LockScope } from './lock-context';
+import { type ResolvedRedlockOptions, validateBehaviour } from '../module/redlock-options';
+import { DEFAULT_CLIENT, MAX_TIMER_MS, RESOLVED_OPTIONS } from '../redlock.constants';
+import {
+  ACQUIRE_TAKES_NO_SEGMENTS,
+  BAD_OPTION,
+  EXPECTED,
+  LOCK_EVENT_LISTENER_FAILED,
+} from '../redlock.messages';
+import { SegmentedStrategy, sliceKey } from './segmented.strategy';
+import { Watchdog } from '../watchdog/watchdog';
+import {
+  findNestEventBus,
+  type LockEventName,
+  LockEvents,
+  type LockServiceEvents,
+} from './lock-events';
+import { LockTelemetry } from './lock-telemetry';
+
+/** Counters of a client group's waiting engine (see `LockService.stats`). */
+export interface LockStats {
+  /** Locks received by grant: a release in another process passed the key to a waiter here. */
+  readonly grants: number;
+  /** Waiters woken by a release notification (`PUBLISH ... r`). */
+  readonly notifiedWakeups: number;
+  /** Waiters that retried on their fallback timer (holder's lease ran out, or a lost message). */
+  readonly timerWakeups: number;
+  /** Locks handed straight to the next waiter of this process. */
+  readonly localHandoffs: number;
+  /** Acquire round trips sent. */
+  readonly attempts: number;
+  /** Release channels this process listens to right now. */
+  readonly subscriptions: number;
+  /** Keys with local holders or waiters right now. */
+  readonly queues: number;
+}
+
+/** What `@Locked` stores about a method, prepared at decoration time. @internal */
+export interface LockedMethod {
+  readonly where: string;
+  readonly render: KeyRenderer;
+  readonly options: LockedOptions;
+}
+
+interface Behaviour {
+  /** The acquire request of a call without a signal, built on first use. */
+  request?: AcquireRequest;
+  /** Replica acknowledgements each acquire and renewal needs, if any. */
+  acks?: ReplicaAcks;
+  client: LockBackend;
+  clientName: string;
+  ttl: number;
+  watchdog: boolean;
+  maxHold: number;
+  waitTimeout: number;
+  segments?: number;
+  minHold: number;
+}
+
+const settle = async <T>(value: T | Promise<T>): Promise<T> => value;
+
+/**
+ * Distributed locks for code that is not a decorated method, and the engine behind `@Locked`.
+ *
+ * @example
+ * ```ts
+ * constructor(private readonly locks: LockService) {}
+ *
+ * async settle(orderId: string) {
+ *   return this.locks.using(`order:${orderId}`, async ({ fence, signal }) => {
+ *     await this.orders.settle(orderId, { fence });
+ *   }, { waitTimeout: 0 });
+ * }
+ * ```
+ * @publicApi
+ */
+@Injectable()
+export class LockService implements OnModuleInit, BeforeApplicationShutdown {
+  private readonly logger = new Logger('nest-locked');
+  /** Who observes lock events; every emission point reads its flag first. */
+  private readonly events = new LockEvents((event, err) =>
+    this.logger.warn(LOCK_EVENT_LISTENER_FAILED(event, err)),
+  );
+  /** Set only when locked calls get spans. */
+  private tracing?: LockTelemetry;
+  /** Holds in progress, for shutdown. */
+  private readonly holds = new Chain<ActiveHold>();
+  /** Resolved options of decorated methods, per options object. */
+  private readonly behaviours = new WeakMap<LockedOptions, Behaviour>();
+  private readonly segmented: SegmentedStrategy;
+  /** Recent hold times per client group, for the Retry-After of busy answers. */
+  private readonly holdTimes = new Map<string, HoldTimes>();
+  private shuttingDown = false;
+
+  constructor(
+    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedRedlockOptions,
+    private readonly registry: LockClientRegistry,
+    @Optional() private readonly moduleRef?: ModuleRef,
+  ) {
+    this.segmented = new SegmentedStrategy();
+  }
+
+  /** @internal Finds the observers that are there at startup: the Nest event bus, telemetry. */
+  onModuleInit(): void {
+    const telemetry = LockTelemetry.start(this.options.telemetry);
+    this.tracing = telemetry?.tracing ? telemetry : undefined;
+    this.events.connect(this.moduleRef && findNestEventBus(this.moduleRef), telemetry);
+  }
+
+  /**
+   * Runs `fn` while holding every key (all or nothing, taken in sorted order), renewing the
+   * lease while it runs and releasing when it settles. Keys are used as given (no template).
+   *
+   * @throws LockNotAcquiredError still busy after `waitTimeout`
+   * @throws LockBackendError Redis failed
+   * @throws LockKeyError `keys` is not a key or a non-empty array of keys, or a key is empty or
+   *   longer than 1024 bytes
+   */
+  async using<T>(
+    keys: string | readonly string[],
+    fn: (lock: LockContextInfo) => T | Promise<T>,
+    options: LockCallOptions = {},
+  ): Promise<T> {
+    validateBehaviour(options, 'LockService.using options');
+    const list = rawKeys(keys, 'LockService.using');
+    const body = () => fn(LockContext.current() as LockContextInfo);
+    if (this.tracing) {
+      const client = options.client ?? DEFAULT_CLIENT;
+      return this.tracing.traced('LockService.using', client, list, () =>
+        this.run(list, options, body, false, options.signal),
+      );
+    }
+    return this.run(list, options, body, false, options.signal);
+  }
+
+  /**
+   * Takes the lock and returns a handle; release it yourself, in a `finally`. The watchdog
+   * renews it until `release()` (unless `watchdog: false`). Not reentrant: a second `acquire` of
+   * a key you hold waits like any other caller.
+   */
+  async acquire(
+    keys: string | readonly string[],
+    options: LockCallOptions = {},
+  ): Promise<LockHandle> {
+    validateBehaviour(options, 'LockService.acquire options');
+    if (options.segments !== undefined) {
+      throw new LockConfigError(ACQUIRE_TAKES_NO_SEGMENTS, 'segments');
+    }
+    const list = rawKeys(keys, 'LockService.acquire');
+    const b = this.resolveBehaviour(options);
+    const hold = await this.take(sortUnique(list), b, options.signal);
+    const { lease, client } = hold;
+    const release = () => this.finish(hold);
+    const info = new HoldInfo(hold);
+    return {
+      keys: info.keys,
+      fence: info.fence,
+      fences: info.fences,
+      segment: info.segment,
+      signal: info.signal,
+      acquiredAt: info.acquiredAt,
+      waitedMs: info.waitedMs,
+      release,
+      extend: async (ms: number) => {
+        if (!(Number.isInteger(ms) && ms >= 10 && ms <= MAX_TIMER_MS)) {
+          throw new LockConfigError(BAD_OPTION('extend(ms)', ms, EXPECTED.ttl), 'extend');
+        }
+        if (!(await client.extend(lease, ms))) {
+          throw new LockLostError(lease.keys, 'lost');
+        }
+      },
+    };
+  }
+
+  /** Whether `key` (a rendered key, without keyPrefix) is locked right now. */
+  async isLocked(key: string, options: Pick<LockedOptions, 'client'> = {}): Promise<boolean> {
+    return this.client(options.client).isLocked(assertRawKey(key, 'LockService.isLocked'));
+  }
+
+  /**
+   * Forgets which slices of a segmented key were found exhausted, so a restocked resource is
+   * used at once (without this, exhausted slices are retried within 1 s anyway).
+   */
+  resetSegments(key: string, options: Pick<LockedOptions, 'client'> = {}): void {
+    this.segmented.reset(
+      holdId(options.client ?? DEFAULT_CLIENT, assertRawKey(key, 'LockService.resetSegments')),
+    );
+  }
+
+  /**
+   * Counters of a client group's waiting engine, for metrics and tests: how waiters were woken
+   * (`grants` and `notifiedWakeups` are pushes from a release, `timerWakeups` fallbacks), local
+   * handoffs, acquire round trips, and the subscriptions and local queues alive right now.
+   */
+  stats(client: string = DEFAULT_CLIENT): LockStats {
+    const c = this.client(client);
+    return { ...c.stats, subscriptions: c.notifier.size, queues: c.queueCount };
+  }
+
+  /**
+   * Listens to lock events: `acquired`, `released`, `busy`, `lost`, `error` (payloads in
+   * {@link LockServiceEvents}). A listener runs synchronously inside the lock call: keep it
+   * short; one that throws is logged and the call goes on. Events nobody listens to cost nothing.
+   *
+   * @example
+   * ```ts
+   * locks.on('busy', ({ keys, waitedMs }) => this.logger.warn(`${keys} busy after ${waitedMs} ms`));
+   * ```
+   */
+  on<E extends LockEventName>(event: E, listener: LockServiceEvents[E]): this {
+    this.events.on(event, listener);
+    return this;
+  }
+
+  /** Removes a listener added with `on`. */
+  off<E extends LockEventName>(event: E, listener: LockServiceEvents[E]): this {
+    this.events.off(event, listener);
+    return this;
+  }
+
+  /** @internal Called by the `@Locked` proxy. */
+  runDecorated(
+    method: LockedMethod,
+    fn: () => unknown,
+    args: readonly unknown[],
+  ): Promise<unknown> {
+    let keys: string[];
+    try {
+      keys = method.render(args);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    if (this.tracing) {
+      const client = method.options.client ?? DEFAULT_CLIENT;
+      return this.tracing.traced(method.where, client, keys, () =>
+        this.run(keys, method.options, fn, true),
+      );
+    }
+    return this.run(keys, method.options, fn, true);
+  }
+
+  /** @internal */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.shuttingDown = true;
+    // Callers still waiting for a lock get a LockBackendError now instead of holding the
+    // shutdown up until their waitTimeout.
+    this.registry.abortWaits();
+    await Promise.all(
+      this.activeHolds().map((hold) => {
+        hold.abort(new LockLostError(hold.lease.keys, 'shutdown'));
+        return this.finish(hold);
+      }),
+    );
+  }
+
+  /**
+   * @internal The lock of `lease` is gone (the `lose` control of `nest-locked/testing`): its
+   * hold learns it now, as its watchdog would at the next renewal. Whether a hold had it.
+   */
+  leaseLost(lease: Lease): boolean {
+    for (let h = this.holds.first; h; h = h.next) {
+      if (h.lease !== lease) continue;
+      h.watchdog?.stop();
+      this.lost(h, h.client.name, new LockLostError(lease.keys, 'lost'));
+      return true;
+    }
+    return false;
+  }
+
+  /** The group a call locks in. @throws LockConfigError for an unknown group */
+  private client(name: string = DEFAULT_CLIENT): LockBackend {
+    return this.registry.get(name);
+  }
+
+  /** A decorated method passes the same options object at every call: resolved once. */
+  private behaviour(options: LockedOptions): Behaviour {
+    let b = this.behaviours.get(options);
+    if (!b) {
+      b = this.resolveBehaviour(options);
+      this.behaviours.set(options, b);
+    }
+    return b;
+  }
+
+  private resolveBehaviour(options: LockedOptions): Behaviour {
+    const o = this.options;
+    const clientName = options.client ?? DEFAULT_CLIENT;
+    return {
+      client: this.client(clientName),
+      clientName,
+      ttl: options.ttl ?? o.ttl,
+      watchdog: options.watchdog ?? o.watchdog,
+      maxHold: options.maxHold ?? o.maxHold,
+      waitTimeout: options.waitTimeout ?? o.waitTimeout,
+      acks: replicaAcks(
+        options.replicaAcks ?? o.replicaAcks,
+        options.replicaAckTimeout ?? o.replicaAckTimeout,
+      ),
+      segments: options.segments,
+      minHold: options.minHold ?? 0,
+    };
+  }
+
+  /**
+   * Lock, run, unlock: the one path behind `@Locked` and `using`. Not async itself (one promise
+   * less per call): a synchronous throw becomes a rejection.
+   */
+  private run(
+    keys: string[],
+    options: LockedOptions,
+    fn: () => unknown,
+    decorated = false,
+    signal?: AbortSignal,
+  ): Promise<never> {
+    let running: Promise<never>;
+    try {
+      running = this.routeLocked(keys, options, fn, decorated, signal);
+    } catch (err) {
+      running = Promise.reject(err);
+    }
+    if (options.onBusy !== 'skip') return running;
+    return running.catch((err: unknown) => {
+      if (err instanceof LockNotAcquiredError) return undefined as never;
+      throw err;
+    });
+  }
+
+  private routeLocked(
+    keys: string[],
+    options: LockedOptions,
+    fn: () => unknown,
+    decorated: boolean,
+    signal: AbortSignal | undefined,
+  ): Promise<never> {
+    const b = decorated ? this.behaviour(options) : this.resolveBehaviour(options);
+    const sorted = sortUnique(keys);
+    const scope = LockContext.scope();
+
+    if (b.segments !== undefined) {
+      const base = sorted[0];
+      const running = this.segmented.run({
+        id: holdId(b.clientName, base),
+        base,
+        segments: b.segments,
+        waitTimeout: b.waitTimeout,
+        signal,
+        tryRun: async (segment, waitMs, signal) => {
+          const slice = [sliceKey(base, segment)];
+          const hold = await this.takeSlice(slice, { ...b, waitTimeout: waitMs }, signal);
+          if (typeof hold === 'number') return { busy: true, pttl: hold };
+          return { busy: false, value: await this.runWith(hold, slice, b, fn, scope, segment) };
+        },
+        queued: (segment) => b.client.queued(sliceKey(base, segment)),
+        heldHere: (segment) => b.client.holds(sliceKey(base, segment)),
+        tryAny: b.client.canTakeAny
+          ? async (order) => {
+              const keys = order.map((segment) => sliceKey(base, segment));
+              const r = await b.client.tryAcquireAny(keys, leaseTtl(b), b.acks);
+              if (typeof r === 'number') return { busy: true, pttl: r };
+              const segment = order[r.index];
+              const hold = this.start(r.lease, b);
+              try {
+                const value = await this.runWith(hold, [keys[r.index]], b, fn, scope, segment);
+                return { busy: false, value };
+              } catch (err) {
+                if (err instanceof SegmentExhaustedError) {
+                  return { busy: false, exhausted: err, segment };
+                }
+                throw err;
+              }
+            }
+          : undefined,
+      });
+      return running.catch((err: unknown) => {
+        this.events.refused(err, b.clientName);
+        throw this.estimated(err, b);
+      }) as Promise<never>;
+    }
+    // Reentrancy: every key already held by this async context -> no Redis round trip.
+    if (scope && sorted.every((k) => holdsInScope(scope, b.clientName, k))) {
+      return settle(fn()) as Promise<never>;
+    }
+    // Keys this context already holds are not taken twice.
+    const needed = scope ? sorted.filter((k) => !holdsInScope(scope, b.clientName, k)) : sorted;
+    return this.runWith(undefined, needed, b, fn, scope, undefined, signal) as Promise<never>;
+  }
+
+  /** Runs `fn` under `given`, or under the keys `needed`, taken first. */
+  private async runWith(
+    given: ActiveHold | undefined,
+    needed: readonly string[],
+    b: Behaviour,
+    fn: () => unknown,
+    parent: LockScope | undefined,
+    segment?: number,
+    signal?: AbortSignal,
+  ): Promise<unknown> {
+    const hold = given ?? (await this.take(needed, b, signal));
+    const scope = new HoldScope(hold, b.clientName, needed, parent, segment);
+
+    let result: unknown;
+    try {
+      result = LockContext.run(scope, fn);
+    } catch (err) {
+      await this.finish(hold);
+      throw err;
+    }
+    if (isObservable(result)) return this.holdObservable(result, scope, hold);
+    try {
+      return await result;
+    } finally {
+      await this.finish(hold);
+    }
+  }
+
+  /** An Observable keeps the lock until it completes, errors or is unsubscribed. */
+  private holdObservable(
+    source: Observable<unknown>,
+    scope: LockScope,
+    hold: ActiveHold,
+  ): Observable<unknown> {
+    return new Observable((subscriber) => {
+      const inner = LockContext.run(scope, () =>
+        source.subscribe({
+          next: (v) => subscriber.next(v),
+          error: (e: unknown) => void this.finish(hold).then(() => subscriber.error(e)),
+          complete: () => void this.finish(hold).then(() => subscriber.complete()),
+        }),
+      );
+      return () => {
+        inner.unsubscribe();
+        void this.finish(hold);
+      };
+    });
+  }
+
+  /** Acquires (waiting up to `waitTimeout`) and starts the watchdog. */
+  private async take(
+    keys: readonly string[],
+    b: Behaviour,
+    signal: AbortSignal | undefined,
+  ): Promise<ActiveHold> {
+    // A decorated method's behaviour is resolved once: so is its request, when no signal comes.
+    const request = signal
+      ? { ttl: leaseTtl(b), waitTimeout: b.waitTimeout, signal, acks: b.acks }
+      : (b.request ??= { ttl: leaseTtl(b), waitTimeout: b.waitTimeout, acks: b.acks });
+    let lease: Lease;
+    try {
+      lease = await b.client.acquire(keys, request);
+    } catch (err) {
+      this.events.refused(err, b.clientName);
+      throw this.estimated(err, b);
+    }
+    return this.start(lease, b);
+  }
+
+  /** A busy answer gets the keys' usual hold here as its retry estimate. */
+  private estimated(err: unknown, b: Behaviour): unknown {
+    if (!(err instanceof LockNotAcquiredError)) return err;
+    return withRetryEstimate(err, this.holdTimes.get(b.clientName), b.segments);
+  }
+
+  /**
+   * For segment sweeps: contention comes back as the holder's lease left (no error object, as
+   * sweeps meet many busy slices), and `signal` ends a wait early.
+   */
+  private async takeSlice(
+    keys: string[],
+    b: Behaviour,
+    signal?: AbortSignal,
+  ): Promise<ActiveHold | number> {
+    const ttl = leaseTtl(b);
+    const r =
+      b.waitTimeout > 0
+        ? // Waiting follows a sweep that found the slice busy: no first try, straight in line.
+          await b.client
+            .acquire(keys, {
+              ttl,
+              waitTimeout: b.waitTimeout,
+              signal,
+              seenBusy: true,
+              acks: b.acks,
+            })
+            .catch((err: unknown) => {
+              if (err instanceof LockNotAcquiredError) return err.retryAfterMs;
+              throw err;
+            })
+        : await b.client.tryAcquire(keys, ttl, b.acks);
+    return typeof r === 'number' ? r : this.start(r, b);
+  }
+
+  private start(lease: Lease, b: Behaviour): ActiveHold {
+    const hold = new ActiveHold(lease, b.client);
+    hold.minHold = b.minHold;
+    // Without renewals it still reports the lease's end, so the signal never outlives it.
+    hold.watchdog = new Watchdog(b.client, lease, leaseTtl(b), b.maxHold, b.watchdog, (error) =>
+      this.lost(hold, b.clientName, error),
+    );
+    hold.watchdog.start();
+    this.holds.push(hold);
+    if (this.shuttingDown) hold.abort(new LockLostError(lease.keys, 'shutdown'));
+    if (this.events.acquired && this.events.wants('acquired')) {
+      const { keys, fences, waitedMs } = lease;
+      this.events.emit('acquired', { keys, client: b.clientName, fence: fences[0], waitedMs });
+    }
+    return hold;
+  }
+
+  private recordHold(client: string, keys: readonly string[], ms: number): void {
+    let times = this.holdTimes.get(client);
+    if (!times) this.holdTimes.set(client, (times = new HoldTimes()));
+    for (const key of keys) times.record(key, ms);
+  }
+
+  private activeHolds(): ActiveHold[] {
+    const holds: ActiveHold[] = [];
+    for (let h = this.holds.first; h; h = h.next) holds.push(h);
+    return holds;
+  }
+
+  private lost(hold: ActiveHold, client: string, error: LockLostError): void {
+    hold.abort(error);
+    if (error.reason === 'expired') hold.client.leaseEnded(hold.lease);
+    this.logger.warn(error.message);
+    if (this.events.lost && this.events.wants('lost')) {
+      const { keys, fences } = hold.lease;
+      this.events.emit('lost', { keys, client, fence: fences[0], error });
+    }
+  }
+
+  /** Stops renewals and releases; a failed release is logged, never thrown over the result. */
+  private async finish(hold: ActiveHold): Promise<void> {
+    if (!hold.record.active) return;
+    this.holds.remove(hold);
+    hold.watchdog?.stop();
+    hold.record.active = false;
+    const { lease, client } = hold;
+    const held = Date.now() - lease.acquiredAt;
+    // Kept for minHold, the key is busy that long whatever the method took.
+    this.recordHold(client.name, lease.keys, Math.max(held, hold.minHold));
+    try {
+      await (hold.minHold > held
+        ? client.releaseByExpiry(lease, hold.minHold - held)
+        : client.release(lease));
+    } catch (err) {
+      const why = err instanceof LockError || err instanceof Error ? err.message : String(err);
+      this.logger.warn(`Release failed, the lease will expire by itself: ${why}`);
+      if (this.events.error && this.events.wants('error')) this.releaseFailed(hold, err);
+    }
+    if (this.events.released && this.events.wants('released')) {
+      const { keys, fences } = hold.lease;
+      this.events.emit('released', { keys, client: client.name, fence: fences[0], heldMs: held });
+    }
+  }
+
+  private releaseFailed(hold: ActiveHold, err: unknown): void {
+    const { keys } = hold.lease;
+    const error =
+      err instanceof LockBackendError
+        ? err
+        : new LockBackendError(
+            keys,
+            [err instanceof Error ? err : new Error(String(err))],
+            'release',
+          );
+    this.events.emit('error', { keys, client: hold.client.name, operation: 'release', error });
+  }
+}
+
+/** The replica acknowledgement a call needs, or none. */
+const replicaAcks = (replicas: number, timeout: number): ReplicaAcks | undefined =>
+  replicas > 0 ? { replicas, timeout } : undefined;
+
+/** The lease asked for: never longer than maxHold. */
+const leaseTtl = (b: Behaviour): number => Math.max(10, Math.ceil(Math.min(b.ttl, b.maxHold)));
+
+function sortUnique(keys: readonly string[]): readonly string[] {
+  if (keys.length === 1) return keys;
+  return [...new Set(keys)].sort();
+}

@@ -1,0 +1,120 @@
+import { performance } from 'node:perf_hooks';
+import type { ReplicaAcks, Taken } from '../redis/lock-protocol';
+
+/**
+ * A held lock as the engine knows it: its keys, the owner token in Redis, its fences, and until
+ * when it is certainly ours (`validUntil`, on the `performance.now()` clock).
+ * @internal
+ */
+export class Lease {
+  /** Set once the holder let go (the release may still be on its way to Redis). */
+  released = false;
+
+  constructor(
+    /** Rendered keys, sorted and deduplicated. */
+    readonly keys: readonly string[],
+    readonly token: string,
+    readonly fences: readonly number[],
+    /**
+     * Fences reserved after `fences[0]` (single key, single node): each lets the key pass to the
+     * next caller of this process with no round trip.
+     */
+    readonly spare: number,
+    public ttl: number,
+    /**
+     * Taken by a first try with the key free: most likely nobody waits for it, so its release
+     * tries the two-key FREE script before the full one.
+     */
+    readonly uncontended: boolean,
+    public validUntil: number,
+    readonly acquiredAt: number,
+    readonly waitedMs: number,
+    /** Replicas that must acknowledge every renewal and handoff, if any. */
+    readonly acks?: ReplicaAcks,
+  ) {}
+
+  /** Whether the lease is still certainly ours at `now`. */
+  validAt(now: number): boolean {
+    return now < this.validUntil;
+  }
+
+  /** Renewed: `ttl` ms from `start`, less the drift allowance. */
+  renewed(start: number, ttl: number, drift: number): void {
+    this.ttl = ttl;
+    this.validUntil = start + ttl - drift;
+  }
+
+  /** Found lost, or ran out: it proves nothing from now on. */
+  end(): void {
+    this.validUntil = -Infinity;
+  }
+}
+
+/** A caller a lease can be made for: its token, lease length and when it started waiting. */
+export interface LeaseTaker {
+  readonly token: string;
+  readonly ttl: number;
+  readonly startedAt: number;
+  /** Replicas that must acknowledge its acquire and every renewal, if any. */
+  readonly acks?: ReplicaAcks;
+}
+
+/**
+ * Lease arithmetic in one place (Redlock's validity: ttl - elapsed - drift, with
+ * drift = ttl * driftFactor + 2 ms) and every way a lease comes to be.
+ * @internal
+ */
+export class Leases {
+  constructor(private readonly driftFactor: number) {}
+
+  /** The clock drift allowance of a lease of `ttl` ms. */
+  drift(ttl: number): number {
+    return Math.round(ttl * this.driftFactor) + 2;
+  }
+
+  /** Until when a lease of `ttl` ms set at `start` is certainly ours. */
+  validUntil(start: number, ttl: number): number {
+    return start + ttl - this.drift(ttl);
+  }
+
+  /** A lease an acquire round took for `taker`. */
+  taken(keys: readonly string[], taker: LeaseTaker, taken: Taken): Lease {
+    return new Lease(
+      keys,
+      taker.token,
+      taken.fences,
+      taken.spare,
+      taker.ttl,
+      taken.uncontended,
+      this.validUntil(taken.start, taker.ttl),
+      Date.now(),
+      performance.now() - taker.startedAt,
+      taker.acks,
+    );
+  }
+
+  /**
+   * The lease passed to the next caller of this process with no round trip: Redis keeps the
+   * process's token, the caller gets the next fence of the reserved block and the rest of the
+   * lease. Only while the lease in Redis was set or renewed moments ago (the new holder gets at
+   * least ttl minus twice the drift allowance, as from a fresh acquire), with the same ttl and a
+   * spare fence; otherwise undefined.
+   */
+  passedOn(lease: Lease, next: LeaseTaker): Lease | undefined {
+    if (lease.spare <= 0 || next.ttl !== lease.ttl) return undefined;
+    const now = performance.now();
+    if (lease.validUntil - now < lease.ttl - 2 * this.drift(lease.ttl)) return undefined;
+    return new Lease(
+      lease.keys,
+      lease.token,
+      [lease.fences[0] + 1],
+      lease.spare - 1,
+      lease.ttl,
+      false,
+      lease.validUntil,
+      Date.now(),
+      now - next.startedAt,
+      lease.acks,
+    );
+  }
+}

@@ -1,0 +1,99 @@
+import type { ReplicaAcks } from '../redis/lock-protocol';
+import type { Lease } from './lease';
+
+export type { Lease } from './lease';
+
+/** One acquire call. @internal */
+export interface AcquireRequest {
+  readonly ttl: number;
+  readonly waitTimeout: number;
+  /** Ends the wait early, rejecting with its reason. */
+  readonly signal?: AbortSignal;
+  /** The caller just found the key busy (a segmented sweep): straight into line. */
+  readonly seenBusy?: boolean;
+  /** Replicas that must acknowledge the acquire and every renewal. */
+  readonly acks?: ReplicaAcks;
+}
+
+/** Counters for tests and the benchmark. @internal */
+export interface LockClientStats {
+  /** Waiters woken by a release notification (PUBLISH). */
+  notifiedWakeups: number;
+  /** Waiters woken by their fallback timer (the holder's remaining lease, or the wait cap). */
+  timerWakeups: number;
+  /** Locks handed straight to a waiter of this process. */
+  localHandoffs: number;
+  /** Acquire round trips sent. */
+  attempts: number;
+  /** Locks received by grant: a release in another process passed the key to us. */
+  grants: number;
+}
+
+/** Counters all at zero, for a new backend. @internal */
+export const noStats = (): LockClientStats => ({
+  notifiedWakeups: 0,
+  timerWakeups: 0,
+  localHandoffs: 0,
+  attempts: 0,
+  grants: 0,
+});
+
+/**
+ * What `LockService` (and the watchdog) need of the lock engine of one client group. Two
+ * implementations: `LockClient` (Redis, the only one in production) and the in-process backend
+ * of `nest-locked/testing`, so a user's unit tests run the real decorator, context and service
+ * over the same semantics without a server.
+ *
+ * The contract, whatever the implementation:
+ * - exclusion per key; several keys are taken all or nothing;
+ * - a caller waits up to `waitTimeout` (never rejecting before it), then gets
+ *   `LockNotAcquiredError`; an unreachable backend is `LockBackendError`, never contention;
+ * - each acquire gets a fence per key, strictly increasing per key;
+ * - a lease lasts `ttl` ms unless `extend` renews it; `extend` answers false once it is lost.
+ * @internal
+ */
+export interface LockBackend {
+  /** The client group's name. */
+  readonly name: string;
+  readonly stats: LockClientStats;
+  /** Release channels listened to right now (`size`). */
+  readonly notifier: { readonly size: number };
+  /** Keys with local holders or waiters right now. */
+  readonly queueCount: number;
+  /** Whether `tryAcquireAny` is available (a segmented sweep in one call). */
+  readonly canTakeAny: boolean;
+  /** Callers of this process waiting for `key` (holders not counted). */
+  queued(key: string): number;
+  /** Whether a caller of this process holds `key`. */
+  holds(key: string): boolean;
+  /**
+   * Takes every key (sorted, deduplicated by the caller), waiting up to `waitTimeout` ms.
+   * @throws LockNotAcquiredError when still busy at the deadline
+   * @throws LockBackendError when the backend cannot be asked, or the client closes
+   */
+  acquire(keys: readonly string[], request: AcquireRequest): Promise<Lease>;
+  /** One try, no waiting: the lease, or the busy holder's remaining lease in ms. */
+  tryAcquire(keys: readonly string[], ttl: number, acks?: ReplicaAcks): Promise<Lease | number>;
+  /** One try at each key, in order; the first free one is taken. */
+  tryAcquireAny(
+    keys: readonly string[],
+    ttl: number,
+    acks?: ReplicaAcks,
+  ): Promise<{ lease: Lease; index: number } | number>;
+  /** Renews the lease to `ttl` ms from now; false when it is no longer held. */
+  extend(lease: Lease, ttl: number): Promise<boolean>;
+  /** The lease is known to be over: nothing of this process waits for its release any more. */
+  leaseEnded(lease: Lease): void;
+  /** Releases the lease (or hands it to the next waiter). */
+  release(lease: Lease): Promise<void>;
+  /**
+   * Gives the lease up without freeing the keys: they stay locked until `ms` from now, then
+   * expire (`minHold`); this process forgets the hold at once.
+   */
+  releaseByExpiry(lease: Lease, ms: number): Promise<void>;
+  /** Whether `key` is locked right now. */
+  isLocked(key: string): Promise<boolean>;
+  /** Ends every wait in progress (they reject with LockBackendError). */
+  abortWaits(): void;
+  close(): Promise<void>;
+}

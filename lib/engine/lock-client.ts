@@ -1,0 +1,526 @@
+import { setMaxListeners } from 'node:events';
+import { performance } from 'node:perf_hooks';
+import { LockNotAcquiredError } from '../errors';
+import { type Grant, KeySpace, RELEASED_MESSAGE } from '../redis/key-space';
+import { LockNotifier } from '../redis/lock-notifier';
+import { GRANT_CLAIM_MS } from '../redis/lock.scripts';
+import { LockProtocol, type ReplicaAcks, type Taken } from '../redis/lock-protocol';
+import { isCluster, type RedisNode } from '../redis/redis-node';
+import { ScriptRunner } from '../redis/script-runner';
+import type { KeyLine as Line, LineListener } from './key-line';
+
+type KeyLine = Line<Waiter>;
+import { KeyLines } from './key-lines';
+import { type Lease, type LeaseTaker, Leases } from './lease';
+import { type MultiKeyWaitContext, type ReleaseWatch, waitForKeys } from './multi-key-wait';
+import { Tokens } from './tokens';
+import {
+  type AcquireRequest,
+  type LockBackend,
+  type LockClientStats,
+  noStats,
+} from './lock-backend';
+import { type LineWaitContext, Waiter } from './waiter';
+
+export type { Lease } from './lease';
+export type { RedisNode } from '../redis/redis-node';
+
+/** @internal */
+export interface LockClientSettings {
+  keyPrefix: string;
+  driftFactor: number;
+  localHandoffs: number;
+  commandTimeout: number;
+}
+
+/**
+ * The lock engine of one client group, as the rest of the library sees it: take, renew and give
+ * back leases. It coordinates; the parts do the work:
+ * - `KeyLine` (per key: local holds, the FIFO of waiting callers, first tries in flight),
+ *   `Waiter` / `waitForKeys` (one caller's wait), `Leases` (lease arithmetic), `Tokens`;
+ * - `LockProtocol` (rounds over the nodes, Redlock's quorum rules, undoing what a round cannot
+ *   keep), `KeySpace` (every Redis name), `ScriptRunner`, `LockNotifier` (wake-ups).
+ * Single-node groups queue waiters in Redis and grant on release (FIFO across processes);
+ * quorum groups race, woken by a PUBLISH. A release hands the key to the next caller of this
+ * process when one waits (at most `localHandoffs` times in a row), in memory when it can.
+ * @internal
+ */
+export class LockClient implements LockBackend {
+  readonly stats: LockClientStats = noStats();
+  readonly notifier: LockNotifier;
+  private readonly space: KeySpace;
+  private readonly runner: ScriptRunner;
+  private readonly protocol: LockProtocol;
+  private readonly leases: Leases;
+  private readonly tokens = new Tokens();
+  private readonly lines = new KeyLines<Waiter>();
+  /** Single node: waiters queue in Redis and releases grant. */
+  private readonly fair: boolean;
+  private closed = false;
+  /** Aborted on close: every wait in progress ends with a LockBackendError. */
+  private readonly closing = new AbortController();
+  private readonly lineWait: LineWaitContext;
+  private readonly keysWait: MultiKeyWaitContext;
+
+  constructor(
+    readonly name: string,
+    readonly nodes: readonly RedisNode[],
+    private readonly settings: LockClientSettings,
+    onSubscriberError: (error: Error) => void,
+  ) {
+    this.fair = nodes.length === 1;
+    this.space = new KeySpace(settings.keyPrefix, nodes.some(isCluster));
+    this.runner = new ScriptRunner(settings.commandTimeout);
+    this.leases = new Leases(settings.driftFactor);
+    this.protocol = new LockProtocol(
+      nodes,
+      this.space,
+      this.runner,
+      {
+        fair: this.fair,
+        // Fences reserved per single-key lease: the holder's and one per possible local handoff.
+        block: this.fair ? settings.localHandoffs + 1 : 1,
+        drift: (ttl) => this.leases.drift(ttl),
+      },
+      this.stats,
+    );
+    this.notifier = new LockNotifier(
+      nodes,
+      onSubscriberError,
+      KeySpace.grantChannel(this.tokens.prefix),
+      (message) => this.onGrantMessage(message),
+    );
+    // Every wait in progress listens for the close: thousands at once are normal, not a leak.
+    setMaxListeners(0, this.closing.signal);
+    this.lineWait = this.lineWaitContext();
+    this.keysWait = this.keysWaitContext();
+  }
+
+  /** Nodes whose majority decides. */
+  get quorum(): number {
+    return this.protocol.quorum.size;
+  }
+
+  /** Key lines alive (for tests: none once every caller left). */
+  get queueCount(): number {
+    return this.lines.size;
+  }
+
+  /** Callers of this process waiting for `key` (holders not counted). */
+  queued(key: string): number {
+    return this.lines.get(key)?.length ?? 0;
+  }
+
+  /** Whether a caller of this process holds `key` (single-key holds, lease still valid). */
+  holds(key: string): boolean {
+    return this.lines.get(key)?.heldHere() ?? false;
+  }
+
+  /** Whether `tryAcquireAny` can sweep many keys in one round trip (one node, no Cluster). */
+  get canTakeAny(): boolean {
+    return this.nodes.length === 1 && !isCluster(this.nodes[0]);
+  }
+
+  /**
+   * Takes every key (sorted, deduplicated by the caller), waiting up to `waitTimeout` ms.
+   * `signal` ends the wait early, rejecting with its reason. `seenBusy`: the caller has just
+   * found the key busy (a segmented sweep), so it goes straight into line, without a first try
+   * (its first attempt in line takes the key or queues for it, in one round trip).
+   * @throws LockNotAcquiredError when still busy at the deadline
+   * @throws LockBackendError when too many nodes fail for a quorum, or the client closes
+   */
+  async acquire(keys: readonly string[], request: AcquireRequest): Promise<Lease> {
+    const { ttl, waitTimeout, signal, acks } = request;
+    const taker = this.taker(ttl, acks);
+    const { startedAt } = taker;
+    const deadline = startedAt + waitTimeout;
+    if (signal?.aborted) throw signal.reason;
+    if (keys.length !== 1) {
+      const first = await this.protocol.attempt(keys, taker.token, ttl, 0, startedAt, acks);
+      if (first.kind === 'ok') return this.hold(keys, taker, first);
+      if (waitTimeout <= 0) throw new LockNotAcquiredError(keys, 0, first.pttl);
+      return waitForKeys(this.keysWait, keys, taker, deadline, signal);
+    }
+    const waits = waitTimeout > 0;
+    const existing = this.lines.get(keys[0]);
+    if (existing?.occupied()) {
+      // Someone of ours holds, waits for or is trying this key: queue behind them instead of
+      // competing (a burst of callers sends one try, not one each).
+      if (waits)
+        return new Waiter(this.lineWait, existing, keys, taker, deadline, signal, false).lease;
+      if (existing.heldHere()) {
+        // Held here and no wait wanted: busy for sure, no round trip needed.
+        throw new LockNotAcquiredError(keys, 0, existing.holdsEnd() - performance.now());
+      }
+    }
+    const line = existing ?? this.lines.of(keys[0]);
+    if (request.seenBusy && waits) {
+      return new Waiter(this.lineWait, line, keys, taker, deadline, signal, true).lease;
+    }
+    line.startTry();
+    let first;
+    try {
+      // The first try neither queues nor flags: only a waiting caller asks to be woken.
+      first = await this.protocol.attempt(keys, taker.token, ttl, 0, startedAt, acks);
+    } catch (err) {
+      this.endTry(line);
+      throw err;
+    }
+    if (first.kind === 'ok') {
+      // Counted as held before the try ends, so the callers queued behind wait for a handoff.
+      const lease = this.hold(keys, taker, first);
+      this.endTry(line);
+      return lease;
+    }
+    if (!waits || performance.now() >= deadline) {
+      this.endTry(line);
+      throw new LockNotAcquiredError(keys, performance.now() - startedAt, first.pttl);
+    }
+    // First in line: ahead of the callers that queued behind this try.
+    line.endTry();
+    return new Waiter(this.lineWait, line, keys, taker, deadline, signal, true).lease;
+  }
+
+  /**
+   * One try, no waiting, no error object on contention (cheap enough for sweeps over many
+   * keys): the lease, or the busy holder's remaining lease in ms.
+   * @throws LockBackendError when too many nodes fail for a quorum
+   */
+  async tryAcquire(
+    keys: readonly string[],
+    ttl: number,
+    acks?: ReplicaAcks,
+  ): Promise<Lease | number> {
+    // Held, tried or awaited here: busy for sure, no round trip needed.
+    if (keys.length === 1 && this.lines.get(keys[0])?.occupied()) return ttl;
+    const taker = this.taker(ttl, acks);
+    const outcome = await this.protocol.attempt(keys, taker.token, ttl, 0, taker.startedAt, acks);
+    return outcome.kind === 'ok' ? this.hold(keys, taker, outcome) : outcome.pttl;
+  }
+
+  /**
+   * One try at each key, in order, in a single round trip (see `canTakeAny`): the first free
+   * one is taken. Keys held or awaited in this process are skipped without asking Redis.
+   * @returns the lease and the index of its key in `keys`, or the shortest lease left
+   */
+  async tryAcquireAny(
+    keys: readonly string[],
+    ttl: number,
+    acks?: ReplicaAcks,
+  ): Promise<{ lease: Lease; index: number } | number> {
+    const candidates: number[] = [];
+    keys.forEach((key, i) => {
+      if (!this.lines.get(key)?.occupied()) candidates.push(i);
+    });
+    if (candidates.length === 0) return ttl;
+    const taker = this.taker(ttl, acks);
+    const r = await this.protocol.takeAny(
+      candidates.map((i) => keys[i]),
+      taker.token,
+      ttl,
+      acks,
+    );
+    if (typeof r === 'number') return r;
+    const index = candidates[r.index];
+    return { lease: this.hold([keys[index]], taker, r.taken), index };
+  }
+
+  /**
+   * Renews the lease to `ttl` ms from now. A lease found lost ends here: it holds nothing up in
+   * this process any more.
+   * @returns false when the lock is no longer held by this lease
+   * @throws LockBackendError when too many nodes fail to tell
+   */
+  async extend(lease: Lease, ttl: number): Promise<boolean> {
+    const start = performance.now();
+    const ok = await this.protocol.extend(lease.keys, lease.token, ttl, lease.acks);
+    if (ok) lease.renewed(start, ttl, this.leases.drift(ttl));
+    else this.leaseEnded(lease);
+    return ok;
+  }
+
+  /**
+   * The lease is known to be over (lost, or run out with no renewal): callers of this process
+   * waiting for its key stop waiting for its release.
+   */
+  leaseEnded(lease: Lease): void {
+    lease.end();
+    if (lease.keys.length === 1) this.lines.get(lease.keys[0])?.holdEnded();
+  }
+
+  /**
+   * Releases the lease, or hands it straight to the next waiter of this process for the same
+   * key (at most `localHandoffs` times in a row, then it goes back to every process).
+   * @throws LockBackendError when no majority of nodes could be told (the lease then expires by
+   *   itself)
+   */
+  release(lease: Lease): Promise<void> {
+    if (lease.released) return Promise.resolve();
+    lease.released = true;
+    const line = lease.keys.length === 1 ? this.lines.get(lease.keys[0]) : undefined;
+    if (line?.head && !this.closed) return this.passOn(lease, line, line.head);
+    return this.giveBack(lease);
+  }
+
+  /**
+   * Releases by expiry (`minHold`): the keys stay locked `ms` more in Redis, then expire. The
+   * key is not handed to a waiter of this process: this process forgets the hold, so its
+   * waiters try over the network and wait for the expiry like those of any other process.
+   * @throws LockBackendError when no majority of nodes could be told (the lease then expires by
+   *   itself)
+   */
+  releaseByExpiry(lease: Lease, ms: number): Promise<void> {
+    if (lease.released) return Promise.resolve();
+    lease.released = true;
+    this.tokens.drop(lease.token);
+    return this.protocol
+      .letExpire(lease.keys, lease.token, ms)
+      .finally(() => this.holdReturned(lease, () => true));
+  }
+
+  /** Whether a majority of nodes has the key locked right now. */
+  isLocked(key: string): Promise<boolean> {
+    return this.protocol.isLocked(key);
+  }
+
+  /** Ends every wait in progress (they reject with LockBackendError) and stops listening. */
+  abortWaits(): void {
+    this.closed = true;
+    this.closing.abort();
+  }
+
+  async close(): Promise<void> {
+    this.abortWaits();
+    this.runner.close();
+    await this.notifier.close();
+  }
+
+  // ---------------------------------------------------------------- holding and passing on
+
+  /** The lease a round took; a single key's line counts it as held. */
+  private hold(keys: readonly string[], taker: LeaseTaker, taken: Taken): Lease {
+    const lease = this.leases.taken(keys, taker, taken);
+    if (keys.length === 1) this.lines.of(keys[0]).hold(lease);
+    // Only a token that queued in Redis can be granted a key: a first try's needs no entry.
+    if (!lease.uncontended) this.tokens.hold(taker.token);
+    return lease;
+  }
+
+  private endTry(line: KeyLine): void {
+    line.endTry();
+    this.lines.dropIfIdle(line);
+  }
+
+  /**
+   * A caller of this process waits for the key: hand it over (in memory, or by HANDOFF) while
+   * the bounded barging allows; past it, on a single node, the oldest waiter of another process
+   * goes first (RELEASE_TO). The line counts the key as held until Redis has it back, so our own
+   * head does not compete for a key this process still holds.
+   */
+  private async passOn(lease: Lease, line: KeyLine, next: Waiter): Promise<void> {
+    if (line.mayHandOff(this.settings.localHandoffs) && performance.now() < lease.validUntil) {
+      const handed =
+        (next.enqueued ? undefined : this.leases.passedOn(lease, next)) ??
+        (await this.handoff(lease, next));
+      if (handed) {
+        line.handedOff();
+        this.stats.localHandoffs++;
+        return this.handTo(lease, handed, line, next);
+      }
+    } else if (this.fair) {
+      const r = await this.protocol
+        .releaseTo(lease.keys, lease.token, next, next.acks)
+        .catch(() => {
+          // Whatever it did is unknown: the next caller's token must not keep the key.
+          this.protocol.abandon(lease.keys, next.token);
+          return 'notOurs' as const;
+        });
+      line.wentPublic();
+      if (r === 'granted') {
+        // Granted to another process; ours queued behind it, so a grant is on its way to it.
+        this.tokens.drop(lease.token);
+        next.enqueued = true;
+        next.queuedByHolder = true;
+        this.holdReturned(lease, () => false);
+        return;
+      }
+      if (r !== 'notOurs') {
+        this.stats.localHandoffs++;
+        this.tokens.hold(next.token);
+        return this.handTo(lease, this.leases.taken(lease.keys, next, r), line, next);
+      }
+    }
+    line.wentPublic();
+    return this.giveBack(lease);
+  }
+
+  /** The key passed from `lease` to `handed` for `next`; given back if `next` left meanwhile. */
+  private handTo(lease: Lease, handed: Lease, line: KeyLine, next: Waiter): Promise<void> {
+    line.passHold(lease, handed);
+    if (handed.token !== lease.token) this.tokens.drop(lease.token);
+    if (next.handOver(handed)) return Promise.resolve();
+    // The waiter gave up while the handoff was in flight: release what it was given.
+    handed.released = true;
+    line.wentPublic();
+    return this.giveBack(handed);
+  }
+
+  /** HANDOFF: the key to `next`'s token in one round trip; undefined if it could not be. */
+  private async handoff(lease: Lease, next: Waiter): Promise<Lease | undefined> {
+    const taken = await this.protocol
+      .handoff(lease.keys, lease.token, next, next.acks)
+      .catch(() => undefined);
+    if (!taken) return undefined;
+    this.tokens.hold(next.token);
+    return this.leases.taken(lease.keys, next, taken);
+  }
+
+  /** Gives the key back in Redis (compare-and-delete), then wakes our head if it must try. */
+  private giveBack(lease: Lease): Promise<void> {
+    this.tokens.drop(lease.token);
+    const single = lease.keys.length === 1;
+    // Racing groups: FREE does all RELEASE would for one key. Queueing groups: only for a lease
+    // taken by a first try (nobody waited then); a waiter queued since sends RELEASE after it.
+    const lean = single && (!this.fair || lease.uncontended);
+    // A head that listens hears the PUBLISH at the same moment as the other processes' heads
+    // and competes on equal terms; one that does not is told directly.
+    const returned = (published: boolean) =>
+      this.holdReturned(lease, (line) => !published || !line.hearsReleases);
+    return this.protocol.release(lease.keys, lease.token, lean).then(returned, (err: unknown) => {
+      returned(false);
+      throw err;
+    });
+  }
+
+  /**
+   * The hold of `lease` is over in this process: its line stops counting it and may go.
+   * `wakeHead`: whether the line's head must be told to try now.
+   */
+  private holdReturned(lease: Lease, wakeHead: (line: KeyLine) => boolean): void {
+    const line = lease.keys.length === 1 ? this.lines.get(lease.keys[0]) : undefined;
+    if (!line) return;
+    line.endHold(lease, wakeHead(line));
+    this.lines.dropIfIdle(line);
+  }
+
+  /** A new acquisition's token, lease length and start. */
+  private taker(ttl: number, acks: ReplicaAcks | undefined): LeaseTaker {
+    return { token: this.tokens.next(), ttl, startedAt: performance.now(), acks };
+  }
+
+  /** A grant message on this group's channel. */
+  private onGrantMessage(message: string): void {
+    const grant = this.space.parseGrant(message);
+    if (!grant) return;
+    this.stats.grants++;
+    this.granted(grant);
+  }
+
+  /** A release granted a key to a token of ours: hand the lease to its waiter, or give it back. */
+  private granted({ key, token, fence, spare }: Grant): void {
+    if (this.tokens.holds(token)) return; // already taken by a retry that found it ours
+    const line = this.lines.get(key);
+    const waiter = line?.waiterOf(token);
+    if (!line || !waiter) {
+      // Its waiter left (timed out) after the grant: pass the key on.
+      this.protocol.abandon([key], token);
+      return;
+    }
+    this.tokens.hold(token);
+    // The release set the key for the claim window only: the lease runs from here until the
+    // claim below turns it into the waiter's full lease.
+    const claimed: LeaseTaker = {
+      token,
+      ttl: Math.min(waiter.ttl, GRANT_CLAIM_MS),
+      startedAt: waiter.startedAt,
+      acks: waiter.acks,
+    };
+    const lease = this.leases.taken([key], claimed, {
+      kind: 'ok',
+      fences: [fence],
+      start: performance.now(),
+      spare,
+      uncontended: false,
+    });
+    line.hold(lease);
+    if (claimed.ttl < waiter.ttl) void this.claim(lease, waiter.ttl);
+    if (!waiter.handOver(lease)) void this.release(lease).catch(() => undefined);
+  }
+
+  /** Renews a granted key from its claim window to the full lease (its holder runs already). */
+  private async claim(lease: Lease, ttl: number): Promise<void> {
+    // Lost or failing: the lease ends with its claim window, and its watchdog says so.
+    await this.extend(lease, ttl).catch(() => undefined);
+  }
+
+  // ---------------------------------------------------------------- waiting
+
+  private lineWaitContext(): LineWaitContext {
+    return {
+      ...this.waitContext(),
+      fair: this.fair,
+      // Single node: grants come on this group's own channel, nothing to subscribe per key.
+      // Quorum: heads race, woken by the key's release channel.
+      listen: (line) =>
+        this.soon(
+          this.fair
+            ? this.notifier.ready()
+            : line.listen(() => this.onReleases(line.key, () => line.head?.wake())),
+        ),
+      holds: (token) => this.tokens.holds(token),
+      dropIfIdle: (line) => this.lines.dropIfIdle(line),
+    };
+  }
+
+  private keysWaitContext(): MultiKeyWaitContext {
+    return { ...this.waitContext(), watch: (keys, onRelease) => this.watch(keys, onRelease) };
+  }
+
+  /** What every wait needs, single key or several. */
+  private waitContext(): Pick<
+    LineWaitContext,
+    'closing' | 'attempt' | 'hold' | 'abandon' | 'timerWakeup'
+  > {
+    return {
+      closing: this.closing.signal,
+      attempt: (keys, taker, waitMs) =>
+        this.protocol.attempt(keys, taker.token, taker.ttl, waitMs, undefined, taker.acks),
+      hold: (keys, taker, taken) => this.hold(keys, taker, taken),
+      abandon: (keys, token) => this.protocol.abandon(keys, token),
+      timerWakeup: () => this.stats.timerWakeups++,
+    };
+  }
+
+  /** Listens for releases of any of `keys` (one shared subscriber connection). */
+  private watch(keys: readonly string[], onRelease: () => void): ReleaseWatch {
+    const subs = keys.map((k) => this.onReleases(k, onRelease));
+    return {
+      ready: this.soon(Promise.all(subs.map((s) => s.ready)).then(() => undefined)),
+      stop: () => {
+        for (const s of subs) s.stop();
+      },
+    };
+  }
+
+  /** Calls `onRelease` at each release of `key` (racing waiters; counted as a push wake-up). */
+  private onReleases(key: string, onRelease: () => void): LineListener {
+    return this.notifier.listen(this.space.releaseChannel(key), (message) => {
+      if (message !== RELEASED_MESSAGE) return;
+      this.stats.notifiedWakeups++;
+      onRelease();
+    });
+  }
+
+  /**
+   * Waits for a subscription, never long (`commandTimeout` at most) and never failing: without
+   * it a waiter still retries on its timer.
+   */
+  private async soon(ready: Promise<void>): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      ready.catch(() => undefined),
+      new Promise((resolve) => (timer = setTimeout(resolve, this.settings.commandTimeout))),
+    ]);
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,98 @@
+import { performance } from 'node:perf_hooks';
+import { LockBackendError, LockNotAcquiredError } from '../errors';
+import type { Outcome, Taken } from '../redis/lock-protocol';
+import type { LeaseTaker, Lease } from './lease';
+import { abortReason, FRESH_ANSWER_MS, outageRetryDelay, retryDelay } from './wait-rules';
+import { WakeLatch } from './wake-latch';
+
+/** A subscription to the release channels of some keys. */
+export interface ReleaseWatch {
+  /** Settles once subscribed, or soon (never rejects): without it the waiter polls. */
+  readonly ready: Promise<void>;
+  stop(): void;
+}
+
+/** What a multi-key wait needs from the engine. @internal */
+export interface MultiKeyWaitContext {
+  readonly closing: AbortSignal;
+  attempt(keys: readonly string[], taker: LeaseTaker, waitMs: number): Promise<Outcome>;
+  hold(keys: readonly string[], taker: LeaseTaker, taken: Taken): Lease;
+  /** Calls `onRelease` at each release of any of `keys`. */
+  watch(keys: readonly string[], onRelease: () => void): ReleaseWatch;
+  abandon(keys: readonly string[], token: string): void;
+  timerWakeup(): void;
+}
+
+/**
+ * Several keys at once: no local line (they are taken all or nothing, in one script); the caller
+ * races, retrying at each release of any of its keys, or when the busy holder's lease runs out,
+ * and through a backend blip until its deadline (which then rejects with the backend error).
+ * @internal
+ */
+export async function waitForKeys(
+  ctx: MultiKeyWaitContext,
+  keys: readonly string[],
+  taker: LeaseTaker,
+  deadline: number,
+  signal: AbortSignal | undefined,
+): Promise<Lease> {
+  const latch = new WakeLatch();
+  const watch = ctx.watch(keys, () => latch.wake());
+  const stop = () => latch.wake();
+  signal?.addEventListener('abort', stop);
+  ctx.closing.addEventListener('abort', stop);
+  let attempted = false;
+  try {
+    await watch.ready;
+    let pttl = taker.ttl;
+    let idleRounds = 0;
+    let outage: LockBackendError | undefined;
+    let failures = 0;
+    let answeredAt = -Infinity;
+    for (;;) {
+      if (signal?.aborted || ctx.closing.aborted) throw abortReason(keys, signal);
+      const remaining = deadline - performance.now();
+      // Past the deadline, Redis has the last word unless it answered moments ago (see Waiter).
+      const last = remaining <= 0;
+      if (last && (outage || performance.now() - answeredAt < FRESH_ANSWER_MS)) break;
+      attempted = true;
+      let outcome: Outcome;
+      try {
+        outcome = await ctx.attempt(keys, taker, last ? 0 : remaining);
+      } catch (err) {
+        if (last || !(err instanceof LockBackendError) || ctx.closing.aborted) throw err;
+        // A blip: keep waiting through it (see Waiter).
+        outage = err;
+        await latch.sleep(outageRetryDelay(++failures, deadline));
+        continue;
+      }
+      outage = undefined;
+      failures = 0;
+      answeredAt = performance.now();
+      if (outcome.kind === 'ok') {
+        attempted = false;
+        if (signal?.aborted || ctx.closing.aborted) {
+          ctx.abandon(keys, taker.token);
+          throw abortReason(keys, signal);
+        }
+        return ctx.hold(keys, taker, outcome);
+      }
+      pttl = outcome.pttl;
+      if (last || deadline - performance.now() <= 0) break;
+      idleRounds = pttl > 0 ? 0 : idleRounds + 1;
+      const delay = retryDelay(pttl, deadline, idleRounds);
+      if ((await latch.sleep(delay)) === 'timer') ctx.timerWakeup();
+    }
+    throw outage ?? new LockNotAcquiredError(keys, performance.now() - taker.startedAt, pttl);
+  } catch (err) {
+    // A racing caller flagged its keys but queued nothing: only an attempt that may have
+    // landed needs undoing.
+    if (attempted) ctx.abandon(keys, taker.token);
+    throw err;
+  } finally {
+    signal?.removeEventListener('abort', stop);
+    ctx.closing.removeEventListener('abort', stop);
+    latch.wake();
+    watch.stop();
+  }
+}

@@ -1,0 +1,135 @@
+import { performance } from 'node:perf_hooks';
+import { Inject, Injectable } from '@nestjs/common';
+import { type HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
+import type { LockClient } from '../engine/lock-client';
+import { LockClientRegistry } from '../module/lock-client.registry';
+import type { ResolvedRedlockOptions } from '../module/redlock-options';
+import { isCluster, type RedisNode } from '../redis/redis-node';
+import { RESOLVED_OPTIONS } from '../redlock.constants';
+import { HEALTH_PING_TIMED_OUT } from '../redlock.messages';
+
+/** One Redis node of a group, as the health check found it. */
+export interface RedlockNodeHealth {
+  /** `host:port`, the socket path, `sentinel:<master name>` or `cluster` (no credentials). */
+  readonly node: string;
+  readonly status: 'up' | 'down';
+  /** Round trip of its PING, in ms (when up). */
+  readonly latencyMs?: number;
+  /** Why it is down: the driver's error, or no answer in time. */
+  readonly error?: string;
+}
+
+/** One client group: up when a majority of its nodes (its quorum) answered. */
+export interface RedlockGroupHealth {
+  readonly status: 'up' | 'down';
+  /** Nodes that must answer for locks to work: 1 for a single node, a majority of a quorum. */
+  readonly quorum: number;
+  /** Nodes that answered. */
+  readonly reachable: number;
+  /** In the order of the group's configuration. */
+  readonly nodes: readonly RedlockNodeHealth[];
+}
+
+/** What the indicator reports under its key, besides `status`. */
+export interface RedlockHealthDetails {
+  readonly groups: Readonly<Record<string, RedlockGroupHealth>>;
+  [detail: string]: unknown;
+}
+
+/** Options of one check. */
+export interface RedlockHealthCheckOptions {
+  /** How long a node may take to answer PING, in ms. @default the module's `commandTimeout` */
+  timeout?: number;
+}
+
+/**
+ * A `@nestjs/terminus` health indicator for the lock servers: every client group, each node's
+ * reachability (PING) and latency, and whether a quorum of it answers. Down when any group
+ * cannot reach a majority of its nodes (its locks then fail with `LockBackendError`).
+ *
+ * @example
+ * ```ts
+ * import { RedlockHealthIndicator, RedlockHealthModule } from 'nest-locked/health';
+ *
+ * @Controller('health')
+ * class HealthController {
+ *   constructor(
+ *     private readonly health: HealthCheckService,
+ *     private readonly redlock: RedlockHealthIndicator,
+ *   ) {}
+ *
+ *   @Get()
+ *   @HealthCheck()
+ *   check() {
+ *     return this.health.check([() => this.redlock.isHealthy('redlock')]);
+ *   }
+ * }
+ *
+ * @Module({ imports: [TerminusModule, RedlockHealthModule], controllers: [HealthController] })
+ * export class HealthModule {}
+ * ```
+ * @publicApi
+ */
+@Injectable()
+export class RedlockHealthIndicator {
+  constructor(
+    private readonly indicators: HealthIndicatorService,
+    private readonly registry: LockClientRegistry,
+    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedRedlockOptions,
+  ) {}
+
+  /** Pings every node of every group at once and reports under `key`. */
+  async isHealthy<const Key extends string = 'redlock'>(
+    key: Key = 'redlock' as Key,
+    options: RedlockHealthCheckOptions = {},
+  ): Promise<HealthIndicatorResult<Key, 'up' | 'down', RedlockHealthDetails>> {
+    const session = this.indicators.check(key);
+    const timeout = options.timeout ?? this.options.commandTimeout;
+    const checked = await Promise.all(
+      [...this.registry.clients()].map(
+        async ([name, client]) => [name, await checkGroup(client, timeout)] as const,
+      ),
+    );
+    const details: RedlockHealthDetails = { groups: Object.fromEntries(checked) };
+    return checked.every(([, group]) => group.status === 'up')
+      ? session.up(details)
+      : session.down(details);
+  }
+}
+
+async function checkGroup(client: LockClient, timeout: number): Promise<RedlockGroupHealth> {
+  const nodes = await Promise.all(client.nodes.map((node) => ping(node, timeout)));
+  const reachable = nodes.filter((n) => n.status === 'up').length;
+  const quorum = client.quorum;
+  return { status: reachable >= quorum ? 'up' : 'down', quorum, reachable, nodes };
+}
+
+async function ping(node: RedisNode, timeout: number): Promise<RedlockNodeHealth> {
+  const name = nodeName(node);
+  const start = performance.now();
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    // A connection with an offline queue would hold the PING until it reconnects: bounded here.
+    await Promise.race([
+      node.ping(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(HEALTH_PING_TIMED_OUT(timeout))), timeout);
+      }),
+    ]);
+    const latencyMs = Math.round((performance.now() - start) * 100) / 100;
+    return { node: name, status: 'up', latencyMs };
+  } catch (err) {
+    return { node: name, status: 'down', error: err instanceof Error ? err.message : String(err) };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** How a node is named in the report: where it is, never its password. */
+function nodeName(node: RedisNode): string {
+  if (isCluster(node)) return 'cluster';
+  const { sentinels, name, path, host, port } = node.options;
+  if (sentinels?.length) return `sentinel:${name ?? ''}`;
+  if (path) return path;
+  return `${host}:${port}`;
+}

@@ -1,0 +1,264 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationShutdown,
+  type OnModuleInit,
+  Optional,
+} from '@nestjs/common';
+import { Redis, type RedisOptions } from 'ioredis';
+import NodeRedlock from 'redlock';
+import { LockConfigError } from '../errors';
+import type { LockBackend } from '../engine/lock-backend';
+import type { Redlock } from '../interfaces';
+import { LockClient } from '../engine/lock-client';
+import { closeConnection } from '../redis/redis-connection';
+import { isCluster, isRedisInstance, type RedisNode } from '../redis/redis-node';
+import type { ResolvedRedlockOptions } from './redlock-options';
+import { RESOLVED_OPTIONS } from '../redlock.constants';
+import {
+  EVICTION_POLICY_UNSAFE,
+  REDIS_CONNECTION_BACK,
+  REDIS_CONNECTION_LOST,
+  REDIS_UNREACHABLE_AT_START,
+  REDLOCK_WITHOUT_REDIS,
+  UNKNOWN_CLIENT,
+} from '../redlock.messages';
+
+/**
+ * Builds the backend of a client group instead of the Redis engine (`nest-locked/testing`
+ * provides one under `LOCK_BACKEND_FACTORY`). Without it the registry connects to Redis.
+ * @internal
+ */
+export type LockBackendFactory = (group: string, options: ResolvedRedlockOptions) => LockBackend;
+
+/** Token of the `LockBackendFactory` that replaces Redis. @internal */
+export const LOCK_BACKEND_FACTORY = Symbol('nest-locked:backendFactory');
+
+interface Group {
+  client: LockBackend;
+  /** The Redis nodes behind the group (none for a backend without Redis). */
+  nodes: readonly RedisNode[];
+  owned: RedisNode[];
+  redlock?: Redlock;
+}
+
+// Nest probes providers for lifecycle hooks; those reads must not throw.
+const PROBED = new Set(['then', 'constructor', 'toJSON', 'inspect']);
+function missingRedlock(name: string, why: string): Redlock {
+  return new Proxy({} as Redlock, {
+    get(_target, prop) {
+      if (typeof prop === 'symbol' || PROBED.has(prop) || /^(on|before)[A-Z]/.test(prop)) {
+        return undefined;
+      }
+      throw new LockConfigError(why, `@InjectRedlock('${name}')`);
+    },
+  });
+}
+
+/**
+ * Owns the lock client groups: builds them from the options, hands them out by name, and closes
+ * the connections it created (never the instances the user passed in) on shutdown.
+ * @internal
+ */
+@Injectable()
+export class LockClientRegistry implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger('nest-locked');
+  private readonly groups = new Map<string, Group>();
+  private closed = false;
+  /** Owned connections: the last driver error, and whether it was up when last heard of. */
+  private readonly lastError = new WeakMap<RedisNode, Error>();
+  private readonly health = new WeakMap<RedisNode, 'up' | 'down'>();
+
+  constructor(
+    @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedRedlockOptions,
+    @Optional() @Inject(LOCK_BACKEND_FACTORY) backend?: LockBackendFactory,
+  ) {
+    for (const [name, entries] of Object.entries(options.groups)) {
+      if (backend) {
+        this.groups.set(name, { client: backend(name, options), nodes: [], owned: [] });
+        continue;
+      }
+      const owned: RedisNode[] = [];
+      const nodes = entries.map((entry) => {
+        if (isRedisInstance(entry)) return entry;
+        const redis = this.connect(name, entry);
+        owned.push(redis);
+        return redis;
+      });
+      const client = new LockClient(
+        name,
+        nodes,
+        {
+          keyPrefix: options.keyPrefix,
+          driftFactor: options.driftFactor,
+          localHandoffs: options.localHandoffs,
+          commandTimeout: options.commandTimeout,
+        },
+        (err) => this.logger.debug?.(`lock notifications (${name}): ${err.message}`),
+      );
+      this.groups.set(name, { client, nodes, owned });
+    }
+  }
+
+  /** Group names, for messages and validation. */
+  get names(): string[] {
+    return [...this.groups.keys()];
+  }
+
+  has(name: string): boolean {
+    return this.groups.has(name);
+  }
+
+  /** Every Redis group's lock client, by name (for the health indicator). */
+  clients(): ReadonlyMap<string, LockClient> {
+    const clients = new Map<string, LockClient>();
+    for (const [name, group] of this.groups) {
+      if (group.client instanceof LockClient) clients.set(name, group.client);
+    }
+    return clients;
+  }
+
+  /** @throws LockConfigError for an unknown group */
+  get(name: string): LockBackend {
+    return this.group(name).client;
+  }
+
+  /**
+   * The `Redlock` instance of a group (escape hatch, built on first use over its nodes). For a
+   * group this app does not configure (another app of the process asked for it), a stand-in
+   * that fails with a clear `LockConfigError` as soon as it is used.
+   */
+  redlock(name: string): Redlock {
+    const group = this.groups.get(name);
+    if (!group) return missingRedlock(name, UNKNOWN_CLIENT(name, this.names));
+    if (group.nodes.length === 0) return missingRedlock(name, REDLOCK_WITHOUT_REDIS(name));
+    group.redlock ??= new NodeRedlock([...group.nodes]);
+    return group.redlock;
+  }
+
+  async onModuleInit(): Promise<void> {
+    // Open owned connections now so the first lock does not pay for it; a server that is down
+    // is logged, not fatal: calls fail with LockBackendError until it comes back. Startup waits
+    // a bounded time (a Sentinel setup whose sentinels are all unreachable never connects).
+    const within = Math.max(1_000, 2 * this.options.commandTimeout);
+    const pending: Promise<unknown>[] = [];
+    for (const [name, group] of this.groups) {
+      for (const redis of group.owned) {
+        pending.push(
+          this.connectWithin(redis, within).catch((err: Error) => {
+            this.health.set(redis, 'down');
+            this.logger.warn(REDIS_UNREACHABLE_AT_START(name, this.causeOf(redis, err)));
+          }),
+        );
+      }
+    }
+    await Promise.all(pending);
+    await Promise.all(
+      [...this.groups].flatMap(([name, group]) =>
+        group.nodes.map((node) => this.warnIfEvicting(name, node)),
+      ),
+    );
+  }
+
+  /** Ends every wait in progress in every group (shutdown: waiting requests answer now). */
+  abortWaits(): void {
+    for (const group of this.groups.values()) group.client.abortWaits();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all(
+      [...this.groups.values()].map(async (group) => {
+        await group.client.close();
+        await Promise.all(group.owned.map(closeConnection));
+      }),
+    );
+  }
+
+  private group(name: string): Group {
+    const group = this.groups.get(name);
+    if (!group) throw new LockConfigError(UNKNOWN_CLIENT(name, this.names), 'client');
+    return group;
+  }
+
+  private connect(name: string, entry: string | RedisOptions): Redis {
+    // Fail fast while disconnected (no offline queue), so a dead node turns into a quick
+    // LockBackendError instead of a caller hanging on a queued command.
+    const defaults: RedisOptions = { enableOfflineQueue: false, maxRetriesPerRequest: 1 };
+    const redis =
+      typeof entry === 'string'
+        ? new Redis(entry, { ...defaults, lazyConnect: true })
+        : new Redis({ ...defaults, ...entry, lazyConnect: true });
+    // The real cause (a wrong password, a refused connection, a TLS error) is logged once per
+    // change of state, not at every reconnect attempt; the lock calls report their own errors.
+    redis.on('error', (err: Error) => {
+      this.lastError.set(redis, err);
+      if (this.health.get(redis) === 'up') {
+        this.health.set(redis, 'down');
+        this.logger.warn(REDIS_CONNECTION_LOST(name, err.message));
+      }
+    });
+    redis.on('ready', () => {
+      if (this.health.get(redis) === 'down') this.logger.log(REDIS_CONNECTION_BACK(name));
+      this.health.set(redis, 'up');
+    });
+    return redis;
+  }
+
+  /** Connects, or rejects after `ms` (the connection keeps trying in the background). */
+  private async connectWithin(redis: RedisNode, ms: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const connecting = redis.connect();
+    connecting.catch(() => undefined);
+    try {
+      await Promise.race([
+        connecting,
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`not connected within ${ms} ms`)), ms);
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** The most telling reason a connection failed: the driver's last error, if any. */
+  private causeOf(redis: RedisNode, fallback: Error): string {
+    return this.lastError.get(redis)?.message ?? fallback.message;
+  }
+
+  /**
+   * Warns when a node may evict keys under memory pressure (a maxmemory with a policy other than
+   * noeviction): a held lock could vanish and be taken by another caller. Nodes that refuse
+   * CONFIG (managed services) are not checked.
+   */
+  private async warnIfEvicting(name: string, node: RedisNode): Promise<void> {
+    const servers = isCluster(node) ? node.nodes('master') : [node];
+    await Promise.all(
+      servers.map(async (server) => {
+        try {
+          // One round trip: maxmemory, maxmemory-policy (and the other maxmemory-* settings).
+          const pairs = (await server.config('GET', 'maxmemory*')) as string[];
+          const setting = (name: string) => {
+            const i = pairs.indexOf(name);
+            return i < 0 ? undefined : pairs[i + 1];
+          };
+          const maxmemory = setting('maxmemory');
+          const policy = setting('maxmemory-policy');
+          if (
+            maxmemory !== undefined &&
+            maxmemory !== '0' &&
+            policy !== undefined &&
+            policy !== 'noeviction'
+          ) {
+            this.logger.warn(EVICTION_POLICY_UNSAFE(name, policy));
+          }
+        } catch {
+          // Not allowed or not reachable: nothing to tell.
+        }
+      }),
+    );
+  }
+}

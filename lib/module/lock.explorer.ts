@@ -1,0 +1,39 @@
+import { Injectable, type OnModuleInit } from '@nestjs/common';
+import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { LockConfigError } from '../errors';
+import { LockClientRegistry } from './lock-client.registry';
+import { getLockedMethod } from '../api/locked.decorator';
+import { LOCKED_UNKNOWN_CLIENT } from '../redlock.messages';
+
+/**
+ * Checks every `@Locked` method at startup against the module's options (a `client` group that
+ * does not exist fails startup, not the first call). It validates; it never patches methods.
+ * @internal
+ */
+@Injectable()
+export class LockExplorer implements OnModuleInit {
+  constructor(
+    private readonly discovery: DiscoveryService,
+    private readonly scanner: MetadataScanner,
+    private readonly registry: LockClientRegistry,
+  ) {}
+
+  onModuleInit(): void {
+    const wrappers = [...this.discovery.getProviders(), ...this.discovery.getControllers()];
+    for (const wrapper of wrappers) {
+      const instance = wrapper.instance as Record<string, unknown> | undefined;
+      const proto = instance && (Object.getPrototypeOf(instance) as object | null);
+      if (!proto) continue;
+      for (const name of this.scanner.getAllMethodNames(proto)) {
+        const method = getLockedMethod((proto as Record<string, unknown>)[name]);
+        const client = method?.options.client;
+        if (client !== undefined && !this.registry.has(client)) {
+          throw new LockConfigError(
+            LOCKED_UNKNOWN_CLIENT(method!.where, client, this.registry.names),
+            `@Locked on ${method!.where}.client`,
+          );
+        }
+      }
+    }
+  }
+}

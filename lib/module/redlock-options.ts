@@ -1,0 +1,404 @@
+import { LockConfigError } from '../errors';
+import type {
+  LockBehaviourOptions,
+  LockCallOptions,
+  LockedOptions,
+  RedlockClientEntry,
+  RedlockModuleExtras,
+  RedlockModuleOptions,
+} from '../interfaces';
+import { isRedisInstance } from '../redis/redis-node';
+import {
+  DEFAULT_CLIENT,
+  DEFAULT_OPTIONS,
+  DEFAULT_REDIS_URL,
+  MAX_TIMER_MS,
+} from '../redlock.constants';
+import {
+  BAD_NODE_ENTRY,
+  BAD_NODE_URL,
+  BAD_OPTION,
+  DECORATOR_SIGNAL,
+  EXPECTED,
+  FACTORY_IS_GLOBAL,
+  NODE_ENTRY_PROBLEM,
+  NODE_URL_PROBLEM,
+  OPTION_MODULE_ONLY,
+  OPTION_PER_CALL,
+  OPTIONS_LABEL,
+  OPTIONS_NOT_OBJECT,
+  UNKNOWN_OPTION,
+} from '../redlock.messages';
+
+/** Module options after validation, with every default applied. @internal */
+export interface ResolvedRedlockOptions extends Required<Omit<RedlockModuleOptions, 'clients'>> {
+  groups: Readonly<Record<string, readonly RedlockClientEntry[]>>;
+}
+
+/** Per-call behaviour after merging call options over module options. @internal */
+export type ResolvedLockBehaviour = Required<LockBehaviourOptions>;
+
+/** Where module options came from: `forRoot(options)` or a `forRootAsync` factory. @internal */
+export type ModuleOptionsOrigin = 'forRoot' | 'forRootAsync';
+
+// The keys each kind of options object takes. `satisfies` keeps each list equal to its
+// interface: a field added there and not here (or the reverse) is a compile error.
+const BEHAVIOUR_KEYS = {
+  ttl: true,
+  watchdog: true,
+  maxHold: true,
+  waitTimeout: true,
+  replicaAcks: true,
+  replicaAckTimeout: true,
+} as const satisfies Record<keyof LockBehaviourOptions, true>;
+const LOCKED_KEYS = Object.keys({
+  client: true,
+  ...BEHAVIOUR_KEYS,
+  segments: true,
+  onBusy: true,
+  minHold: true,
+} satisfies Record<keyof LockedOptions, true>);
+const CALL_KEYS = [
+  ...LOCKED_KEYS,
+  ...Object.keys({ signal: true } satisfies Record<
+    Exclude<keyof LockCallOptions, keyof LockedOptions>,
+    true
+  >),
+];
+/** The keys of `RedlockModuleOptions`. @internal */
+export const MODULE_KEYS = Object.keys({
+  clients: true,
+  keyPrefix: true,
+  ...BEHAVIOUR_KEYS,
+  busyStatus: true,
+  interceptor: true,
+  driftFactor: true,
+  localHandoffs: true,
+  commandTimeout: true,
+  telemetry: true,
+} satisfies Record<keyof RedlockModuleOptions, true>);
+const EXTRA_KEYS = Object.keys({ isGlobal: true } satisfies Record<
+  keyof RedlockModuleExtras,
+  true
+>);
+
+/** One options object being checked: how messages name it and which keys it takes. */
+interface OptionsSite {
+  /** Names the object in messages: `LockService.using options`. */
+  readonly label: string;
+  /** Prefix of `LockConfigError.field` (`''`: the module's fields go by their bare names). */
+  readonly field: string;
+  readonly keys: readonly string[];
+  /** Why a key that is valid elsewhere is refused here, and where it goes. */
+  readonly elsewhere: (key: string) => string | undefined;
+  /** Which options these are, for the fix of a value that is not an object. */
+  readonly kind: 'call' | 'decorator' | ModuleOptionsOrigin;
+}
+
+const fieldOf = (site: OptionsSite, name: string) => (site.field ? `${site.field}.${name}` : name);
+
+function fail(field: string, value: unknown, expected: string): never {
+  throw new LockConfigError(BAD_OPTION(field, value, expected), field);
+}
+
+const isNumber = (v: unknown): v is number => typeof v === 'number' && !Number.isNaN(v);
+
+/** A number a timer can wait: a longer one would fire after 1 ms. */
+const isDuration = (v: unknown): v is number => isNumber(v) && v <= MAX_TIMER_MS;
+
+/**
+ * The options object itself: an object (not null, an array or a function) whose every key the
+ * site takes. A misspelt key would otherwise be ignored in silence and its default used.
+ */
+function checkShape(options: unknown, site: OptionsSite): asserts options is object {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new LockConfigError(
+      OPTIONS_NOT_OBJECT(site.label, options, site.kind),
+      site.field || 'options',
+    );
+  }
+  for (const key of Object.keys(options)) {
+    if (site.keys.includes(key)) continue;
+    let nearest = nearestName(key, site.keys);
+    let elsewhere = site.elsewhere(key);
+    // A key valid elsewhere is sent there unless it is one edit from a key here (client for
+    // clients): minHold is a per-call option, not a misspelt maxHold.
+    if (nearest !== undefined && elsewhere !== undefined) {
+      if (editDistance(key.toLowerCase(), nearest.toLowerCase()) > 1) nearest = undefined;
+      else elsewhere = undefined;
+    }
+    throw new LockConfigError(
+      elsewhere ?? UNKNOWN_OPTION(key, site.label, nearest, site.keys),
+      fieldOf(site, key),
+    );
+  }
+}
+
+/**
+ * The valid name a misspelt one was most likely meant to be: the closest by edit distance
+ * (ignoring case), if close enough to be a typo, or one that contains it or is contained in it
+ * (`timeout` -> `waitTimeout`).
+ * @internal
+ */
+export function nearestName(name: string, candidates: readonly string[]): string | undefined {
+  const lower = name.toLowerCase();
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const candidate of candidates) {
+    const c = candidate.toLowerCase();
+    const distance = editDistance(lower, c);
+    const typo = distance <= Math.max(1, Math.floor(Math.max(lower.length, c.length) / 3));
+    const part = Math.min(lower.length, c.length) >= 3 && (c.includes(lower) || lower.includes(c));
+    if ((typo || part) && distance < bestDistance) {
+      best = candidate;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}
+
+/** Levenshtein distance, with a swap of two neighbours counting as one edit (`tlt` -> `ttl`). */
+function editDistance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.length][b.length];
+}
+
+/** The lease fields, shared by the module and by every call. */
+function checkBehaviour(options: LockBehaviourOptions, field: (name: string) => string): void {
+  const { ttl, watchdog, maxHold, waitTimeout } = options;
+  if (ttl !== undefined && !(Number.isInteger(ttl) && ttl >= 10 && ttl <= MAX_TIMER_MS))
+    fail(field('ttl'), ttl, EXPECTED.ttl);
+  if (watchdog !== undefined && typeof watchdog !== 'boolean')
+    fail(field('watchdog'), watchdog, EXPECTED.watchdog);
+  if (
+    maxHold !== undefined &&
+    !(isDuration(maxHold) && maxHold > 0) &&
+    maxHold !== Number.POSITIVE_INFINITY
+  )
+    fail(field('maxHold'), maxHold, EXPECTED.maxHold);
+  if (waitTimeout !== undefined && !(isDuration(waitTimeout) && waitTimeout >= 0))
+    fail(field('waitTimeout'), waitTimeout, EXPECTED.waitTimeout);
+  const { replicaAcks, replicaAckTimeout } = options;
+  if (replicaAcks !== undefined && !(Number.isInteger(replicaAcks) && replicaAcks >= 0))
+    fail(field('replicaAcks'), replicaAcks, EXPECTED.replicaAcks);
+  if (
+    replicaAckTimeout !== undefined &&
+    !(
+      Number.isInteger(replicaAckTimeout) &&
+      replicaAckTimeout >= 1 &&
+      replicaAckTimeout <= MAX_TIMER_MS
+    )
+  )
+    fail(field('replicaAckTimeout'), replicaAckTimeout, EXPECTED.replicaAckTimeout);
+}
+
+/**
+ * Validates the options of one call: `@Locked` (`kind: 'decorator'`, which refuses `signal`)
+ * or `LockService.using` / `acquire`. `prefix` names them in messages and fields
+ * (`'LockService.using options'`, `'@Locked on OrderService.pay'`).
+ * @internal
+ */
+export function validateBehaviour(
+  options: unknown,
+  prefix: string,
+  kind: 'call' | 'decorator' = 'call',
+): asserts options is LockCallOptions {
+  const decorator = kind === 'decorator';
+  const where: OptionsSite = {
+    kind,
+    label: decorator ? OPTIONS_LABEL.decorator(prefix) : prefix,
+    field: prefix,
+    keys: decorator ? LOCKED_KEYS : CALL_KEYS,
+    elsewhere: (key) =>
+      key === 'signal'
+        ? DECORATOR_SIGNAL(OPTIONS_LABEL.decorator(prefix))
+        : MODULE_KEYS.includes(key)
+          ? OPTION_MODULE_ONLY(key, where.label)
+          : undefined,
+  };
+  checkShape(options, where);
+  const f = (name: string) => fieldOf(where, name);
+  checkBehaviour(options, f);
+  const { segments, client, onBusy, signal, minHold } = options as LockCallOptions;
+  if (segments !== undefined && (!Number.isInteger(segments) || segments < 1 || segments > 1024))
+    fail(f('segments'), segments, EXPECTED.segments);
+  if (onBusy !== undefined && onBusy !== 'throw' && onBusy !== 'skip')
+    fail(f('onBusy'), onBusy, EXPECTED.onBusy);
+  if (minHold !== undefined && !(isDuration(minHold) && minHold >= 0))
+    fail(f('minHold'), minHold, EXPECTED.minHold);
+  if (client !== undefined && (typeof client !== 'string' || client === ''))
+    fail(f('client'), client, EXPECTED.client);
+  // The engine hands it to AbortSignal.any and addEventListener, which need a real one.
+  if (signal !== undefined && !(signal instanceof AbortSignal))
+    fail(f('signal'), signal, EXPECTED.signal);
+}
+
+/**
+ * Validates module options and merges the defaults. Runs once, in the options provider, so bad
+ * options fail startup with a `LockConfigError` naming the field. `origin` says where they came
+ * from: `forRoot` (whose `isGlobal` the module definition already read) or a `forRootAsync`
+ * factory (whose result must not carry `isGlobal`: Nest reads it before the factory runs).
+ * @internal
+ */
+export function resolveRedlockOptions(
+  options?: unknown,
+  origin: ModuleOptionsOrigin = 'forRoot',
+): ResolvedRedlockOptions {
+  const fromFactory = origin === 'forRootAsync';
+  const site: OptionsSite = {
+    kind: origin,
+    label: OPTIONS_LABEL[origin],
+    field: '',
+    keys: fromFactory ? MODULE_KEYS : [...MODULE_KEYS, ...EXTRA_KEYS],
+    elsewhere: (key) =>
+      EXTRA_KEYS.includes(key)
+        ? FACTORY_IS_GLOBAL(site.label)
+        : CALL_KEYS.includes(key)
+          ? OPTION_PER_CALL(key, site.label, LOCKED_KEYS.includes(key))
+          : undefined,
+  };
+  const input = options === undefined && !fromFactory ? {} : options;
+  checkShape(input, site);
+  const {
+    clients: given,
+    isGlobal: _extra,
+    ...own
+  } = input as RedlockModuleOptions & RedlockModuleExtras;
+  checkBehaviour(own, (name) => name);
+  const o = { ...DEFAULT_OPTIONS, ...stripUndefined(own) };
+  if (typeof o.keyPrefix !== 'string') fail('keyPrefix', o.keyPrefix, EXPECTED.keyPrefix);
+  if (!Number.isInteger(o.busyStatus) || o.busyStatus < 400 || o.busyStatus > 599)
+    fail('busyStatus', o.busyStatus, EXPECTED.busyStatus);
+  if (typeof o.interceptor !== 'boolean') fail('interceptor', o.interceptor, EXPECTED.interceptor);
+  if (!isNumber(o.driftFactor) || o.driftFactor < 0 || o.driftFactor >= 0.5)
+    fail('driftFactor', o.driftFactor, EXPECTED.driftFactor);
+  if (!Number.isInteger(o.localHandoffs) || o.localHandoffs < 0)
+    fail('localHandoffs', o.localHandoffs, EXPECTED.localHandoffs);
+  if (!isDuration(o.commandTimeout) || o.commandTimeout < 1)
+    fail('commandTimeout', o.commandTimeout, EXPECTED.commandTimeout);
+  if (typeof o.telemetry !== 'boolean' && o.telemetry !== 'auto')
+    fail('telemetry', o.telemetry, EXPECTED.telemetry);
+
+  const groups = resolveClients(given);
+  return Object.freeze({ ...o, groups: Object.freeze(groups) });
+}
+
+/**
+ * The Redis nodes of each group. Only an absent `clients` falls back (to REDIS_URL, else the
+ * local default server); anything else that is not a group of valid nodes fails here, before
+ * ioredis throws a bare TypeError or quietly connects somewhere else.
+ */
+function resolveClients(given: unknown): Record<string, readonly RedlockClientEntry[]> {
+  const fromEnv = given === undefined && !!process.env.REDIS_URL;
+  const clients = given === undefined ? [process.env.REDIS_URL || DEFAULT_REDIS_URL] : given;
+  if (clients === null || typeof clients !== 'object' || isRedisInstance(clients))
+    fail('clients', clients, EXPECTED.clients(isRedisInstance(clients)));
+  const groups: Record<string, unknown> = Array.isArray(clients)
+    ? { [DEFAULT_CLIENT]: clients }
+    : { ...clients };
+  if (Object.keys(groups).length === 0) fail('clients', clients, EXPECTED.someGroup);
+  for (const [name, entries] of Object.entries(groups)) {
+    if (!Array.isArray(entries) || entries.length === 0)
+      fail(`clients.${name}`, entries, EXPECTED.group);
+    entries.forEach((entry: unknown, i) => checkNode(entry, `clients.${name}[${i}]`, fromEnv));
+  }
+  return groups as Record<string, readonly RedlockClientEntry[]>;
+}
+
+const isPort = (v: unknown) => Number.isInteger(v) && (v as number) >= 1 && (v as number) <= 65535;
+
+function checkNode(entry: unknown, field: string, fromEnv: boolean): void {
+  if (typeof entry === 'string') {
+    const problem = nodeUrlProblem(entry);
+    if (problem !== undefined)
+      throw new LockConfigError(BAD_NODE_URL(field, entry, problem, fromEnv), field);
+    return;
+  }
+  if (isRedisInstance(entry)) return;
+  const problem = nodeEntryProblem(entry);
+  if (problem !== undefined) throw new LockConfigError(BAD_NODE_ENTRY(field, problem), field);
+  // RedisOptions: only the fields whose mistakes ioredis would throw on at construction, or
+  // silently turn into another address, are checked; it validates the rest itself.
+  const o = entry as Record<string, unknown>;
+  if (o.host !== undefined && (typeof o.host !== 'string' || o.host === ''))
+    fail(`${field}.host`, o.host, EXPECTED.host);
+  const port = typeof o.port === 'string' && /^\d+$/.test(o.port) ? Number(o.port) : o.port;
+  if (o.port !== undefined && !isPort(port)) fail(`${field}.port`, o.port, EXPECTED.port);
+  if (o.path !== undefined && typeof o.path !== 'string')
+    fail(`${field}.path`, o.path, EXPECTED.path);
+  if (o.sentinels !== undefined) {
+    if (!Array.isArray(o.sentinels) || o.sentinels.length === 0)
+      fail(`${field}.sentinels`, o.sentinels, EXPECTED.sentinels);
+    if (typeof o.name !== 'string' || o.name === '')
+      fail(`${field}.name`, o.name, EXPECTED.sentinelName);
+  }
+}
+
+/**
+ * Why ioredis would not reach the node a string names, or `undefined` if it would. Mirrors
+ * ioredis's `parseURL`: digits are a port; a leading `/` is a Unix socket path; a string with a
+ * scheme is a URL whose path is the database; anything else is read as `redis://<string>`,
+ * whose path would become a Unix socket path.
+ */
+function nodeUrlProblem(url: string): string | undefined {
+  const p = NODE_URL_PROBLEM;
+  if (url === '') return p.empty;
+  if (url.trim() !== url) return p.spaces;
+  if (/^\d+$/.test(url)) return isPort(Number(url)) ? undefined : p.port;
+  if (url.startsWith('//')) return p.schemeRelative(url);
+  if (url.startsWith('/')) return undefined;
+  const scheme = /^([a-z][a-z\d+.-]*):\/\//i.exec(url)?.[1];
+  if (scheme !== undefined && scheme !== 'redis' && scheme !== 'rediss') {
+    const lower = scheme.toLowerCase();
+    if (lower === 'redis' || lower === 'rediss') return p.capitals;
+    if (lower === 'unix') return p.unixScheme(url.slice('unix://'.length));
+    return p.otherScheme(scheme);
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(scheme === undefined ? `redis://${url}` : url);
+  } catch {
+    return p.unparsable;
+  }
+  if (parsed.hostname === '') return p.noHost;
+  if (parsed.port === '0') return p.portZero;
+  if (parsed.pathname === '' || parsed.pathname === '/') return undefined;
+  if (scheme === undefined) return p.pathWithoutScheme(url);
+  return /^\/\d+$/.test(parsed.pathname) ? undefined : p.badDb;
+}
+
+/** Why an entry that is neither a string nor a Redis/Cluster instance is not RedisOptions. */
+function nodeEntryProblem(entry: unknown): string | undefined {
+  const p = NODE_ENTRY_PROBLEM;
+  if (typeof entry === 'function') return p.function;
+  if (entry === null || typeof entry !== 'object') return p.notObject(entry);
+  if (Array.isArray(entry)) return p.array;
+  const o = entry as Record<string, unknown>;
+  if (typeof o.then === 'function') return p.promise;
+  if (entry instanceof URL) return p.url(entry.href);
+  if (['duplicate', 'sendCommand', 'connect'].some((m) => typeof o[m] === 'function'))
+    return p.otherClient;
+  // Spreading an object without own fields (a Map, a Date...) into RedisOptions leaves nothing:
+  // ioredis would connect to localhost:6379. A plain `{}` says so on purpose.
+  const proto: unknown = Object.getPrototypeOf(entry);
+  const plain = proto === null || Object.getPrototypeOf(proto) === null;
+  if (!plain && Object.keys(entry).length === 0) return p.noOptions(entry);
+  return undefined;
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  const out: Partial<T> = {};
+  for (const [k, v] of Object.entries(o))
+    if (v !== undefined) (out as Record<string, unknown>)[k] = v;
+  return out;
+}

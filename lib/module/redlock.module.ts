@@ -1,0 +1,101 @@
+import {
+  type CallHandler,
+  type DynamicModule,
+  Module,
+  type NestInterceptor,
+  type Provider,
+} from '@nestjs/common';
+import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
+import { getRedlockToken, requestedRedlockNames } from './inject-redlock.decorator';
+import { LockClientRegistry } from './lock-client.registry';
+import { LockExplorer } from './lock.explorer';
+import { LockInterceptor } from '../api/lock.interceptor';
+import { LockService } from '../api/lock.service';
+import {
+  type ModuleOptionsOrigin,
+  resolveRedlockOptions,
+  type ResolvedRedlockOptions,
+} from './redlock-options';
+import { RESOLVED_OPTIONS } from '../redlock.constants';
+import {
+  ASYNC_OPTIONS_TYPE,
+  ConfigurableModuleClass,
+  OPTIONS_TYPE,
+  REDLOCK_MODULE_OPTIONS,
+} from './redlock.module-definition';
+
+const passThrough: NestInterceptor = { intercept: (_ctx, next: CallHandler) => next.handle() };
+
+/**
+ * Distributed locks on Redis for NestJS. Import once, in the root module; it is global unless
+ * `isGlobal: false`.
+ *
+ * @example
+ * ```ts
+ * @Module({
+ *   imports: [
+ *     RedlockModule.forRoot({ clients: ['redis://127.0.0.1:6379'], ttl: 10_000 }),
+ *     // or: RedlockModule.forRootAsync({ inject: [ConfigService],
+ *     //   useFactory: (c: ConfigService) => ({ clients: [c.get('REDIS_URL')] }) }),
+ *   ],
+ * })
+ * export class AppModule {}
+ * ```
+ * @publicApi
+ */
+@Module({
+  imports: [DiscoveryModule],
+  providers: [LockClientRegistry, LockService, LockExplorer],
+  // The registry for nest-locked/health (RedlockHealthIndicator); not part of the public API.
+  exports: [LockService, RESOLVED_OPTIONS, LockClientRegistry],
+})
+export class RedlockModule extends ConfigurableModuleClass {
+  static override forRoot(options: typeof OPTIONS_TYPE = {}): DynamicModule {
+    return RedlockModule.withProviders(super.forRoot(options), options.isGlobal, 'forRoot');
+  }
+
+  static override forRootAsync(options: typeof ASYNC_OPTIONS_TYPE): DynamicModule {
+    return RedlockModule.withProviders(
+      super.forRootAsync(options),
+      options.isGlobal,
+      'forRootAsync',
+    );
+  }
+
+  private static withProviders(
+    module: DynamicModule,
+    isGlobal: boolean | undefined,
+    origin: ModuleOptionsOrigin,
+  ): DynamicModule {
+    const redlocks: Provider[] = requestedRedlockNames().map((name) => ({
+      provide: getRedlockToken(name),
+      useFactory: (registry: LockClientRegistry) => registry.redlock(name),
+      inject: [LockClientRegistry],
+    }));
+    return {
+      ...module,
+      // Applied here rather than trusted to the builder's extras, which older Nest versions
+      // mixed up under forRootAsync (nestjs/nest#13372, #15661).
+      global: isGlobal ?? true,
+      providers: [
+        ...(module.providers ?? []),
+        {
+          provide: RESOLVED_OPTIONS,
+          useFactory: (options: unknown) => resolveRedlockOptions(options, origin),
+          inject: [REDLOCK_MODULE_OPTIONS],
+        },
+        {
+          provide: APP_INTERCEPTOR,
+          useFactory: (options: ResolvedRedlockOptions) =>
+            options.interceptor ? new LockInterceptor(options) : passThrough,
+          inject: [RESOLVED_OPTIONS],
+        },
+        ...redlocks,
+      ],
+      exports: [
+        ...(module.exports ?? []),
+        ...redlocks.map((p) => (p as { provide: string }).provide),
+      ],
+    };
+  }
+}

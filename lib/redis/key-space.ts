@@ -1,0 +1,129 @@
+/**
+ * Every Redis name of the lock protocol, and the format of its messages, in one place. The Lua
+ * in `lock.scripts.ts` takes its channel names and message words from the constants below.
+ *
+ * Per lock key, five Redis keys sharing one Cluster hash tag (`{<key>}`), in this order (the
+ * order the full scripts take them in):
+ *   `<prefix>{<key>}`        the lock, value = the holder's token, with a PX lease
+ *   `<prefix>{<key>}:fence`  the fencing counter
+ *   `<prefix>{<key>}:wait`   set while anyone waits (queued or racing)
+ *   `<prefix>{<key>}:q`      waiting process heads in arrival order (zset)
+ *   `<prefix>{<key>}:qm`     per queued token: "<lease ms>:<deadline ms>" (hash)
+ * Channels: `<prefix>{<key>}:rel` carries `r` when a release frees a key racing waiters wait for;
+ * `nest-locked:g:<token prefix>` carries `g <token> <fence> <spare> <lock key>` when a release
+ * grants a key to a token the process with that token prefix queued.
+ * @internal
+ */
+
+/** Suffix of a key's release channel. */
+export const RELEASE_CHANNEL_SUFFIX = ':rel';
+/** The message on a release channel: the key is free. */
+export const RELEASED_MESSAGE = 'r';
+/** Prefix of a process's grant channel (followed by its token prefix). */
+export const GRANT_CHANNEL_PREFIX = 'nest-locked:g:';
+/** First word of a grant message. */
+export const GRANT_WORD = 'g';
+/** Separates a token's process prefix from its counter. */
+export const TOKEN_SEPARATOR = '.';
+/** Redis keys per lock key in the full scripts. */
+export const KEYS_PER_LOCK = 5;
+
+/** A grant for one of this process's tokens, decoded. */
+export interface Grant {
+  /** The lock key (without prefix and hash tag). */
+  readonly key: string;
+  readonly token: string;
+  readonly fence: number;
+  /** Fences reserved after `fence` for local handoffs. */
+  readonly spare: number;
+}
+
+/** The script keys of one lock key, built once: the same come back at every cycle. */
+export interface KeySet {
+  /** Lock, fence, wait flag, queue, queue meta: what the full scripts take. */
+  readonly all: string[];
+  /** Lock and fence: TRY's and TAKE_ANY's. */
+  readonly take: string[];
+  /** Lock and wait flag: FREE's. */
+  readonly free: string[];
+}
+
+/** Key sets remembered (the cache is emptied when full: bounded memory). */
+const KEY_SET_CACHE = 512;
+
+/**
+ * Names of one client group: lock keys and their companions, channels, grant messages.
+ * @internal
+ */
+export class KeySpace {
+  private readonly keySets = new Map<string, KeySet>();
+  private readonly open: string;
+
+  /** @param clustered Redis Cluster: keys of different slots go in separate scripts */
+  constructor(
+    readonly prefix: string,
+    private readonly clustered: boolean,
+  ) {
+    this.open = `${prefix}{`;
+  }
+
+  /** The Redis key of a lock: `<prefix>{<key>}`. */
+  lockKey(key: string): string {
+    return `${this.open}${key}}`;
+  }
+
+  /** The lock key back from its Redis key, or undefined if it is not one of this group's. */
+  keyOf(lockKey: string): string | undefined {
+    if (!lockKey.startsWith(this.open) || !lockKey.endsWith('}')) return undefined;
+    return lockKey.slice(this.open.length, -1);
+  }
+
+  /** The release channel of a key. */
+  releaseChannel(key: string): string {
+    return this.lockKey(key) + RELEASE_CHANNEL_SUFFIX;
+  }
+
+  /** The grant channel of a process whose tokens start with `tokenPrefix` + separator. */
+  static grantChannel(tokenPrefix: string): string {
+    return GRANT_CHANNEL_PREFIX + tokenPrefix;
+  }
+
+  /** Decodes a message of the grant channel; undefined for anything else. */
+  parseGrant(message: string): Grant | undefined {
+    const parts = message.split(' ');
+    if (parts[0] !== GRANT_WORD || parts.length < 5) return undefined;
+    const key = this.keyOf(parts.slice(4).join(' '));
+    if (key === undefined) return undefined;
+    return { key, token: parts[1], fence: Number(parts[2]), spare: Number(parts[3]) || 0 };
+  }
+
+  /** The script keys of one lock key. */
+  keySet(key: string): KeySet {
+    let set = this.keySets.get(key);
+    if (!set) {
+      if (this.keySets.size >= KEY_SET_CACHE) this.keySets.clear();
+      const rk = this.lockKey(key);
+      const all = [rk, `${rk}:fence`, `${rk}:wait`, `${rk}:q`, `${rk}:qm`];
+      set = { all, take: [rk, all[1]], free: [rk, all[2]] };
+      this.keySets.set(key, set);
+    }
+    return set;
+  }
+
+  /** The full script keys of several lock keys, `KEYS_PER_LOCK` each. */
+  allKeys(keys: readonly string[]): string[] {
+    if (keys.length === 1) return this.keySet(keys[0]).all;
+    const out: string[] = [];
+    for (const k of keys) out.push(...this.keySet(k).all);
+    return out;
+  }
+
+  /**
+   * Key groups that can go in one script: every key at once, except on Redis Cluster where keys
+   * of different slots go one by one (in sorted order, so never a deadlock).
+   */
+  units(keys: readonly string[]): string[][] {
+    if (!this.clustered || keys.length === 1) return [this.allKeys(keys)];
+    return keys.map((k) => this.keySet(k).all);
+  }
+}

@@ -1,0 +1,612 @@
+import { performance } from 'node:perf_hooks';
+import { LockBackendError } from '../errors';
+import type { KeySpace } from './key-space';
+import { Quorum } from './quorum';
+import type { RedisNode } from './redis-node';
+import { asError, type ReplicaAcks, type ScriptRunner } from './script-runner';
+
+export type { ReplicaAcks } from './script-runner';
+import {
+  ACQUIRE,
+  type AcquireReply,
+  EXTEND,
+  type ExtendReply,
+  FREE,
+  HANDOFF,
+  LET_EXPIRE,
+  RAISE_FENCE,
+  RELEASE,
+  RELEASE_TO,
+  TAKE_ANY,
+  TRY,
+} from './scripts';
+
+/** What an acquire round took. */
+export interface Taken {
+  readonly kind: 'ok';
+  /** One fence per key. */
+  readonly fences: readonly number[];
+  /** `performance.now()` when the round started: the lease runs from there. */
+  readonly start: number;
+  /** Fences reserved after the holder's (local handoffs without a round trip). */
+  readonly spare: number;
+  /** Taken by a first try with the key free (its release tries FREE first). */
+  readonly uncontended: boolean;
+}
+
+/** An acquire round's outcome: taken, or busy with the holder's remaining lease. */
+export type Outcome = Taken | { readonly kind: 'busy'; readonly pttl: number };
+
+/** One node's answer to an acquire: its reply, or the error that stands for its vote. */
+type Vote = AcquireReply | { readonly kind: 'error'; readonly error: Error };
+
+/** A release's outcome on one node: whether it woke racing waiters, or the error. */
+type Freed = boolean | Error;
+
+/** What a local release asks of Redis for the next caller of this process. */
+export interface NextCaller {
+  readonly token: string;
+  readonly ttl: number;
+  /** Remaining wait in ms. */
+  remaining(): number;
+}
+
+export interface LockProtocolSettings {
+  /** Single node: waiters queue in Redis and releases grant (FIFO across processes). */
+  readonly fair: boolean;
+  /** Fences reserved per single-key lease on a fair group: the holder's and one per handoff. */
+  readonly block: number;
+  /** The drift allowance of a lease of `ttl` ms. */
+  drift(ttl: number): number;
+}
+
+/** Counters the protocol keeps. */
+export interface ProtocolCounters {
+  /** Acquire round trips sent. */
+  attempts: number;
+}
+
+/**
+ * What the engine asks of a group's nodes, one round at a time: acquire rounds (a first try,
+ * an attempt that queues or races, a sweep over many keys), renewals, releases, handoffs.
+ * Redlock's rules on several nodes: a round succeeds on a majority within the lease's validity,
+ * and contention is told apart from failure (a backend failure only when errors alone make a
+ * majority impossible). Whatever a round took and cannot keep is undone at once: the undo goes
+ * on the same connection, after the command it undoes.
+ * @internal
+ */
+export class LockProtocol {
+  readonly quorum: Quorum;
+
+  constructor(
+    readonly nodes: readonly RedisNode[],
+    private readonly space: KeySpace,
+    private readonly runner: ScriptRunner,
+    private readonly settings: LockProtocolSettings,
+    private readonly counters: ProtocolCounters,
+  ) {
+    this.quorum = new Quorum(nodes.length);
+  }
+
+  /**
+   * One acquire round for `token`. `waitMs` > 0: the caller waits that long, so the round
+   * queues it for a grant (fair groups, single key) or flags the key so a release publishes.
+   * `waitMs` 0 with one key: a first try (TRY, the least Lua).
+   * @throws LockBackendError when too many nodes fail for a quorum
+   */
+  attempt(
+    keys: readonly string[],
+    token: string,
+    ttl: number,
+    waitMs: number,
+    start = performance.now(),
+    acks?: ReplicaAcks,
+  ): Promise<Outcome> {
+    this.counters.attempts++;
+    if (waitMs <= 0 && keys.length === 1) return this.firstTry(keys, token, ttl, start, acks);
+    const units = this.space.units(keys);
+    const wait = Math.ceil(waitMs);
+    const queue = this.queues(units);
+    const args = [
+      token,
+      ttl,
+      wait,
+      queue ? '1' : '0',
+      this.fenceArg(queue ? this.settings.block : 1),
+    ] as [string, number, number, '0' | '1', number];
+    const spare = queue ? this.settings.block - 1 : 0;
+    if (this.nodes.length === 1) {
+      const node = this.nodes[0];
+      if (units.length === 1) {
+        return this.acquireOnOne(keys, token, units[0], args, start, spare, acks);
+      }
+      return this.acquireUnits(node, units, token, args, acks).then((vote) =>
+        this.onlyVote(keys, vote, start, 0, false),
+      );
+    }
+    // Go on as soon as a majority agreed (or can no longer agree), as Redlock does: the slowest
+    // node's answer is not waited for. What it took is undone (see `countVotes`).
+    return this.quorum.collect<RedisNode, Vote, Outcome>(
+      this.nodes,
+      (node, answer) => {
+        if (units.length === 1) this.acquireOn(node, units[0], token, args, acks, answer);
+        else void this.acquireUnits(node, units, token, args, acks).then(answer);
+      },
+      (v) => v.kind === 'ok',
+      (votes) => this.countVotes(keys, token, ttl, start, votes, false),
+    );
+  }
+
+  /**
+   * A sweep in one round trip (single node, no Cluster): takes the first free key of `keys`.
+   * @returns the index taken and its lease, or the shortest lease left among them
+   * @throws LockBackendError when the node fails
+   */
+  async takeAny(
+    keys: readonly string[],
+    token: string,
+    ttl: number,
+    acks?: ReplicaAcks,
+  ): Promise<{ index: number; taken: Taken } | number> {
+    this.counters.attempts++;
+    const scriptKeys: string[] = [];
+    for (const key of keys) scriptKeys.push(...this.space.keySet(key).take);
+    const start = performance.now();
+    const node = this.nodes[0];
+    const reply = await this.runner
+      .runAcked(node, TAKE_ANY, scriptKeys, [token, ttl, this.fenceArg(this.settings.block)], acks)
+      .catch((e: unknown) => {
+        this.undo(node, keys, token);
+        throw new LockBackendError(keys, [asError(e)]);
+      });
+    if (reply.kind === 'busy') return reply.pttl;
+    // A block of fences, as for a first try: the key can pass to our next caller in memory.
+    const taken: Taken = {
+      kind: 'ok',
+      fences: [reply.fence],
+      start,
+      spare: this.settings.block - 1,
+      uncontended: true,
+    };
+    return { index: reply.index, taken };
+  }
+
+  /**
+   * Renews every key of `token` to `ttl` ms from now. On a quorum, nodes that lost the lock (a
+   * restart without persistence) get it back while the token still holds a majority elsewhere,
+   * so rolling restarts never leave it on a minority; without that majority the put-back is
+   * given back at once.
+   * @returns false when the lock is no longer held by the token on a majority
+   * @throws LockBackendError when too many nodes fail to tell
+   */
+  async extend(
+    keys: readonly string[],
+    token: string,
+    ttl: number,
+    acks?: ReplicaAcks,
+  ): Promise<boolean> {
+    const repair = this.nodes.length > 1 ? '1' : '0';
+    const votes = await this.quorum.collect<RedisNode, ExtendReply | Error>(
+      this.nodes,
+      (node, answer) =>
+        void this.extendOn(node, keys, token, ttl, repair, acks).then(answer, (e: unknown) =>
+          answer(asError(e)),
+        ),
+      (v) => v === 'renewed',
+    );
+    if (this.quorum.reached(votes.filter((v) => v === 'renewed').length)) return true;
+    this.nodes.forEach((node, i) => {
+      if (votes[i] === 'repaired' || votes[i] === undefined) this.undo(node, keys, token);
+    });
+    this.failIfNoMajority(keys, votes, 'extend');
+    return false;
+  }
+
+  /**
+   * Gives the keys of `token` back (compare-and-delete: never someone else's lock), granting
+   * each to its oldest waiter queued in Redis. `lean` (one key, nobody known to wait): FREE
+   * first, RELEASE only when it finds someone queued for a grant.
+   * @returns whether racing waiters were woken (a PUBLISH on some node)
+   * @throws LockBackendError when no majority of nodes could be told
+   */
+  release(keys: readonly string[], token: string, lean: boolean): Promise<boolean> {
+    const conclude = (results: (Freed | undefined)[]): boolean => {
+      this.failIfNoMajority(keys, results, 'release');
+      return results.some((r) => r === true);
+    };
+    if (this.nodes.length === 1) {
+      return new Promise((resolve, reject) =>
+        this.releaseOn(this.nodes[0], keys, token, lean, (r) => {
+          try {
+            resolve(conclude([r]));
+          } catch (e) {
+            reject(e);
+          }
+        }),
+      );
+    }
+    return this.quorum.collect<RedisNode, Freed, boolean>(
+      this.nodes,
+      (node, answer) => this.releaseOn(node, keys, token, lean, answer),
+      (r) => !(r instanceof Error),
+      conclude,
+    );
+  }
+
+  /**
+   * Releases by expiry (`minHold`): every key `token` still holds is left to expire in `ms`
+   * instead of being deleted, on every node. Nobody is granted the keys or woken: waiters retry
+   * when the lease they were told runs out.
+   * @throws LockBackendError when no majority of nodes could be told (the keys then keep their
+   *   lease, which expires by itself)
+   */
+  async letExpire(keys: readonly string[], token: string, ms: number): Promise<void> {
+    const units = this.space.units(keys);
+    const args: [string, number] = [token, Math.max(1, Math.ceil(ms))];
+    const results = await this.onNodes((node) =>
+      Promise.all(units.map((u) => this.runner.run(node, LET_EXPIRE, u, args))),
+    );
+    this.failIfNoMajority(keys, results, 'release');
+  }
+
+  /**
+   * Everything `token` may hold or have queued, given back on every node at once (a caller that
+   * gave up, or a lease nobody will use). Sent on each node's connection after whatever the
+   * token sent before, so it also undoes an acquire still on its way.
+   */
+  abandon(keys: readonly string[], token: string): void {
+    for (const node of this.nodes) this.undo(node, keys, token);
+  }
+
+  /**
+   * Single node, a local waiter next: grant the key to the oldest waiter queued in Redis by
+   * another process and queue `next` behind it, or, if nobody is queued, hand it to `next`.
+   */
+  async releaseTo(
+    keys: readonly string[],
+    token: string,
+    next: NextCaller,
+    acks?: ReplicaAcks,
+  ): Promise<'granted' | 'notOurs' | Taken> {
+    const start = performance.now();
+    const { block } = this.settings;
+    const args: [string, string, number, number, number] = [
+      token,
+      next.token,
+      next.ttl,
+      Math.max(1, Math.ceil(next.remaining())),
+      this.fenceArg(block),
+    ];
+    const node = this.nodes[0];
+    const reply = await this.runner.runAcked(
+      node,
+      RELEASE_TO,
+      this.space.allKeys(keys),
+      args,
+      acks,
+    );
+    if (reply.kind !== 'handed') return reply.kind;
+    return { kind: 'ok', fences: [reply.fence], start, spare: block - 1, uncontended: false };
+  }
+
+  /**
+   * Swaps the owner token of `keys` from `token` to `next.token` in one script, minting new
+   * fences. Undefined when `token` no longer held the keys on a majority, or the new lease would
+   * already be over (the caller then releases publicly).
+   */
+  async handoff(
+    keys: readonly string[],
+    token: string,
+    next: NextCaller,
+    acks?: ReplicaAcks,
+  ): Promise<Taken | undefined> {
+    const start = performance.now();
+    const args: [string, string, number, number] = [
+      token,
+      next.token,
+      next.ttl,
+      this.fenceArg(this.settings.block),
+    ];
+    const allKeys = this.space.allKeys(keys);
+    const replies = await this.onNodes((node) =>
+      this.runner.runAcked(node, HANDOFF, allKeys, args, acks),
+    );
+    const perNode: (readonly number[])[] = [];
+    for (const r of replies) if (!(r instanceof Error) && r.kind === 'ok') perNode.push(r.fences);
+    if (
+      !this.quorum.reached(perNode.length) ||
+      performance.now() >= start + next.ttl - this.settings.drift(next.ttl)
+    ) {
+      // A partial handoff (quorum only) must not leave the new token behind.
+      if (perNode.length > 0) this.abandon(keys, next.token);
+      return undefined;
+    }
+    const fences = await this.settleFences(keys, perNode);
+    return { kind: 'ok', fences, start, spare: this.settings.block - 1, uncontended: false };
+  }
+
+  /** Whether a majority of nodes has the key locked right now. */
+  async isLocked(key: string): Promise<boolean> {
+    const rk = this.space.lockKey(key);
+    const votes = await this.onNodes(async (node) => (await node.exists(rk)) === 1);
+    this.failIfNoMajority([key], votes, 'check');
+    return this.quorum.reached(votes.filter((v) => v === true).length);
+  }
+
+  // ---------------------------------------------------------------- acquire rounds
+
+  /** Single key on a fair group: the round queues the token for a grant. */
+  private queues(units: string[][]): boolean {
+    return this.settings.fair && units.length === 1 && units[0].length === 5;
+  }
+
+  /**
+   * A first try for one key: it neither queues nor flags, so TRY with the lock and fence keys
+   * only. Quorum groups reserve one fence (block 1): no local handoff without a round trip there.
+   */
+  private firstTry(
+    keys: readonly string[],
+    token: string,
+    ttl: number,
+    start: number,
+    acks: ReplicaAcks | undefined,
+  ): Promise<Outcome> {
+    const take = this.space.keySet(keys[0]).take;
+    const { block } = this.settings;
+    const args: [string, number, number] = [token, ttl, this.fenceArg(block)];
+    if (this.nodes.length === 1) {
+      const node = this.nodes[0];
+      return new Promise((resolve, reject) => {
+        this.runner.sendAcked(node, TRY, take, args, acks, (e, r) => {
+          if (e) {
+            this.undo(node, keys, token);
+            return reject(new LockBackendError(keys, [e]));
+          }
+          resolve(this.onlyVote(keys, r!, start, block - 1, true));
+        });
+      });
+    }
+    return this.quorum.collect<RedisNode, Vote, Outcome>(
+      this.nodes,
+      (node, answer) =>
+        this.runner.sendAcked(node, TRY, take, args, acks, (e, r) => {
+          if (e) this.undo(node, keys, token);
+          answer(e ? { kind: 'error', error: e } : r!);
+        }),
+      (v) => v.kind === 'ok',
+      (votes) => this.countVotes(keys, token, ttl, start, votes, true),
+    );
+  }
+
+  /** ACQUIRE on the only node, one unit: its reply is the outcome (an error rejects). */
+  private acquireOnOne(
+    keys: readonly string[],
+    token: string,
+    unit: string[],
+    args: [string, number, number, '0' | '1', number],
+    start: number,
+    spare: number,
+    acks: ReplicaAcks | undefined,
+  ): Promise<Outcome> {
+    return new Promise((resolve, reject) => {
+      this.acquireOn(this.nodes[0], unit, token, args, acks, (vote) => {
+        try {
+          resolve(this.onlyVote(keys, vote, start, spare, false));
+        } catch (e) {
+          reject(e);
+        }
+      });
+    });
+  }
+
+  /** A single node's vote as the outcome. @throws LockBackendError for an error vote */
+  private onlyVote(
+    keys: readonly string[],
+    vote: Vote,
+    start: number,
+    spare: number,
+    uncontended: boolean,
+  ): Outcome {
+    if (vote.kind === 'error') throw new LockBackendError(keys, [vote.error]);
+    if (vote.kind === 'busy') return vote;
+    return { kind: 'ok', fences: vote.fences, start, spare, uncontended };
+  }
+
+  /** One node's ACQUIRE vote, to `answer` (an error is a vote too, its effect undone). */
+  private acquireOn(
+    node: RedisNode,
+    unit: string[],
+    token: string,
+    args: [string, number, number, '0' | '1', number],
+    acks: ReplicaAcks | undefined,
+    answer: (vote: Vote) => void,
+  ): void {
+    this.runner.sendAcked(node, ACQUIRE, unit, args, acks, (e, r) => {
+      if (!e) return answer(r!);
+      this.undoUnits(node, [unit], token);
+      answer({ kind: 'error', error: e });
+    });
+  }
+
+  /** Redis Cluster, several keys: one script per key, in sorted order, undone on a refusal. */
+  private async acquireUnits(
+    node: RedisNode,
+    units: string[][],
+    token: string,
+    args: [string, number, number, '0' | '1', number],
+    acks: ReplicaAcks | undefined,
+  ): Promise<Vote> {
+    const fences: number[] = [];
+    for (let u = 0; u < units.length; u++) {
+      let reply: AcquireReply;
+      try {
+        reply = await this.runner.runAcked(node, ACQUIRE, units[u], args, acks);
+      } catch (e) {
+        this.undoUnits(node, units.slice(0, u + 1), token);
+        return { kind: 'error', error: asError(e) };
+      }
+      if (reply.kind === 'busy') {
+        if (u > 0) this.undoUnits(node, units.slice(0, u), token);
+        return reply;
+      }
+      fences.push(...reply.fences);
+    }
+    return { kind: 'ok', fences };
+  }
+
+  /** The outcome of a quorum acquire round, from the votes in so far. */
+  private countVotes(
+    keys: readonly string[],
+    token: string,
+    ttl: number,
+    start: number,
+    votes: (Vote | undefined)[],
+    uncontended: boolean,
+  ): Outcome | Promise<Taken> {
+    const perNode: (readonly number[])[] = [];
+    for (const v of votes) if (v?.kind === 'ok') perNode.push(v.fences);
+    const validity = ttl - (performance.now() - start) - this.settings.drift(ttl);
+    if (this.quorum.reached(perNode.length) && validity > 0) {
+      const taken = (fences: readonly number[]): Taken => ({
+        kind: 'ok',
+        fences,
+        start,
+        spare: 0,
+        uncontended,
+      });
+      const settled = this.settleFences(keys, perNode);
+      return settled instanceof Promise ? settled.then(taken) : taken(settled);
+    }
+    // No quorum: give back what we took, also on nodes whose answer is still out (errors were
+    // undone when they came in).
+    this.nodes.forEach((node, i) => {
+      const v = votes[i];
+      if (v === undefined || v.kind === 'ok') this.undo(node, keys, token);
+    });
+    const errors: Error[] = [];
+    let pttl: number | undefined;
+    for (const v of votes) {
+      if (v?.kind === 'error') errors.push(v.error);
+      else if (v?.kind === 'busy') pttl = pttl === undefined ? v.pttl : Math.min(pttl, v.pttl);
+    }
+    if (this.quorum.impossible(errors.length)) throw new LockBackendError(keys, errors);
+    return { kind: 'busy', pttl: pttl ?? 0 };
+  }
+
+  /**
+   * Quorum only: nodes that disagree on a fence get raised to the largest one before the holder
+   * runs, so the next holder's fence is larger on every majority. Nodes in step (the usual case)
+   * cost nothing.
+   */
+  private settleFences(
+    keys: readonly string[],
+    perNode: (readonly number[])[],
+  ): readonly number[] | Promise<readonly number[]> {
+    const fences = perNode[0].slice();
+    let inStep = true;
+    for (let n = 1; n < perNode.length; n++) {
+      const nodeFences = perNode[n];
+      for (let i = 0; i < fences.length; i++) {
+        if (nodeFences[i] !== fences[i]) inStep = false;
+        if (nodeFences[i] > fences[i]) fences[i] = nodeFences[i];
+      }
+    }
+    if (inStep) return fences;
+    const allKeys = this.space.allKeys(keys);
+    return this.onNodes((node) => this.runner.run(node, RAISE_FENCE, allKeys, fences)).then(
+      () => fences,
+    );
+  }
+
+  // ---------------------------------------------------------------- releases and renewals
+
+  private async extendOn(
+    node: RedisNode,
+    keys: readonly string[],
+    token: string,
+    ttl: number,
+    repair: '0' | '1',
+    acks: ReplicaAcks | undefined,
+  ): Promise<ExtendReply> {
+    const replies = await Promise.all(
+      this.space
+        .units(keys)
+        .map((u) => this.runner.runAcked(node, EXTEND, u, [token, ttl, repair], acks)),
+    );
+    if (replies.includes('lost')) return 'lost';
+    return replies.includes('repaired') ? 'repaired' : 'renewed';
+  }
+
+  /** Releases `token`'s keys on one node: whether it published a wake-up, or the error. */
+  private releaseOn(
+    node: RedisNode,
+    keys: readonly string[],
+    token: string,
+    lean: boolean,
+    answer: (r: Freed) => void,
+  ): void {
+    if (lean) {
+      const free = this.space.keySet(keys[0]).free;
+      this.runner.send(node, FREE, free, [token, this.settings.fair ? '1' : '0'], (e, r) => {
+        if (e) return answer(e);
+        if (r !== 'waited') return answer(r === 'published');
+        // Someone is queued for a grant: the full script grants it.
+        this.releaseOn(node, keys, token, false, answer);
+      });
+      return;
+    }
+    const units = this.space.units(keys);
+    const args: [string, '0' | '1', number] = [token, '0', this.fenceArg(this.settings.block)];
+    if (units.length === 1) {
+      this.runner.send(node, RELEASE, units[0], args, (e, r) => answer(e ?? r!.published > 0));
+      return;
+    }
+    Promise.all(units.map((u) => this.runner.run(node, RELEASE, u, args))).then(
+      (replies) => answer(replies.some((r) => r.published > 0)),
+      (e: unknown) => answer(asError(e)),
+    );
+  }
+
+  /** Gives back what `token` holds or has queued on one node (fire and forget). */
+  private undo(node: RedisNode, keys: readonly string[], token: string): void {
+    this.undoUnits(node, this.space.units(keys), token);
+  }
+
+  private undoUnits(node: RedisNode, units: string[][], token: string): void {
+    for (const unit of units) {
+      this.runner
+        .run(node, RELEASE, unit, [token, '1', this.fenceArg(this.settings.block)])
+        .catch(() => undefined);
+    }
+  }
+
+  /**
+   * How many fences a script reserves, as the scripts take it: negative on a single-node group,
+   * whose fences are also never below the server's clock (a promoted replica may hold an older
+   * counter); a quorum counts only (its nodes' clocks differ, and a missing counter is seeded).
+   */
+  private fenceArg(count: number): number {
+    return this.settings.fair ? -count : count;
+  }
+
+  /**
+   * @throws LockBackendError when the nodes that failed (their answer an Error) leave no
+   *   majority possible
+   */
+  private failIfNoMajority(keys: readonly string[], answers: unknown[], operation: string): void {
+    const errors = answers.filter((a): a is Error => a instanceof Error);
+    if (this.quorum.impossible(errors.length)) throw new LockBackendError(keys, errors, operation);
+  }
+
+  /** Runs `fn` on every node; an error becomes the node's answer. */
+  private onNodes<T>(fn: (node: RedisNode) => Promise<T>): Promise<(T | Error)[]> {
+    return Promise.all(
+      this.nodes.map((node) =>
+        fn(node).then(
+          (v) => v,
+          (e: unknown) => asError(e),
+        ),
+      ),
+    );
+  }
+}

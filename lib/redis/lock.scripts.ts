@@ -1,0 +1,394 @@
+import {
+  GRANT_CHANNEL_PREFIX,
+  GRANT_WORD,
+  RELEASE_CHANNEL_SUFFIX,
+  RELEASED_MESSAGE,
+  TOKEN_SEPARATOR,
+} from './key-space';
+
+/**
+ * The lock protocol, one atomic Lua script per step. Every script takes its keys in groups of
+ * five per lock key, in the order `KeySpace` names them (TRY_SCRIPT, FREE_SCRIPT and
+ * TAKE_ANY_SCRIPT take two of them), all sharing one Redis Cluster hash tag:
+ *   KEYS[i]     the lock, value = the holder's token, with a PX lease
+ *   KEYS[i + 1] the fencing counter (started from the server clock, lives a day)
+ *   KEYS[i + 2] the wait flag, set while anyone waits (queued or racing): a release that finds
+ *               it grants or publishes, one without it DELs
+ *   KEYS[i + 3] waiting process heads in arrival order (zset)
+ *   KEYS[i + 4] per queued token: "<lease ms>:<deadline ms>" (hash)
+ * A release publishes `r` on the key's release channel when racing waiters wait for a free key,
+ * and a grant `g <token> <fence> <spare> <lock key>` on the grant channel of the process that
+ * queued the token (channel names and message words: `key-space.ts`).
+ *
+ * Fences are minted in blocks: a script that gives the key to a process adds `block` to the
+ * counter and hands out the first fence of the block; the `spare` ones after it are for the
+ * callers of that process it hands the key to next without a round trip. Fences stay strictly
+ * increasing across every holder, not consecutive.
+ *
+ * Single-node groups queue (fair, FIFO across processes, the lock granted by the release itself
+ * with no extra round trip); quorum groups race (each node would order its queue differently).
+ * The uncontended cycle (a first try, a release nobody waits for) runs TRY_SCRIPT and
+ * FREE_SCRIPT: the least Lua, the fewest keys.
+ * @internal
+ */
+
+/**
+ * How long a fence counter lives: a day after it was set (on a single node, set at every fence;
+ * on a quorum, when it was created). When it is gone (expired, evicted, lost in a restart without
+ * persistence, or not yet on a promoted replica), the next fence starts again from the server's
+ * clock, which is above every fence handed out before (see MINT): so idle keys leave nothing
+ * behind for good, and fences never go backwards.
+ */
+export const FENCE_COUNTER_LIFETIME_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * How long a key granted to a queued waiter is set for until the waiter's process claims it
+ * (renews it to its full lease on receipt of the grant).
+ */
+export const GRANT_CLAIM_MS = 1_000;
+
+/**
+ * Shared Lua: reserve `block` fences for the lock at KEYS[l]; returns the first. A missing
+ * counter starts at the server's clock in microseconds (`TIME`), so a new counter is larger than
+ * any fence an earlier one gave, as long as the clock did not go back and a key mints fewer than
+ * one fence per microsecond on average (a lock round trip takes far longer). A negative `block`
+ * (single-node groups: a primary that can fail over to a replica whose counter is behind) keeps
+ * every fence at or above the clock too, not only a new counter's. Fences stay below 2^53 (safe
+ * JavaScript integers) until the year 2255.
+ */
+const MINT = `
+local function now_us()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local function mint(l, block)
+  if block < 0 then
+    block = -block
+    local v = math.max(tonumber(redis.call('GET', KEYS[l + 1]) or '0'), now_us()) + block
+    redis.call('SET', KEYS[l + 1], string.format('%.0f', v), 'PX', ${FENCE_COUNTER_LIFETIME_MS})
+    return v - block + 1
+  end
+  local v = redis.call('INCRBY', KEYS[l + 1], block)
+  if v == block then
+    v = now_us() + block
+    redis.call('SET', KEYS[l + 1], string.format('%.0f', v), 'PX', ${FENCE_COUNTER_LIFETIME_MS})
+  end
+  return v - block + 1
+end`;
+
+/**
+ * Shared Lua: free the lock at KEYS[l] (which the caller holds): grant it to the oldest queued
+ * token whose deadline has not passed, or delete it and wake the racing waiters. The wait flag
+ * is set whenever anyone waits (queued or racing), so with nobody waiting this is one DEL.
+ * Returns the fence of a grant (> 0), 0 when the key was freed, -1 when freed and published.
+ * `pass_on` is its second half, for a script that did the DEL itself on its fast path.
+ * Needs MINT defined before it.
+ */
+const GRANT_OR_FREE = `
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function flag(l, ms)
+  if redis.call('PTTL', KEYS[l + 2]) < ms then
+    redis.call('SET', KEYS[l + 2], '1', 'PX', ms)
+  end
+end
+-- After the lock and its wait flag were deleted with the flag there (someone waits).
+local function pass_on(l, block)
+  local now = nil
+  while true do
+    local head = redis.call('ZRANGE', KEYS[l + 3], 0, 0)
+    if #head == 0 then break end
+    local token = head[1]
+    local meta = redis.call('HGET', KEYS[l + 4], token)
+    redis.call('ZREM', KEYS[l + 3], token)
+    redis.call('HDEL', KEYS[l + 4], token)
+    if meta then
+      local sep = string.find(meta, ':', 1, true)
+      local ttl = string.sub(meta, 1, sep - 1)
+      now = now or now_ms()
+      -- Skip waiters that gave up (or died): their deadline passed.
+      if tonumber(string.sub(meta, sep + 1)) > now then
+        -- A claim, not the full lease: the waiter's process turns it into its lease when the
+        -- grant reaches it, so a grant to a process that died costs the claim, not a ttl.
+        redis.call('SET', KEYS[l], token, 'PX', math.min(tonumber(ttl), ${GRANT_CLAIM_MS}))
+        local fence = mint(l, block)
+        -- The others still queued (or racing) keep the flag, as long as the queue lives.
+        flag(l, math.max(redis.call('PTTL', KEYS[l + 3]), 1000))
+        -- Told to the waiter's process only, on its own channel (its token's prefix).
+        -- Fences are formatted whole: Lua's own number-to-text keeps only 14 digits.
+        redis.call('PUBLISH', '${GRANT_CHANNEL_PREFIX}' .. string.match(token, '^(.*)%${TOKEN_SEPARATOR}'),
+          '${GRANT_WORD} ' .. token .. ' ' .. string.format('%.0f', fence) .. ' '
+          .. (math.abs(block) - 1) .. ' ' .. KEYS[l])
+        return fence
+      end
+    end
+  end
+  -- Nobody queued: wake the racing waiters.
+  redis.call('PUBLISH', KEYS[l] .. '${RELEASE_CHANNEL_SUFFIX}', '${RELEASED_MESSAGE}')
+  return -1
+end
+local function grant_or_free(l, block)
+  -- Deletes the lock and the flag; 2 means the flag was there: someone waits.
+  if redis.call('DEL', KEYS[l], KEYS[l + 2]) < 2 then return 0 end
+  return pass_on(l, block)
+end
+local function enqueue(l, token, ttl, wait_ms)
+  local now = now_ms()
+  redis.call('ZADD', KEYS[l + 3], 'NX', now, token)
+  redis.call('HSET', KEYS[l + 4], token, ttl .. ':' .. (now + wait_ms))
+  -- The queue disappears by itself once every waiter's deadline has passed.
+  local keep = wait_ms + 1000
+  if redis.call('PTTL', KEYS[l + 3]) < keep then
+    redis.call('PEXPIRE', KEYS[l + 3], keep)
+    redis.call('PEXPIRE', KEYS[l + 4], keep)
+  end
+  flag(l, keep)
+end
+`;
+
+/**
+ * Take every key or none.
+ * ARGV[1] token, ARGV[2] lease ms, ARGV[3] how long this caller will wait (ms; '0' = one try),
+ * ARGV[4] '1' to queue for a grant (single key, single node), '0' to race (flag the key),
+ * ARGV[5] fences to reserve per key (the first is the holder's).
+ * Returns {1, fence1, fence2, ...} when taken (also when the token already holds them: a grant
+ * whose message was lost, or a lost reply), or {0, pttl} with the remaining lease of the first
+ * busy key.
+ */
+export const ACQUIRE_SCRIPT = `${MINT}
+-- One key, free: a single SET NX (the uncontended path), first, before the other shared
+-- functions below are even defined: the common case runs the least Lua.
+if #KEYS == 5 and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  -- The fence is minted in the same round trip as the lock: no extra command per cycle.
+  local fence = mint(1, tonumber(ARGV[5]))
+  -- A waiter that queued earlier leaves the queue (a first try never queued).
+  if ARGV[4] == '1' and ARGV[3] ~= '0' and redis.call('ZREM', KEYS[4], ARGV[1]) == 1 then
+    redis.call('HDEL', KEYS[5], ARGV[1])
+  end
+  return {1, fence}
+end
+${GRANT_OR_FREE}
+local block = tonumber(ARGV[5])
+local function taken()
+  local out = {1}
+  for i = 1, #KEYS, 5 do
+    redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+    out[#out + 1] = mint(i, block)
+    -- A waiter that queued earlier leaves the queue (a first try never queued).
+    if ARGV[4] == '1' and ARGV[3] ~= '0' and redis.call('ZREM', KEYS[i + 3], ARGV[1]) == 1 then
+      redis.call('HDEL', KEYS[i + 4], ARGV[1])
+    end
+  end
+  return out
+end
+for i = 1, #KEYS, 5 do
+  local owner = redis.call('GET', KEYS[i])
+  if owner and owner ~= ARGV[1] then
+    local wait_ms = tonumber(ARGV[3])
+    if wait_ms > 0 then
+      if ARGV[4] == '1' then enqueue(i, ARGV[1], ARGV[2], wait_ms) else flag(i, wait_ms) end
+    end
+    return {0, redis.call('PTTL', KEYS[i])}
+  end
+end
+return taken()
+`;
+
+/**
+ * A caller's first try for one key (it neither queues nor flags: it does not wait yet), with
+ * only the keys that needs: KEYS[1] the lock, KEYS[2] its fence counter. Every key declared and
+ * little Lua run: the uncontended acquire costs Redis barely more than a plain SET NX.
+ * ARGV[1] token, ARGV[2] lease ms, ARGV[3] fences to reserve.
+ * Returns {1, fence} when taken, {0, pttl} with the holder's remaining lease.
+ */
+export const TRY_SCRIPT = `${MINT}
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return {1, mint(1, tonumber(ARGV[3]))}
+end
+return {0, redis.call('PTTL', KEYS[1])}
+`;
+
+/**
+ * Release of one key with only the keys the common case needs: KEYS[1] the lock, KEYS[2] its
+ * wait flag. ARGV[1] token; ARGV[2] '1' when waiters may be queued for a grant (single node):
+ * then a flagged key is left alone for RELEASE_SCRIPT, which can grant it.
+ * Returns 0 not ours, 1 freed, 2 someone waits (nothing done: run RELEASE_SCRIPT), 3 freed with
+ * the racing waiters woken (`r` on the key's channel).
+ */
+export const FREE_SCRIPT = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if ARGV[2] == '1' then
+  if redis.call('EXISTS', KEYS[2]) == 1 then return 2 end
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+if redis.call('DEL', KEYS[1], KEYS[2]) == 2 then
+  redis.call('PUBLISH', KEYS[1] .. '${RELEASE_CHANNEL_SUFFIX}', '${RELEASED_MESSAGE}')
+  return 3
+end
+return 1
+`;
+
+/**
+ * Segmented sweep in one round trip (single node): take the first free key of the candidates,
+ * in the order given. A sweep only takes free keys, so it needs two keys per candidate, the lock
+ * and its fence counter. ARGV[1] token, ARGV[2] lease ms, ARGV[3] fences to reserve.
+ * Returns {1, candidate number (1-based), fence} or {0, shortest lease left among them}.
+ */
+export const TAKE_ANY_SCRIPT = `${MINT}
+local shortest = -1
+for i = 1, #KEYS, 2 do
+  if redis.call('SET', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then
+    return {1, (i + 1) / 2, mint(i, tonumber(ARGV[3]))}
+  end
+  local left = redis.call('PTTL', KEYS[i])
+  if shortest < 0 or left < shortest then shortest = left end
+end
+return {0, shortest}
+`;
+
+/**
+ * Renew the lease of every key, only if the token still holds all of them. ARGV[1] token,
+ * ARGV[2] lease ms, ARGV[3] '1' to put the lock back on keys that are missing (quorum repair: a
+ * node that restarted empty, while the holder keeps a majority elsewhere; the caller gives a
+ * repair back when the majority is not there).
+ * Returns 1 renewed, 2 renewed with missing keys put back, 0 lost (a key held by another token,
+ * or missing with no repair asked).
+ */
+export const EXTEND_SCRIPT = `
+local missing = 0
+for i = 1, #KEYS, 5 do
+  local owner = redis.call('GET', KEYS[i])
+  if not owner then
+    if ARGV[3] ~= '1' then return 0 end
+    missing = missing + 1
+  elseif owner ~= ARGV[1] then
+    return 0
+  end
+end
+for i = 1, #KEYS, 5 do
+  redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+end
+if missing > 0 then return 2 end
+return 1
+`;
+
+/**
+ * Give back the keys the token holds (compare-and-delete: never someone else's lock), each to
+ * its oldest queued waiter or to nobody. ARGV[1] token; ARGV[2] '1' when a waiter gives up: also
+ * take the token out of the queue; ARGV[3] fences to reserve for a grant.
+ * Returns {keys released, keys granted to a queued waiter, keys freed with a published wake-up}.
+ */
+export const RELEASE_SCRIPT = `
+-- One key nobody waits for (the uncontended path): GET and one DEL, before the shared functions
+-- below are defined. When the DEL finds the wait flag too, the key is passed on below.
+local waited = false
+if #KEYS == 5 and ARGV[2] ~= '1' then
+  if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0, 0, 0} end
+  if redis.call('DEL', KEYS[1], KEYS[3]) < 2 then return {1, 0, 0} end
+  waited = true
+end
+${MINT}
+${GRANT_OR_FREE}
+if waited then
+  local r = pass_on(1, tonumber(ARGV[3]))
+  return {1, r > 0 and 1 or 0, r < 0 and 1 or 0}
+end
+local released, granted, published = 0, 0, 0
+for i = 1, #KEYS, 5 do
+  if redis.call('GET', KEYS[i]) == ARGV[1] then
+    released = released + 1
+    local r = grant_or_free(i, tonumber(ARGV[3]))
+    if r > 0 then granted = granted + 1 elseif r < 0 then published = published + 1 end
+  end
+  if ARGV[2] == '1' then
+    redis.call('ZREM', KEYS[i + 3], ARGV[1])
+    redis.call('HDEL', KEYS[i + 4], ARGV[1])
+  end
+end
+return {released, granted, published}
+`;
+
+/**
+ * Release one key that has local waiters: grant it to the oldest waiter queued by another
+ * process and queue our own next waiter behind them; with nobody queued, hand it straight to our
+ * own next waiter. ARGV[1] token, ARGV[2] next local token, ARGV[3] its lease ms, ARGV[4] its
+ * remaining wait ms, ARGV[5] fences to reserve.
+ * Returns {0} not ours any more, {2, fence} granted to another process (ours queued),
+ * {3, fence} handed to our next waiter.
+ */
+export const RELEASE_TO_SCRIPT = `${MINT}
+${GRANT_OR_FREE}
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0} end
+if redis.call('ZCARD', KEYS[4]) > 0 then
+  redis.call('ZREM', KEYS[4], ARGV[2])
+  redis.call('HDEL', KEYS[5], ARGV[2])
+  local fence = grant_or_free(1, tonumber(ARGV[5]))
+  if fence > 0 then
+    enqueue(1, ARGV[2], ARGV[3], tonumber(ARGV[4]))
+    return {2, fence}
+  end
+  -- Every queued waiter had given up: the key is free now; take it for ours.
+end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return {3, mint(1, tonumber(ARGV[5]))}
+`;
+
+/**
+ * Hand a held lock straight to another caller of the same process, in one round trip instead of
+ * a release plus an acquire; the new holder gets a new fence.
+ * ARGV[1] old token, ARGV[2] new token, ARGV[3] new lease ms, ARGV[4] fences to reserve per key.
+ * Returns {1, fence1, ...} or {0} when the old token no longer holds every key.
+ */
+export const HANDOFF_SCRIPT = `${MINT}
+for i = 1, #KEYS, 5 do
+  if redis.call('GET', KEYS[i]) ~= ARGV[1] then return {0} end
+end
+local out = {1}
+for i = 1, #KEYS, 5 do
+  redis.call('SET', KEYS[i], ARGV[2], 'PX', ARGV[3])
+  out[#out + 1] = mint(i, tonumber(ARGV[4]))
+  -- The new holder may have queued for a grant before: it must not be granted the key again.
+  if redis.call('ZREM', KEYS[i + 3], ARGV[2]) == 1 then
+    redis.call('HDEL', KEYS[i + 4], ARGV[2])
+  end
+end
+return out
+`;
+
+/**
+ * Quorum only: raise each fence counter to at least the fence the holder was given, so the next
+ * holder's fence is larger on every node of any majority. ARGV[n] is the fence of key n.
+ */
+export const RAISE_FENCE_SCRIPT = `
+for i = 1, #KEYS, 5 do
+  local want = ARGV[(i + 4) / 5]
+  local have = redis.call('GET', KEYS[i + 1])
+  if not have then
+    redis.call('SET', KEYS[i + 1], want, 'PX', ${FENCE_COUNTER_LIFETIME_MS})
+  elseif tonumber(have) < tonumber(want) then
+    redis.call('SET', KEYS[i + 1], want, 'KEEPTTL')
+  end
+end
+return 1
+`;
+
+/**
+ * Release by expiry (`minHold`): leave every key the token still holds locked for ARGV[2] ms
+ * more, then let Redis expire it, instead of deleting it now. Nothing is granted or published:
+ * waiters learn of the expiry on their retry timer (the busy answer tells them the lease left).
+ * A key that is no longer the token's is left alone. ARGV[1] token, ARGV[2] ms.
+ * Returns the number of keys left to expire.
+ */
+export const LET_EXPIRE_SCRIPT = `
+local kept = 0
+for i = 1, #KEYS, 5 do
+  if redis.call('GET', KEYS[i]) == ARGV[1] then
+    redis.call('PEXPIRE', KEYS[i], ARGV[2])
+    kept = kept + 1
+  end
+end
+return kept
+`;

@@ -1,0 +1,185 @@
+import { Chain } from '../chain';
+import type { Redis } from 'ioredis';
+import type { RedisNode } from './redis-node';
+import { REPLICAS_DID_NOT_ACK } from '../redlock.messages';
+import type { Script, ScriptArgs } from './scripts';
+
+/** Replica acknowledgement required of every write that takes or keeps a lock (`WAIT`). */
+export interface ReplicaAcks {
+  readonly replicas: number;
+  /** ms the `WAIT` may block. */
+  readonly timeout: number;
+}
+
+/** The answer to a script call: the decoded reply, or why there is none. */
+export type ScriptCallback<R> = (error: Error | undefined, reply?: R) => void;
+
+interface InFlight {
+  /** The sweeper's tick when it was sent (a coarse clock: no clock read per command). */
+  sent: number;
+  fail: (error: Error) => void;
+  prev?: InFlight;
+  next?: InFlight;
+}
+
+export const asError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
+
+/**
+ * Sends the lock scripts: EVALSHA, falling back to EVAL when a node does not have the script
+ * yet, each call bounded by `commandTimeout`. One shared sweeper enforces the bound, so a round
+ * trip costs no timer of its own and no promise but the command's.
+ *
+ * A call that timed out may still run on its node (a stalled server runs what waited on the
+ * socket when it resumes): a caller that undoes it sends the undo on the same connection, where
+ * it runs after the call.
+ * @internal
+ */
+export class ScriptRunner {
+  private readonly inFlight = new Chain<InFlight>();
+  private sweeper?: NodeJS.Timeout;
+  /** The sweeper's clock: intervals since it started. */
+  private ticks = 0;
+
+  constructor(private readonly commandTimeout: number) {}
+
+  send<A extends ScriptArgs, R>(
+    node: RedisNode,
+    script: Script<A, R>,
+    keys: readonly string[],
+    args: A,
+    cb: ScriptCallback<R>,
+  ): void {
+    const finish = this.track<unknown>((error, reply) =>
+      error ? cb(error) : cb(undefined, script.decode(reply)),
+    );
+    node.evalsha(script.sha, keys.length, ...keys, ...args).then(
+      (v) => finish(undefined, v),
+      (e: unknown) => {
+        if (e instanceof Error && e.message.startsWith('NOSCRIPT')) {
+          node.eval(script.lua, keys.length, ...keys, ...args).then(
+            (v) => finish(undefined, v),
+            (e2: unknown) => finish(asError(e2)),
+          );
+        } else finish(asError(e));
+      },
+    );
+  }
+
+  /**
+   * `WAIT replicas timeout` on the node's connection: how many replicas acknowledged every write
+   * sent on it so far (sent right after a script, it covers that script's writes).
+   */
+  waitForReplicas(node: RedisNode, replicas: number, timeout: number, cb: ScriptCallback<number>) {
+    const finish = this.track<number>(cb);
+    (node as Redis).wait(replicas, timeout).then(
+      (n) => finish(undefined, Number(n)),
+      (e: unknown) => finish(asError(e)),
+    );
+  }
+
+  /**
+   * A script that takes or keeps a lock, followed on the same connection by `WAIT` when
+   * replicas must acknowledge it: a write that too few replicas acknowledged in time is an
+   * error (undone by the caller like any failed acquire), never a silent success.
+   */
+  sendAcked<A extends ScriptArgs, R>(
+    node: RedisNode,
+    script: Script<A, R>,
+    keys: readonly string[],
+    args: A,
+    acks: ReplicaAcks | undefined,
+    cb: ScriptCallback<R>,
+  ): void {
+    if (!acks) return this.send(node, script, keys, args, cb);
+    let pending = 2;
+    let error: Error | undefined;
+    let reply: R | undefined;
+    let acked = 0;
+    const done = () => {
+      if (--pending > 0) return;
+      if (error) return cb(error);
+      if (acked < acks.replicas) {
+        return cb(new Error(REPLICAS_DID_NOT_ACK(acked, acks.replicas, acks.timeout)));
+      }
+      cb(undefined, reply);
+    };
+    this.send(node, script, keys, args, (e, r) => {
+      error ??= e;
+      reply = r;
+      done();
+    });
+    this.waitForReplicas(node, acks.replicas, acks.timeout, (e, n) => {
+      error ??= e;
+      acked = n ?? 0;
+      done();
+    });
+  }
+
+  /** `sendAcked` as a promise. */
+  runAcked<A extends ScriptArgs, R>(
+    node: RedisNode,
+    script: Script<A, R>,
+    keys: readonly string[],
+    args: A,
+    acks: ReplicaAcks | undefined,
+  ): Promise<R> {
+    if (!acks) return this.run(node, script, keys, args);
+    return new Promise((resolve, reject) =>
+      this.sendAcked(node, script, keys, args, acks, (e, r) => (e ? reject(e) : resolve(r as R))),
+    );
+  }
+
+  /** `send` as a promise. */
+  run<A extends ScriptArgs, R>(
+    node: RedisNode,
+    script: Script<A, R>,
+    keys: readonly string[],
+    args: A,
+  ): Promise<R> {
+    return new Promise((resolve, reject) => {
+      this.send(node, script, keys, args, (error, reply) =>
+        error ? reject(error) : resolve(reply as R),
+      );
+    });
+  }
+
+  /** A call in flight: `cb` gets its answer or its timeout, once. */
+  private track<R>(cb: ScriptCallback<R>): (error: Error | undefined, reply?: R) => void {
+    let settled = false;
+    const finish = (error: Error | undefined, reply?: R) => {
+      if (settled) return;
+      settled = true;
+      this.inFlight.remove(call);
+      cb(error, reply);
+    };
+    const call: InFlight = { sent: this.ticks, fail: (e) => finish(e) };
+    this.inFlight.push(call);
+    this.sweeper ??= this.startSweeper();
+    return finish;
+  }
+
+  close(): void {
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = undefined;
+  }
+
+  /**
+   * Every `interval` ms: a call sent `commandTimeout` ms ago or more (up to one interval more)
+   * fails. Calls are kept in sending order, so the sweep stops at the first recent one.
+   */
+  private startSweeper(): NodeJS.Timeout {
+    const timeout = this.commandTimeout;
+    const interval = Math.max(5, Math.min(100, timeout / 10));
+    const ticks = Math.ceil(timeout / interval);
+    const timer = setInterval(() => {
+      this.ticks++;
+      let call: InFlight | undefined;
+      while ((call = this.inFlight.first) && this.ticks - call.sent >= ticks) {
+        this.inFlight.remove(call);
+        call.fail(new Error(`no answer from Redis within ${timeout} ms (commandTimeout)`));
+      }
+    }, interval);
+    timer.unref();
+    return timer;
+  }
+}

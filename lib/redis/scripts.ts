@@ -1,0 +1,174 @@
+import { createHash } from 'node:crypto';
+import {
+  ACQUIRE_SCRIPT,
+  EXTEND_SCRIPT,
+  FREE_SCRIPT,
+  HANDOFF_SCRIPT,
+  LET_EXPIRE_SCRIPT,
+  RAISE_FENCE_SCRIPT,
+  RELEASE_SCRIPT,
+  RELEASE_TO_SCRIPT,
+  TAKE_ANY_SCRIPT,
+  TRY_SCRIPT,
+} from './lock.scripts';
+
+/** One script's argument list, as sent. */
+export type ScriptArgs = readonly (string | number)[];
+
+/**
+ * A Lua script with its SHA, the types of its arguments and a decoder of its reply into named
+ * results (no reply is read by hand at a call site).
+ * @internal
+ */
+export interface Script<A extends ScriptArgs, R> {
+  readonly name: string;
+  readonly lua: string;
+  readonly sha: string;
+  /** Declared for the arguments' types only (`A`); never read. */
+  readonly args?: A;
+  decode(reply: unknown): R;
+}
+
+function defineScript<A extends ScriptArgs, R>(
+  name: string,
+  lua: string,
+  decode: (reply: unknown) => R,
+): Script<A, R> {
+  return { name, lua, sha: createHash('sha1').update(lua).digest('hex'), decode };
+}
+
+const numbers = (reply: unknown): number[] => (reply as unknown[]).map(Number);
+
+/** An acquire's answer on one node: taken with a fence per key, or busy. */
+export type AcquireReply =
+  | { readonly kind: 'ok'; readonly fences: number[] }
+  | { readonly kind: 'busy'; readonly pttl: number };
+
+/** `{1, fence...}` taken, `{0, pttl}` busy. */
+function acquireReply(reply: unknown): AcquireReply {
+  const r = numbers(reply);
+  if (r[0] !== 1) return { kind: 'busy', pttl: r[1] };
+  return { kind: 'ok', fences: r.slice(1) };
+}
+
+/** What FREE did: not our lock, freed, left for RELEASE (someone waits), freed and published. */
+export type FreeReply = 'notOurs' | 'freed' | 'waited' | 'published';
+const FREE_REPLIES: readonly FreeReply[] = ['notOurs', 'freed', 'waited', 'published'];
+
+/** What RELEASE did, counted in keys. */
+export interface ReleaseReply {
+  readonly released: number;
+  readonly granted: number;
+  readonly published: number;
+}
+
+/** What RELEASE_TO did with a key that has a local waiter. */
+export type ReleaseToReply =
+  | { readonly kind: 'notOurs' }
+  | { readonly kind: 'granted'; readonly fence: number }
+  | { readonly kind: 'handed'; readonly fence: number };
+
+/** HANDOFF: the new holder's fences, or the old token held the keys no more. */
+export type HandoffReply = { readonly kind: 'ok'; readonly fences: number[] } | { kind: 'notOurs' };
+
+/** TAKE_ANY: the candidate taken (0-based) and its fence, or the shortest lease left. */
+export type TakeAnyReply =
+  | { readonly kind: 'ok'; readonly index: number; readonly fence: number }
+  | { readonly kind: 'busy'; readonly pttl: number };
+
+type Token = string;
+type LeaseMs = number;
+type Block = number;
+/** '1' to queue for a grant (single key, single node), '0' to race. */
+type QueueMode = '0' | '1';
+/** '1' when the token also leaves the Redis queue (a waiter giving up). */
+type Leave = '0' | '1';
+
+/** Single-key first try: `[token, lease ms, fences to reserve]`. KEYS: `KeySet.take`. */
+export const TRY = defineScript<[Token, LeaseMs, Block], AcquireReply>(
+  'TRY',
+  TRY_SCRIPT,
+  acquireReply,
+);
+
+/** `[token, lease ms, wait ms ('0' = one try), queue mode, fences to reserve per key]`. */
+export const ACQUIRE = defineScript<[Token, LeaseMs, number, QueueMode, Block], AcquireReply>(
+  'ACQUIRE',
+  ACQUIRE_SCRIPT,
+  acquireReply,
+);
+
+/** `[token, '1' when waiters may be queued for a grant]`. KEYS: `KeySet.free`. */
+export const FREE = defineScript<[Token, '0' | '1'], FreeReply>(
+  'FREE',
+  FREE_SCRIPT,
+  (r) => FREE_REPLIES[Number(r)] ?? 'notOurs',
+);
+
+/** `[token, leave, fences to reserve for a grant]`. */
+export const RELEASE = defineScript<[Token, Leave, Block], ReleaseReply>(
+  'RELEASE',
+  RELEASE_SCRIPT,
+  (reply) => {
+    const [released, granted, published] = numbers(reply);
+    return { released, granted, published };
+  },
+);
+
+/** `[token, next local token, its lease ms, its remaining wait ms, fences to reserve]`. */
+export const RELEASE_TO = defineScript<[Token, Token, LeaseMs, number, Block], ReleaseToReply>(
+  'RELEASE_TO',
+  RELEASE_TO_SCRIPT,
+  (reply) => {
+    const [code, fence] = numbers(reply);
+    if (code === 2) return { kind: 'granted', fence };
+    if (code === 3) return { kind: 'handed', fence };
+    return { kind: 'notOurs' };
+  },
+);
+
+/** `[old token, new token, new lease ms, fences to reserve per key]`. */
+export const HANDOFF = defineScript<[Token, Token, LeaseMs, Block], HandoffReply>(
+  'HANDOFF',
+  HANDOFF_SCRIPT,
+  (reply) => {
+    const r = numbers(reply);
+    return r[0] === 1 ? { kind: 'ok', fences: r.slice(1) } : { kind: 'notOurs' };
+  },
+);
+
+/** `[token, lease ms, fences to reserve]`. KEYS: `KeySet.take` of each candidate. */
+export const TAKE_ANY = defineScript<[Token, LeaseMs, Block], TakeAnyReply>(
+  'TAKE_ANY',
+  TAKE_ANY_SCRIPT,
+  (reply) => {
+    const r = numbers(reply);
+    if (r[0] !== 1) return { kind: 'busy', pttl: r[1] };
+    return { kind: 'ok', index: r[1] - 1, fence: r[2] };
+  },
+);
+
+/** What EXTEND found: still ours, put back where it was missing, or lost. */
+export type ExtendReply = 'renewed' | 'repaired' | 'lost';
+const EXTEND_REPLIES: readonly ExtendReply[] = ['lost', 'renewed', 'repaired'];
+
+/** `[token, lease ms, '1' to put back missing keys]`. */
+export const EXTEND = defineScript<[Token, LeaseMs, '0' | '1'], ExtendReply>(
+  'EXTEND',
+  EXTEND_SCRIPT,
+  (r) => EXTEND_REPLIES[Number(r)] ?? 'lost',
+);
+
+/** The fence of each key, in order. */
+export const RAISE_FENCE = defineScript<number[], void>(
+  'RAISE_FENCE',
+  RAISE_FENCE_SCRIPT,
+  () => undefined,
+);
+
+/** `[token, ms until the keys expire]`: keys still the token's, left to expire. */
+export const LET_EXPIRE = defineScript<[Token, number], number>(
+  'LET_EXPIRE',
+  LET_EXPIRE_SCRIPT,
+  (r) => Number(r),
+);

@@ -1,0 +1,425 @@
+import { performance } from 'node:perf_hooks';
+import { LockBackendError, LockNotAcquiredError } from '../errors';
+import { DeadlineTimer } from '../engine/deadline-timer';
+import { type Lease, type LeaseTaker, Leases } from '../engine/lease';
+import {
+  type AcquireRequest,
+  type LockBackend,
+  type LockClientStats,
+  noStats,
+} from '../engine/lock-backend';
+import { abortReason } from '../engine/wait-rules';
+
+/** A lease held in memory, shared by every key it holds (several keys: all or nothing). */
+interface Held {
+  readonly lease: Lease;
+  /** `performance.now()` at which the key frees by itself unless renewed. */
+  expiresAt: number;
+  timer?: NodeJS.Timeout;
+}
+
+/** One key: its fence counter (kept for the backend's life: fences never go back) and holder. */
+interface KeyState {
+  fence: number;
+  held?: Held;
+}
+
+/** A caller waiting for its keys, in arrival order. */
+interface MemoryWaiter extends LeaseTaker {
+  readonly keys: readonly string[];
+  /** The backend was down while it waited: at the deadline it fails with this, not as busy. */
+  outage?: LockBackendError;
+  settle(lease: Lease | undefined, reason?: unknown): void;
+}
+
+/** A `busy` control: the next `remaining` acquisitions of its key find it busy. */
+interface BusyRule {
+  remaining: number;
+  readonly retryAfterMs?: number;
+}
+
+/** Slices of a segmented key are `<key>:seg:<n>` (see `sliceKey`): a busy key covers them. */
+const SLICE = /^(.*):seg:\d+$/;
+
+/**
+ * The lock engine of one client group, in this process's memory, for `nest-locked/testing`: the
+ * `LockBackend` contract the Redis engine keeps, without a server, plus the faults a test sets
+ * (a busy key, a backend that is down, a lost lock).
+ *
+ * - Exclusion per key; several keys are taken all or nothing.
+ * - FIFO: a caller never takes a key an earlier caller waits for; a waiter for several keys
+ *   holds its place in each key's line, so nobody starves and nothing deadlocks.
+ * - A waiter never gives up before its deadline (`DeadlineTimer`), then fails with
+ *   `LockNotAcquiredError`, or with `LockBackendError` if the backend went down meanwhile.
+ * - Fences: one counter per key, +1 at every acquisition.
+ * - Leases: a key frees by itself `ttl` ms after it was taken or last renewed; the watchdog
+ *   renews it through `extend`, which answers false once it is lost.
+ * @internal
+ */
+export class InMemoryBackend implements LockBackend {
+  readonly stats: LockClientStats = noStats();
+  /** No subscriptions: releases wake waiters directly. */
+  readonly notifier = { size: 0 } as const;
+  readonly canTakeAny = true;
+  private readonly leases: Leases;
+  private readonly states = new Map<string, KeyState>();
+  private readonly waiters: MemoryWaiter[] = [];
+  private readonly busyRules = new Map<string, BusyRule>();
+  /**
+   * Slices a segmented sweep found busy by a `busy` rule: the same call's wait for one of them
+   * (`seenBusy`) is turned away too, so one rule use is one call, sweep and wait together.
+   */
+  private readonly sweptBusy = new Set<string>();
+  private tokens = 0;
+  private downCause?: Error;
+  private closed = false;
+
+  constructor(
+    readonly name: string,
+    driftFactor: number,
+  ) {
+    this.leases = new Leases(driftFactor);
+  }
+
+  get queueCount(): number {
+    const busy = new Set<string>();
+    const now = performance.now();
+    for (const [key, state] of this.states) if (this.heldAt(state, now)) busy.add(key);
+    for (const w of this.waiters) for (const key of w.keys) busy.add(key);
+    return busy.size;
+  }
+
+  queued(key: string): number {
+    return this.waiters.filter((w) => w.keys.includes(key)).length;
+  }
+
+  holds(key: string): boolean {
+    const state = this.states.get(key);
+    return !!state && !!this.heldAt(state, performance.now());
+  }
+
+  async acquire(keys: readonly string[], request: AcquireRequest): Promise<Lease> {
+    const { ttl, waitTimeout, signal, acks } = request;
+    const startedAt = performance.now();
+    if (this.closed) throw abortReason(keys);
+    if (signal?.aborted) throw signal.reason;
+    this.stats.attempts++;
+    this.failIfDown(keys, 'acquire');
+    const rule = this.ruleFor(keys);
+    // The wait of a call whose sweep a rule turned away: that use of the rule was this call's.
+    if (request.seenBusy && keys.some((k) => this.sweptBusy.delete(k))) {
+      throw new LockNotAcquiredError(keys, 0, rule?.retryAfterMs ?? ttl);
+    }
+    if (rule) {
+      this.spend(rule);
+      throw new LockNotAcquiredError(keys, 0, rule.retryAfterMs ?? ttl);
+    }
+    const taker: LeaseTaker = { token: this.nextToken(), ttl, startedAt, acks };
+    if (this.free(keys)) return this.take(keys, taker, true);
+    if (waitTimeout <= 0) {
+      throw new LockNotAcquiredError(keys, performance.now() - startedAt, this.pttl(keys, ttl));
+    }
+    return this.wait(keys, taker, startedAt + waitTimeout, signal);
+  }
+
+  async tryAcquire(keys: readonly string[], ttl: number): Promise<Lease | number> {
+    this.stats.attempts++;
+    this.failIfDown(keys, 'acquire');
+    const rule = this.ruleFor(keys);
+    if (rule) {
+      this.spend(rule);
+      return rule.retryAfterMs ?? ttl;
+    }
+    if (!this.free(keys)) return this.pttl(keys, ttl);
+    return this.take(keys, { token: this.nextToken(), ttl, startedAt: performance.now() }, true);
+  }
+
+  async tryAcquireAny(
+    keys: readonly string[],
+    ttl: number,
+  ): Promise<{ lease: Lease; index: number } | number> {
+    this.stats.attempts++;
+    this.failIfDown(keys, 'acquire');
+    for (const key of keys) this.sweptBusy.delete(key);
+    const ruled = keys.filter((k) => this.ruleFor([k]));
+    // One sweep is one use of each rule it meets, however many slices the rule covers.
+    for (const rule of new Set(ruled.map((k) => this.ruleFor([k])!))) this.spend(rule);
+    for (const key of ruled) this.sweptBusy.add(key);
+    let shortest = Infinity;
+    for (let index = 0; index < keys.length; index++) {
+      const key = [keys[index]];
+      if (ruled.includes(keys[index])) continue;
+      if (this.free(key)) {
+        const taker = { token: this.nextToken(), ttl, startedAt: performance.now() };
+        return { lease: this.take(key, taker, true), index };
+      }
+      shortest = Math.min(shortest, this.pttl(key, ttl));
+    }
+    return Number.isFinite(shortest) ? shortest : ttl;
+  }
+
+  async extend(lease: Lease, ttl: number): Promise<boolean> {
+    this.failIfDown(lease.keys, 'extend');
+    const start = performance.now();
+    const held = this.heldBy(lease, start);
+    if (!held) {
+      this.leaseEnded(lease);
+      return false;
+    }
+    held.expiresAt = start + ttl;
+    lease.renewed(start, ttl, this.leases.drift(ttl));
+    this.arm(held);
+    return true;
+  }
+
+  leaseEnded(lease: Lease): void {
+    lease.end();
+  }
+
+  async release(lease: Lease): Promise<void> {
+    if (lease.released) return;
+    lease.released = true;
+    // Down: the release is lost, as a release Redis never got; the lease expires by itself.
+    this.failIfDown(lease.keys, 'release');
+    const held = this.heldBy(lease, performance.now());
+    if (!held) return;
+    this.drop(held);
+    this.grant();
+  }
+
+  async releaseByExpiry(lease: Lease, ms: number): Promise<void> {
+    if (lease.released) return;
+    lease.released = true;
+    this.failIfDown(lease.keys, 'release');
+    const held = this.heldBy(lease, performance.now());
+    if (!held) return;
+    // Held by nobody of this process from now on, and free for everyone once `ms` passed.
+    held.expiresAt = performance.now() + ms;
+    this.arm(held);
+  }
+
+  async isLocked(key: string): Promise<boolean> {
+    this.failIfDown([key], 'check');
+    return this.holds(key);
+  }
+
+  abortWaits(): void {
+    this.closed = true;
+    for (const w of [...this.waiters]) w.settle(undefined, abortReason(w.keys));
+  }
+
+  async close(): Promise<void> {
+    this.abortWaits();
+    for (const state of this.states.values()) clearTimeout(state.held?.timer);
+  }
+
+  // ---------------------------------------------------------------- controls (tests)
+
+  /** The next `times` acquisitions of `key` (and of its slices) find it busy. */
+  busy(key: string, times: number, retryAfterMs?: number): void {
+    this.busyRules.set(key, { remaining: times, retryAfterMs });
+  }
+
+  /** Every call fails with a LockBackendError caused by `cause` until `restore`. */
+  down(cause: Error): void {
+    this.downCause = cause;
+    for (const w of this.waiters) w.outage = this.backendError(w.keys, 'acquire');
+  }
+
+  restore(): void {
+    if (!this.downCause) return;
+    this.downCause = undefined;
+    for (const w of this.waiters) w.outage = undefined;
+    this.grant();
+  }
+
+  /**
+   * Takes the held lock of `key` away from its holder (as an expiry or another client would):
+   * the key frees for the next caller, with a larger fence, and the holder's lease proves
+   * nothing any more. The lease, or undefined if nobody holds the key.
+   */
+  lose(key: string): Lease | undefined {
+    const state = this.states.get(key);
+    const held = state && this.heldAt(state, performance.now());
+    if (!held) return undefined;
+    this.drop(held);
+    held.lease.end();
+    this.grant();
+    return held.lease;
+  }
+
+  /** Clears every control (`busy`, `down`); holds, waiters and fences stay as they are. */
+  reset(): void {
+    this.busyRules.clear();
+    this.sweptBusy.clear();
+    this.restore();
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  private nextToken(): string {
+    return `${this.name}.${(++this.tokens).toString(36)}`;
+  }
+
+  private state(key: string): KeyState {
+    let state = this.states.get(key);
+    if (!state) this.states.set(key, (state = { fence: 0 }));
+    return state;
+  }
+
+  /**
+   * The key's holder at `now`. A lease run out no longer counts, though its timer may not have
+   * fired yet: that timer still runs, to serve the waiters.
+   */
+  private heldAt(state: KeyState, now: number): Held | undefined {
+    const held = state.held;
+    if (held && held.expiresAt <= now) this.unlink(held);
+    return state.held;
+  }
+
+  private heldBy(lease: Lease, now: number): Held | undefined {
+    const state = this.states.get(lease.keys[0]);
+    const held = state && this.heldAt(state, now);
+    return held?.lease === lease ? held : undefined;
+  }
+
+  /** Every key unheld and awaited by nobody (a newcomer never passes a waiter). */
+  private free(keys: readonly string[]): boolean {
+    const now = performance.now();
+    return keys.every(
+      (key) =>
+        !this.waiters.some((w) => w.keys.includes(key)) && !this.heldAt(this.state(key), now),
+    );
+  }
+
+  /** The longest lease left among the holders of `keys` (a Retry-After estimate). */
+  private pttl(keys: readonly string[], fallback: number): number {
+    const now = performance.now();
+    let left = 0;
+    for (const key of keys) {
+      const held = this.heldAt(this.state(key), now);
+      if (held) left = Math.max(left, held.expiresAt - now);
+    }
+    return left > 0 ? left : fallback;
+  }
+
+  private take(keys: readonly string[], taker: LeaseTaker, uncontended: boolean): Lease {
+    const start = performance.now();
+    const fences = keys.map((key) => ++this.state(key).fence);
+    const lease = this.leases.taken(keys, taker, {
+      kind: 'ok',
+      fences,
+      start,
+      spare: 0,
+      uncontended,
+    });
+    const held: Held = { lease, expiresAt: start + taker.ttl };
+    for (const key of keys) this.state(key).held = held;
+    this.arm(held);
+    return lease;
+  }
+
+  /** Frees the keys when the lease runs out (never early: an early timer waits the rest). */
+  private arm(held: Held): void {
+    clearTimeout(held.timer);
+    held.timer = setTimeout(
+      () => {
+        if (performance.now() < held.expiresAt) return this.arm(held);
+        this.drop(held);
+        this.grant();
+      },
+      Math.max(0, Math.ceil(held.expiresAt - performance.now())),
+    );
+    // A lease left behind by a test must not keep the process alive.
+    held.timer.unref();
+  }
+
+  /** The keys are free of `held` and its timer is off. */
+  private drop(held: Held): void {
+    clearTimeout(held.timer);
+    this.unlink(held);
+  }
+
+  private unlink(held: Held): void {
+    for (const key of held.lease.keys) {
+      const state = this.states.get(key);
+      if (state?.held === held) state.held = undefined;
+    }
+  }
+
+  /**
+   * Grants keys to waiters, oldest first. A waiter that cannot have all its keys yet keeps
+   * them from every later waiter (per-key FIFO), so a multi-key waiter is never starved.
+   */
+  private grant(): void {
+    if (this.downCause || this.closed) return;
+    const now = performance.now();
+    const claimed = new Set<string>();
+    for (const w of [...this.waiters]) {
+      const ready = w.keys.every((k) => !claimed.has(k) && !this.heldAt(this.state(k), now));
+      if (ready) {
+        this.stats.grants++;
+        w.settle(this.take(w.keys, w, false));
+      } else for (const k of w.keys) claimed.add(k);
+    }
+  }
+
+  private wait(
+    keys: readonly string[],
+    taker: LeaseTaker,
+    deadline: number,
+    signal: AbortSignal | undefined,
+  ): Promise<Lease> {
+    return new Promise<Lease>((resolve, reject) => {
+      const onAbort = () => waiter.settle(undefined, signal!.reason);
+      const timer = new DeadlineTimer(deadline, () => {
+        const waited = performance.now() - taker.startedAt;
+        const busy = new LockNotAcquiredError(keys, waited, this.pttl(keys, taker.ttl));
+        waiter.settle(undefined, waiter.outage ?? busy);
+      });
+      const waiter: MemoryWaiter = {
+        ...taker,
+        keys,
+        settle: (lease, reason) => {
+          const at = this.waiters.indexOf(waiter);
+          if (at < 0) return;
+          this.waiters.splice(at, 1);
+          timer.cancel();
+          signal?.removeEventListener('abort', onAbort);
+          if (lease) resolve(lease);
+          else {
+            reject(reason);
+            // Its place in the lines is free: those behind it may go now.
+            this.grant();
+          }
+        },
+      };
+      if (this.downCause) waiter.outage = this.backendError(keys, 'acquire');
+      this.waiters.push(waiter);
+      signal?.addEventListener('abort', onAbort);
+    });
+  }
+
+  /** The rule that covers one of `keys` (the key itself, or the key a slice belongs to). */
+  private ruleFor(keys: readonly string[]): BusyRule | undefined {
+    for (const key of keys) {
+      const rule = this.busyRules.get(key) ?? this.busyRules.get(SLICE.exec(key)?.[1] ?? '');
+      if (rule) return rule;
+    }
+    return undefined;
+  }
+
+  /** One use of a rule; used up, it goes. */
+  private spend(rule: BusyRule): void {
+    if (--rule.remaining > 0) return;
+    for (const [key, r] of this.busyRules) if (r === rule) this.busyRules.delete(key);
+  }
+
+  private failIfDown(keys: readonly string[], operation: string): void {
+    if (this.downCause) throw this.backendError(keys, operation);
+  }
+
+  private backendError(keys: readonly string[], operation: string): LockBackendError {
+    return new LockBackendError(keys, [this.downCause!], operation);
+  }
+}

@@ -1,0 +1,197 @@
+import { performance } from 'node:perf_hooks';
+import { LockLostError, type LockLostReason } from '../errors';
+import { Chain } from '../chain';
+
+/** The watchdogs sleeping for one interval, in the order they went to sleep, and its timer. */
+class Group extends Chain<Watchdog> {
+  timer?: NodeJS.Timeout;
+}
+
+/**
+ * Wake-ups of many watchdogs on few timers. Watchdogs that sleep for the same interval wake in
+ * the order they went to sleep, so one timer per interval (the head's) serves them all: a hold
+ * of a few milliseconds costs two list links, not a timer of its own (the list runs through the
+ * watchdogs themselves: no Map or Set churned per hold). A timer whose members all left is not
+ * cleared; it fires once, finds nobody due and ends.
+ */
+class WakeUps {
+  private readonly groups = new Map<number, Group>();
+
+  add(dog: Watchdog, ms: number, now: number): void {
+    let group = this.groups.get(ms);
+    if (!group) {
+      group = new Group();
+      this.groups.set(ms, group);
+    }
+    dog.due = now + ms;
+    group.push(dog);
+    if (!group.timer) this.arm(ms, group, ms);
+  }
+
+  remove(dog: Watchdog, ms: number): void {
+    this.groups.get(ms)?.remove(dog);
+  }
+
+  private arm(ms: number, group: Group, delay: number): void {
+    group.timer = setTimeout(() => this.fire(ms, group), Math.max(1, delay));
+    group.timer.unref();
+  }
+
+  private fire(ms: number, group: Group): void {
+    group.timer = undefined;
+    // A timer may fire a little early: anything due within the next millisecond runs now.
+    const now = performance.now() + 1;
+    // One pass wakes those that were asleep when it began: one that goes back to sleep at once
+    // (due "now" again on a clock that has not moved) waits for the next timer.
+    const last = group.last;
+    for (let dog = group.first; dog; dog = group.first) {
+      if (dog.due > now) {
+        if (!group.timer) this.arm(ms, group, dog.due - now + 1);
+        return;
+      }
+      group.remove(dog);
+      dog.wake();
+      if (dog === last) break;
+    }
+    if (group.first) {
+      if (!group.timer) this.arm(ms, group, group.first.due - performance.now());
+    } else if (this.groups.get(ms) === group) this.groups.delete(ms);
+  }
+}
+
+const wakeUps = new WakeUps();
+
+/** All a watchdog needs of the lock engine. @internal */
+export interface LeaseRenewer {
+  /** Renews the lease to `ttl` ms from now; false when it is no longer held. */
+  extend(lease: WatchedLease, ttl: number): Promise<boolean>;
+}
+
+/** What a watchdog watches: the keys (for errors) and until when the lease is certainly ours. */
+export interface WatchedLease {
+  readonly keys: readonly string[];
+  readonly validUntil: number;
+}
+
+/**
+ * Watches a lease while the method runs. With renewals on it renews every `ttl / 3` (as Redisson
+ * does) and stops the moment it is told to. Either way it reports a loss once, no later than the
+ * lease's local expiry (whether or not Redis answered): the key gone or taken by someone else,
+ * the lease run out (renewals failing or late, an event loop paused past it, or no renewals),
+ * or `maxHold` reached.
+ * @internal
+ */
+export class Watchdog {
+  /** @internal Its place in the wake-up list of its interval. */
+  due = 0;
+  /** @internal */
+  prev?: Watchdog;
+  /** @internal */
+  next?: Watchdog;
+  private stopped = false;
+  /** The interval it sleeps for now (its wake-up group), if it sleeps. */
+  private sleeping?: number;
+  /** A renewal is on its way (a wake-up meanwhile only checks the expiry). */
+  private renewing = false;
+  /** The last renewal was cut to what was left of maxHold. */
+  private capped = false;
+  private readonly startedAt = performance.now();
+
+  constructor(
+    private readonly renewer: LeaseRenewer,
+    private readonly lease: WatchedLease,
+    private readonly ttl: number,
+    private readonly maxHold: number,
+    /** false: no renewals, only the report at expiry. */
+    private readonly renews: boolean,
+    private readonly onLost: (error: LockLostError) => void,
+  ) {}
+
+  start(): void {
+    // A lease shorter than its ttl (a grant's claim window) is checked when it would run out.
+    const untilExpiry = this.untilExpiry(this.startedAt);
+    const first = this.renews ? Math.min(this.ttl / 3, untilExpiry) : untilExpiry;
+    this.schedule(first, this.startedAt);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.unschedule();
+  }
+
+  /** @internal Called by the shared timers when its sleep is over. */
+  wake(): void {
+    this.sleeping = undefined;
+    if (this.renewing) this.checkExpiry();
+    else void this.tick();
+  }
+
+  private untilExpiry(now: number): number {
+    return this.lease.validUntil - now;
+  }
+
+  private schedule(ms: number, now = performance.now()): void {
+    if (this.stopped) return;
+    const held = now - this.startedAt;
+    // Wake up exactly at maxHold if it comes before the next renewal.
+    const untilCap = this.maxHold - held;
+    // Whole milliseconds: few distinct intervals, so few shared timers.
+    this.sleeping = Math.max(1, Math.ceil(Math.min(ms, untilCap)));
+    wakeUps.add(this, this.sleeping, now);
+  }
+
+  private unschedule(): void {
+    if (this.sleeping !== undefined) wakeUps.remove(this, this.sleeping);
+    this.sleeping = undefined;
+  }
+
+  /** While a renewal is out: the lease ran out with no answer, or the wait goes on. */
+  private checkExpiry(): void {
+    const now = performance.now();
+    if (this.untilExpiry(now) <= 0) return this.lose('expired');
+    this.schedule(this.untilExpiry(now), now);
+  }
+
+  private async tick(): Promise<void> {
+    if (this.stopped) return;
+    const now = performance.now();
+    const left = this.maxHold - (now - this.startedAt);
+    // The last renewal asked only for what was left of maxHold: its end is maxHold's.
+    if (left <= 0 || (this.capped && this.untilExpiry(now) <= 0)) return this.lose('maxHold');
+    // Checked before anything is sent: after an event-loop pause the lease may be over.
+    if (this.untilExpiry(now) <= 0) return this.lose('expired');
+    if (!this.renews) return this.schedule(this.untilExpiry(now), now);
+    const next = Math.min(this.ttl, Math.ceil(left));
+    this.renewing = true;
+    // Wakes at the local expiry if the renewal has not answered by then.
+    this.schedule(this.untilExpiry(now), now);
+    let ok: boolean;
+    try {
+      ok = await this.renewer.extend(this.lease, next);
+    } catch (error) {
+      this.renewing = false;
+      if (this.stopped) return;
+      this.unschedule();
+      // Redis did not answer: keep trying while the lease may still be ours.
+      const remaining = this.untilExpiry(performance.now());
+      if (remaining <= 0) return this.lose('expired', error);
+      this.schedule(Math.min(this.ttl / 3, remaining / 2));
+      return;
+    }
+    this.renewing = false;
+    if (this.stopped) return;
+    this.unschedule();
+    if (!ok) return this.lose('lost');
+    if (next < this.ttl) {
+      // Capped by maxHold: no more renewals; it ends with this lease.
+      this.capped = true;
+      this.schedule(this.untilExpiry(performance.now()));
+    } else this.schedule(this.ttl / 3);
+  }
+
+  private lose(reason: LockLostReason, cause?: unknown): void {
+    if (this.stopped) return;
+    this.stop();
+    this.onLost(new LockLostError(this.lease.keys, reason, cause));
+  }
+}

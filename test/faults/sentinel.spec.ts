@@ -1,0 +1,297 @@
+import * as net from 'node:net';
+import { Test } from '@nestjs/testing';
+import { Redis } from 'ioredis';
+import {
+  LockBackendError,
+  type LockHandle,
+  LockNotAcquiredError,
+  LockService,
+  RedlockModule,
+  type RedlockModuleOptions,
+} from 'nest-locked';
+import type { LoadJob } from '../fixtures/fault-worker';
+import {
+  describeOutcome,
+  eventually,
+  FaultFrame,
+  loadResults,
+  outcome,
+  releaseIfHeld,
+  settle,
+  type Settled,
+  backwardsStep,
+  strictlyIncreasing,
+  uid,
+  wallNow,
+} from '../support/faults';
+import { byKey, describeOverlaps, findOverlaps } from '../support/intervals';
+import { sleep, uniquePrefix, within } from '../support/lock-app';
+import { type RedisServerHandle, startRedisServer } from '../support/redis-server';
+import { type SentinelGroupHandle, startSentinelGroup } from '../support/redis-sentinel';
+
+/**
+ * Sentinel (item 4 of the faults issue; PRODUCT 2.8 and 5): a primary, two replicas and three
+ * sentinels on loopback. A group entry of ioredis Sentinel options works; the primary SIGKILLed
+ * under load from two OS processes is failed over (down-after 1 s) and locks work again without
+ * an app restart; with `replicaAcks: 1` no lock gets a second holder across the failover; and an
+ * app whose sentinels are all unreachable starts (or fails) within a bounded time.
+ */
+jest.setTimeout(60_000);
+
+const COMMAND_TIMEOUT = 500;
+
+const frame = new FaultFrame();
+let group: SentinelGroupHandle;
+let data: RedisServerHandle;
+let dataRaw: Redis;
+const keyPrefix = uniquePrefix('sentinel');
+
+beforeAll(async () => {
+  data = frame.track(await startRedisServer());
+  dataRaw = frame.raw(data);
+  // Three replicas: two failovers below, each leaving a replica to acknowledge writes.
+  group = await startSentinelGroup({ replicas: 3, downAfterMs: 1_000, failoverTimeoutMs: 2_000 });
+  frame.servers.push(...group.servers, ...group.sentinels);
+});
+
+afterAll(() => frame.stopAll());
+
+/** Module options over the Sentinel group; replicaAcks is set where the library has it. */
+const sentinelOptions = (extra: Record<string, unknown> = {}): RedlockModuleOptions =>
+  ({
+    clients: [group.entry],
+    keyPrefix,
+    commandTimeout: COMMAND_TIMEOUT,
+    replicaAcks: 1,
+    replicaAckTimeout: 500,
+    ...extra,
+  }) as RedlockModuleOptions;
+
+describe('a group entry of Sentinel options', () => {
+  it('locks through the primary the sentinels name, and a release wakes a waiter of another app', async () => {
+    const a = (await frame.app(sentinelOptions())).get(LockService);
+    const b = (await frame.app(sentinelOptions())).get(LockService);
+    const key = `entry:${uid()}`;
+    const fence = await a.using(key, (ctx) => ctx.fence);
+    expect(Number.isSafeInteger(fence)).toBe(true);
+    const held = await a.acquire(key);
+    expect(held.fence).toBeGreaterThan(fence);
+    const waiting = settle(() => b.acquire(key, { waitTimeout: 5_000 }));
+    await sleep(200);
+    const releasedAt = performance.now();
+    await held.release();
+    const r = await waiting;
+    await releaseIfHeld(r);
+    expect(describeOutcome(r)).toBe('acquired');
+    expect(r.at - releasedAt).toBeLessThan(500);
+  });
+});
+
+describe('a failover to replicas that missed the latest writes', () => {
+  const key = `lag:${uid()}`;
+  const fenced = `lag-fence:${uid()}`;
+  let first: Settled<LockHandle>;
+  let second: Settled<LockHandle>;
+  const fencesBefore: number[] = [];
+  let fenceAfter: number;
+
+  /** The failover runs once; each test below checks one promise about it. */
+  beforeAll(async () => {
+    const holder = (await frame.app(sentinelOptions())).get(LockService);
+    const other = (await frame.app(sentinelOptions())).get(LockService);
+    // Without replicaAcks: the fences it is handed must still never go backwards.
+    const plain = (await frame.app(sentinelOptions({ replicaAcks: 0 }))).get(LockService);
+    await holder.using(`warm:${uid()}`, () => undefined);
+    await other.using(`warm:${uid()}`, () => undefined);
+    // Fences every server has...
+    for (let i = 0; i < 3; i++) fencesBefore.push(await plain.using(fenced, (c) => c.fence));
+    const old = await group.waitForSteadyState();
+    const replicas = group.servers.filter((s) => s !== old);
+
+    // The replication links break and stay broken (a replica that cannot authenticate retries
+    // in vain), so nothing written from now on reaches a replica: they lag.
+    const replicaClients = replicas.map((r) => frame.raw(r));
+    const primaryClient = frame.raw(old);
+    await Promise.all(replicaClients.map((c) => c.config('SET', 'masterauth', 'not-the-password')));
+    await primaryClient.client('KILL', 'TYPE', 'replica');
+    expect(
+      await eventually(
+        async () => /connected_slaves:0/.test(await primaryClient.info('replication')),
+        5_000,
+      ),
+    ).toBe(true);
+    // ...and fences only the primary has (its replicas' counters are stale, not missing).
+    for (let i = 0; i < 3; i++) fencesBefore.push(await plain.using(fenced, (c) => c.fence));
+    // The primary dies right after the acquire answered.
+    first = await settle(() => holder.acquire(key, { waitTimeout: 0, ttl: 10_000 }));
+    old.kill('SIGKILL');
+    await Promise.all(replicaClients.map((c) => c.config('SET', 'masterauth', '')));
+    await group.waitForFailover(old, 20_000);
+
+    // Once the new primary answers, another app tries the same key.
+    second = await settle(() => other.acquire(key, { waitTimeout: 0 }));
+    for (let i = 0; i < 50 && outcome(second) === LockBackendError.name; i++) {
+      await sleep(200);
+      second = await settle(() => other.acquire(key, { waitTimeout: 0 }));
+    }
+    await releaseIfHeld(second);
+    await releaseIfHeld(first);
+    fenceAfter = await other.using(fenced, (c) => c.fence);
+  });
+
+  it('replicaAcks: 1 never lets a lock no replica acknowledged reach a second holder', () => {
+    // Two holders at once is the one outcome that must not happen; with replicaAcks the first
+    // acquire is refused (LockBackendError: no replica acknowledged it) and the key stays free.
+    expect({ first: outcome(first), second: outcome(second) }).toEqual({
+      first: LockBackendError.name,
+      second: 'acquired',
+    });
+  });
+
+  it('the next fence is larger than every fence handed out before, though the promoted replica had an older counter (item 1)', () => {
+    expect(fenceAfter).toBeGreaterThan(Math.max(...fencesBefore));
+  });
+});
+
+describe('the primary SIGKILLed under load (failover to a replica)', () => {
+  const LOAD_MS = 8_000;
+  const HELD_TTL = 10_000;
+
+  it('no overlap and no second holder across the failover (replicaAcks: 1), fences keep increasing, and locks work again without an app restart', async () => {
+    // From a settled group: one primary, every other live server replicating it (right after
+    // an earlier failover, a replica may still be syncing or a promoted one not yet turned back).
+    await group.waitForSteadyState();
+    const app = (await frame.app(sentinelOptions())).get(LockService);
+    const id = uid();
+    const job: LoadJob = {
+      scenario: 'load',
+      options: sentinelOptions({ ttl: 2_000 }) as LoadJob['options'],
+      call: { waitTimeout: 8_000 },
+      keys: [`load:${id}:a`, `load:${id}:b`],
+      concurrency: 2,
+      durationMs: LOAD_MS,
+      maxCalls: 5_000,
+      delayMs: 2,
+      pauseMs: 20,
+      dataUrl: data.url,
+      dataPrefix: `${keyPrefix}data:${id}:`,
+      timeoutMs: LOAD_MS + 30_000,
+    };
+    const workers = [0, 1].map(() => frame.worker(job));
+    await Promise.all(workers.map((w) => w.ready));
+    // A lock held across the failover: its lease (10 s) outlives the failover.
+    const heldKey = `held:${id}`;
+    const held = await app.acquire(heldKey, { ttl: HELD_TTL });
+    workers.forEach((w) => w.go());
+
+    await sleep(1_500);
+    const old = await group.primary();
+    old.kill('SIGKILL');
+    const killedAt = wallNow();
+    const next = await group.waitForFailover(old, 20_000);
+    const failedOverAt = wallNow();
+    expect(next).not.toBe(old);
+
+    // The same app locks again, without a restart (bounded retries).
+    let again = await settle(() => app.acquire(`after:${id}`, { waitTimeout: 0 }));
+    for (let i = 0; i < 50 && !again.ok; i++) {
+      await sleep(200);
+      again = await settle(() => app.acquire(`after:${id}`, { waitTimeout: 0 }));
+    }
+    const workingAgainAfterMs = Math.round(wallNow() - failedOverAt);
+    await releaseIfHeld(again);
+
+    // Nobody else gets the held lock; its holder still has it.
+    const probe = await settle(() => app.acquire(heldKey, { waitTimeout: 0 }));
+    await releaseIfHeld(probe);
+    const heldLost = held.signal.aborted;
+    await held.release();
+
+    const { results, errors, holds } = await loadResults(workers, LOAD_MS + 30_000);
+    const countersOff: string[] = [];
+    const fencesBackwards: string[] = [];
+    const keysWithoutHoldAfterFailover: string[] = [];
+    for (const key of job.keys) {
+      const list = byKey(holds).get(key) ?? [];
+      const counter = Number(await dataRaw.get(`${job.dataPrefix}${key}`));
+      if (counter !== list.length) countersOff.push(`${key}: ${counter} for ${list.length} holds`);
+      const ordered = [...list].sort((x, y) => x.start - y.start).map((h) => h.fence);
+      if (!strictlyIncreasing(ordered)) fencesBackwards.push(`${key}: ${backwardsStep(ordered)}`);
+      if (!list.some((h) => h.start > failedOverAt)) keysWithoutHoldAfterFailover.push(key);
+    }
+    expect({
+      lockedAgain: describeOutcome(again),
+      workingAgainSoon: workingAgainAfterMs < 10_000,
+      probeOfTheHeldLock: outcome(probe),
+      heldLockLost: heldLost,
+      workerExitCodes: results.map((r) => r.code),
+      // During the failover a call may fail with LockBackendError (503); nothing else.
+      otherErrors: errors
+        .filter((e) => e.name !== LockBackendError.name)
+        .slice(0, 3)
+        .map((e) => `${e.name}: ${e.message}`),
+      // Times in ms after the kill.
+      overlaps: describeOverlaps(
+        findOverlaps(
+          holds.map((h) => ({ ...h, start: h.start - killedAt, end: h.end - killedAt })),
+        ),
+      ),
+      failedOverAfterMs: Math.round(failedOverAt - killedAt) < 15_000,
+      countersOff,
+      fencesBackwards,
+      keysWithoutHoldAfterFailover,
+      holdsBeforeTheKill: holds.some((h) => h.end < killedAt),
+    }).toEqual({
+      lockedAgain: 'acquired',
+      workingAgainSoon: true,
+      probeOfTheHeldLock: LockNotAcquiredError.name,
+      heldLockLost: false,
+      workerExitCodes: [0, 0],
+      otherErrors: [],
+      overlaps: '',
+      failedOverAfterMs: true,
+      countersOff: [],
+      fencesBackwards: [],
+      keysWithoutHoldAfterFailover: [],
+      holdsBeforeTheKill: true,
+    });
+  });
+});
+
+describe('every sentinel unreachable', () => {
+  /** A loopback port nothing listens on. */
+  async function closedPort(): Promise<number> {
+    const server = net.createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as net.AddressInfo;
+    await new Promise((resolve) => server.close(resolve));
+    return port;
+  }
+
+  it('app startup fails or proceeds within 10 s, and a call then fails fast with LockBackendError', async () => {
+    const ports = [await closedPort(), await closedPort()];
+    const options = {
+      clients: [
+        { sentinels: ports.map((port) => ({ host: '127.0.0.1', port })), name: 'mymaster' },
+      ],
+      keyPrefix,
+      commandTimeout: COMMAND_TIMEOUT,
+    };
+    // Built by hand, not with createLockApp, so a startup that hangs can still be closed.
+    const moduleRef = await Test.createTestingModule({
+      imports: [RedlockModule.forRoot(options)],
+    }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    frame.apps.push(app);
+    const started = await settle(() =>
+      within(app.init(), 10_000, 'startup with every sentinel unreachable'),
+    );
+    const startupMessage = started.ok ? 'started' : String((started.error as Error).message);
+    expect(startupMessage).not.toMatch(/did not settle/);
+    if (!started.ok) return; // failing startup is a bounded answer too
+    const r = await settle(() => app.get(LockService).acquire(`dark:${uid()}`, { waitTimeout: 0 }));
+    await releaseIfHeld(r);
+    expect(outcome(r)).toBe(LockBackendError.name);
+    expect(r.ms).toBeLessThan(COMMAND_TIMEOUT + 2_000);
+  });
+});

@@ -1,0 +1,222 @@
+import { Redis } from 'ioredis';
+import { LockBackendError, type LockHandle, LockLostError, LockService } from 'nest-locked';
+import {
+  abortedWithin,
+  describeOutcome,
+  FaultFrame,
+  singleNodeApps,
+  frozen,
+  outcome,
+  releaseIfHeld,
+  settle,
+  type Settled,
+  uid,
+} from '../support/faults';
+import { lockRedisKey, sleep, uniquePrefix, within } from '../support/lock-app';
+import type { RedisServerHandle } from '../support/redis-server';
+
+/**
+ * Redis stops answering (SIGSTOP) or goes away for a moment (killed, restarted on its port).
+ * PRODUCT 5: "no caller hangs past waitTimeout + commandTimeout; recovery without restart";
+ * README "Blips" (item 8 of the faults issue): a caller already waiting survives an outage
+ * shorter than its remaining wait, a new caller during the outage fails fast.
+ */
+jest.setTimeout(40_000);
+
+const COMMAND_TIMEOUT = 500;
+/** Scheduling slack on a loaded 2-core machine. */
+const MARGIN = 700;
+
+const frame = new FaultFrame();
+let server: RedisServerHandle;
+let raw: Redis;
+let locks: LockService;
+let others: LockService;
+const keyPrefix = uniquePrefix('stall');
+const lockKey = (key: string) => lockRedisKey(keyPrefix, key);
+
+beforeAll(async () => {
+  ({
+    server,
+    raw,
+    services: [locks, others],
+  } = await singleNodeApps(frame, 2, { keyPrefix, commandTimeout: COMMAND_TIMEOUT }));
+  // Scripts loaded and connections open before anything breaks.
+  await locks.using(`warm:${uid()}`, () => undefined);
+  await others.using(`warm:${uid()}`, () => undefined);
+});
+
+afterAll(() => frame.stopAll());
+
+interface Call {
+  what: string;
+  waitTimeout: number;
+  result: Promise<Settled<LockHandle>>;
+}
+
+/** Every call settled (each released once held), never hung; outcome and time of each. */
+async function settleAll(calls: Call[]) {
+  const limit = Math.max(...calls.map((c) => c.waitTimeout)) + COMMAND_TIMEOUT + 5_000;
+  const results = await within(Promise.all(calls.map((c) => c.result)), limit, 'the callers');
+  return calls.map((c, i) => ({
+    what: c.what,
+    outcome: outcome(results[i]),
+    detail: describeOutcome(results[i]),
+    ms: Math.round(results[i].ms),
+    bound: c.waitTimeout + COMMAND_TIMEOUT + MARGIN,
+  }));
+}
+
+describe('Redis stalled (SIGSTOP 3 s)', () => {
+  const STALL = 3_000;
+  const HOLD_TTL = 1_500;
+  const busy = `stall:busy:${uid()}`;
+  const busyAtDeadline = `stall:busy-at-deadline:${uid()}`;
+  let report: Awaited<ReturnType<typeof settleAll>>;
+  let held: LockHandle;
+  let heldAbortedAfter: number | undefined;
+
+  /** The scenario runs once; each test below checks one promise about it. */
+  beforeAll(async () => {
+    // Held by another tool until early in the stall: its waiters have nothing to wait for once
+    // Redis is back, and their poll at that expiry meets a frozen Redis.
+    await raw.set(lockKey(busy), 'foreign', 'PX', 400);
+    // Held until 100 ms before its waiter's deadline: that waiter's poll is still in flight (Redis
+    // frozen) when its waitTimeout ends, hence the "+ commandTimeout" of the bound.
+    await raw.set(lockKey(busyAtDeadline), 'foreign', 'PX', 1_700);
+    held = await locks.acquire(`stall:held:${uid()}`, { ttl: HOLD_TTL });
+
+    const calls: Call[] = [];
+    const call = (what: string, key: string, waitTimeout: number) =>
+      calls.push({
+        what,
+        waitTimeout,
+        // Released as soon as it is held, so no caller waits on another's hold.
+        result: settle(() => others.acquire(key, { waitTimeout })).then(async (r) => {
+          await releaseIfHeld(r);
+          return r;
+        }),
+      });
+    // Already waiting when Redis stops: deadlines inside and after the stall.
+    for (const waitTimeout of [1_000, 2_500, 6_000]) {
+      call(`waiting ${waitTimeout}`, busy, waitTimeout);
+    }
+    call('waiting 1800, its poll in flight at its deadline', busyAtDeadline, 1_800);
+    await sleep(100);
+
+    const stalledAt = performance.now();
+    const heldAborted = abortedWithin(held.signal, HOLD_TTL + 3_000);
+    await frozen(server, STALL, async () => {
+      await sleep(200);
+      // New callers during the stall, on free keys and on the busy one.
+      for (const waitTimeout of [0, 1_000, 5_000]) {
+        call(`new ${waitTimeout}`, `stall:free:${uid()}`, waitTimeout);
+      }
+      call('new 5000 on the busy key', busy, 5_000);
+    });
+    report = await settleAll(calls);
+    const abortedAt = await heldAborted;
+    heldAbortedAfter = abortedAt === undefined ? undefined : abortedAt - stalledAt;
+    await held.release();
+  });
+
+  it('no caller hangs: each settles within its waitTimeout + commandTimeout', () => {
+    expect(report.filter((r) => r.ms > r.bound)).toEqual([]);
+  });
+
+  it('each caller gets the lock or LockBackendError (Redis, not contention, failed it)', () => {
+    expect(
+      report.filter((r) => r.outcome !== 'acquired' && r.outcome !== LockBackendError.name),
+    ).toEqual([]);
+  });
+
+  it('a new caller during the stall fails fast (its first try fails: a quick 503)', () => {
+    const fresh = report.filter((r) => /^new \d+$/.test(r.what));
+    expect(fresh.filter((r) => r.outcome !== LockBackendError.name)).toEqual([]);
+    expect(fresh.filter((r) => r.ms >= COMMAND_TIMEOUT + MARGIN)).toEqual([]);
+  });
+
+  it('a caller waiting with a deadline well after the stall gets the lock', () => {
+    expect(report.find((r) => r.what === 'waiting 6000')).toMatchObject({ outcome: 'acquired' });
+  });
+
+  it("a holder's signal aborts (LockLostError) no later than its lease's local end, Redis frozen or not", () => {
+    expect(heldAbortedAfter).toBeDefined();
+    expect(heldAbortedAfter).toBeLessThanOrEqual(HOLD_TTL + MARGIN);
+    expect(held.signal.reason).toBeInstanceOf(LockLostError);
+  });
+
+  it('nothing is left locked by a token nobody holds', async () => {
+    await sleep(300);
+    const left = [];
+    for (const key of [busy, busyAtDeadline, held.keys[0]]) {
+      if (await raw.exists(lockKey(key))) left.push(key);
+    }
+    expect(left).toEqual([]);
+  });
+
+  it('recovers without a restart: the same apps lock, and a waiter of one is granted by the other', async () => {
+    const again = await settle(() => locks.acquire(`stall:after:${uid()}`, { waitTimeout: 0 }));
+    await releaseIfHeld(again);
+    expect(describeOutcome(again)).toBe('acquired');
+    const key = `stall:handoff:${uid()}`;
+    const holding = await locks.acquire(key);
+    const waiter = settle(() => others.acquire(key, { waitTimeout: 5_000 }));
+    await sleep(200);
+    const releasedAt = performance.now();
+    await holding.release();
+    const granted = await waiter;
+    await releaseIfHeld(granted);
+    expect(describeOutcome(granted)).toBe('acquired');
+    expect(granted.at - releasedAt).toBeLessThan(500);
+  });
+});
+
+describe('a blip shorter than the remaining wait', () => {
+  it('Redis SIGSTOPped 1 s: a caller already waiting (waitTimeout 5 s) gets the lock afterwards; a new caller during the blip gets LockBackendError fast', async () => {
+    const key = `blip:stop:${uid()}`;
+    // Free 600 ms from now, mid-blip: the waiter's next poll meets a frozen Redis.
+    await raw.set(lockKey(key), 'foreign', 'PX', 600);
+    const waiting = settle(() => others.acquire(key, { waitTimeout: 5_000 }));
+    await sleep(300);
+    const fresh = await frozen(server, 1_000, async () => {
+      await sleep(200);
+      return settle(() => locks.acquire(`blip:new:${uid()}`, { waitTimeout: 5_000 }));
+    });
+    await releaseIfHeld(fresh);
+    expect(describeOutcome(fresh)).toMatch(/^LockBackendError/);
+    expect(fresh.ms).toBeLessThan(COMMAND_TIMEOUT + MARGIN);
+
+    const r = await within(waiting, 10_000, 'the waiter');
+    await releaseIfHeld(r);
+    expect(describeOutcome(r)).toBe('acquired');
+    expect(r.ms).toBeLessThan(5_000);
+  });
+
+  it('Redis killed and restarted on its port 1 s later: the waiter gets the lock once it is back, a new caller meanwhile gets LockBackendError fast, fences keep increasing', async () => {
+    const key = `blip:restart:${uid()}`;
+    const before: number[] = [];
+    for (let i = 0; i < 3; i++) before.push(await locks.using(key, ({ fence }) => fence));
+    // Held by another tool for long: only the restart (an empty Redis) frees it.
+    await raw.set(lockKey(key), 'foreign', 'PX', 30_000);
+    const waiting = settle(() => others.acquire(key, { waitTimeout: 5_000 }));
+    await sleep(300);
+
+    server.kill('SIGKILL');
+    await sleep(200);
+    const fresh = await settle(() => locks.acquire(`blip:new:${uid()}`, { waitTimeout: 5_000 }));
+    await releaseIfHeld(fresh);
+    await sleep(800);
+    await server.restart();
+
+    expect(describeOutcome(fresh)).toMatch(/^LockBackendError/);
+    expect(fresh.ms).toBeLessThan(COMMAND_TIMEOUT + MARGIN);
+
+    const r = await within(waiting, 10_000, 'the waiter');
+    expect(describeOutcome(r)).toBe('acquired');
+    expect(r.ms).toBeLessThan(5_000);
+    const fence = r.value!.fence;
+    await releaseIfHeld(r);
+    expect(fence).toBeGreaterThan(Math.max(...before));
+  });
+});

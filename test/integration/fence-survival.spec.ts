@@ -1,0 +1,105 @@
+import type { INestApplication } from '@nestjs/common';
+import { Redis } from 'ioredis';
+import { LockService } from 'nest-locked';
+import { createLockApp, lockRedisKey, uniquePrefix } from '../support/lock-app';
+import {
+  type RedisServerHandle,
+  startRedisServer,
+  startRedisServers,
+} from '../support/redis-server';
+
+jest.setTimeout(60_000);
+
+/** Fences of `n` holds of `key`, one after the other. */
+async function fencesOf(locks: LockService, key: string, n: number): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) out.push(await locks.using(key, ({ fence }) => fence));
+  return out;
+}
+
+const increasing = (fences: number[]): boolean =>
+  fences.every((f, i) => Number.isSafeInteger(f) && (i === 0 || f > fences[i - 1]));
+
+describe('fences never go backwards (single node)', () => {
+  let server: RedisServerHandle;
+  let app: INestApplication;
+  let locks: LockService;
+  let raw: Redis;
+  const keyPrefix = uniquePrefix('fence-survival');
+
+  beforeAll(async () => {
+    server = await startRedisServer();
+    raw = new Redis(server.url);
+    app = await createLockApp({
+      options: { clients: [server.url], keyPrefix, waitTimeout: 2_000 },
+    });
+    locks = app.get(LockService);
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    raw?.disconnect();
+    await server?.stop();
+  });
+
+  it('after Redis restarted without persistence, the next fence is larger than every earlier one', async () => {
+    const before = await fencesOf(locks, 'restart:a', 5);
+    await server.restart();
+    // The lock connection reconnects by itself; give it a moment.
+    let after: number[] = [];
+    for (let i = 0; i < 50 && after.length === 0; i++) {
+      after = await fencesOf(locks, 'restart:a', 5).catch(async () => {
+        await new Promise((r) => setTimeout(r, 100));
+        return [];
+      });
+    }
+    expect(increasing([...before, ...after])).toBe(true);
+  });
+
+  it('after the fence counter was evicted (deleted), the next fence is larger', async () => {
+    const before = await fencesOf(locks, 'evict:a', 3);
+    await raw.del(`${lockRedisKey(keyPrefix, 'evict:a')}:fence`);
+    const after = await fencesOf(locks, 'evict:a', 3);
+    expect(increasing([...before, ...after])).toBe(true);
+  });
+
+  it('fence counters expire: an idle key leaves nothing behind for good', async () => {
+    await fencesOf(locks, 'idle:a', 1);
+    const pttl = await raw.pttl(`${lockRedisKey(keyPrefix, 'idle:a')}:fence`);
+    expect(pttl).toBeGreaterThan(0);
+  });
+});
+
+describe('fences never go backwards (quorum of 3)', () => {
+  let servers: RedisServerHandle[];
+  let app: INestApplication;
+  let locks: LockService;
+  const keyPrefix = uniquePrefix('fence-survival-q');
+
+  beforeAll(async () => {
+    servers = await startRedisServers(3);
+    app = await createLockApp({
+      options: { clients: servers.map((s) => s.url), keyPrefix, waitTimeout: 2_000 },
+    });
+    locks = app.get(LockService);
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await Promise.all((servers ?? []).map((s) => s.stop()));
+  });
+
+  it('two of three nodes restarted empty: the next fence is larger than every earlier one', async () => {
+    const before = await fencesOf(locks, 'q:a', 5);
+    await servers[0].restart();
+    await servers[1].restart();
+    let after: number[] = [];
+    for (let i = 0; i < 50 && after.length === 0; i++) {
+      after = await fencesOf(locks, 'q:a', 5).catch(async () => {
+        await new Promise((r) => setTimeout(r, 100));
+        return [];
+      });
+    }
+    expect(increasing([...before, ...after])).toBe(true);
+  });
+});

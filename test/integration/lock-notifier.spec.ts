@@ -1,0 +1,241 @@
+import { randomBytes } from 'node:crypto';
+import type { INestApplication } from '@nestjs/common';
+import Redis from 'ioredis';
+import { LockService } from 'nest-locked';
+import type { LockClient } from '../../lib/engine/lock-client';
+import { LockClientRegistry } from '../../lib/module/lock-client.registry';
+import type { LockNotifier } from '../../lib/redis/lock-notifier';
+import { createLockApp, sleep, uniquePrefix, within } from '../support/lock-app';
+import { type RedisServerHandle, startRedisServers, stopAll } from '../support/redis-server';
+
+/**
+ * Release notifications of a quorum group (3 independent masters): every node's PUBLISH reaches
+ * the waiters of this process, so a node that is down (or comes back) holds nobody up. Jest fails
+ * a test in which a promise rejection goes unhandled, so these also check that a subscriber of a
+ * node that is down leaves none.
+ */
+jest.setTimeout(60_000);
+
+let servers: RedisServerHandle[] = [];
+/** Plain connections to each server, for PUBLISH and PUBSUB CHANNELS. */
+let direct: Redis[] = [];
+const apps: INestApplication[] = [];
+
+beforeAll(async () => {
+  servers = await startRedisServers(3);
+  direct = servers.map(
+    (s) => new Redis(s.url, { enableOfflineQueue: false, maxRetriesPerRequest: 1 }),
+  );
+  for (const d of direct) d.on('error', () => undefined);
+});
+
+afterEach(async () => {
+  await Promise.all(apps.splice(0).map((app) => app.close()));
+  // Every test starts with the three servers up.
+  await Promise.all(servers.map((s) => (s.pid === undefined ? s.restart() : undefined)));
+  await Promise.all(direct.map((d) => waitUntil(() => d.status === 'ready', 10_000, 'reconnect')));
+});
+
+afterAll(async () => {
+  for (const d of direct) d.disconnect();
+  await stopAll(servers);
+});
+
+async function quorumApp(keyPrefix = uniquePrefix('notifier')): Promise<INestApplication> {
+  const app = await createLockApp({
+    options: { clients: servers.map((s) => s.url), keyPrefix, commandTimeout: 2_000 },
+  });
+  apps.push(app);
+  return app;
+}
+
+const notifierOf = (app: INestApplication): LockNotifier =>
+  (app.get(LockClientRegistry).get('default') as LockClient).notifier;
+
+const channelName = () => `t:notifier:${randomBytes(4).toString('hex')}:rel`;
+
+async function waitUntil(check: () => boolean | Promise<boolean>, ms: number, what: string) {
+  const end = performance.now() + ms;
+  while (!(await check())) {
+    if (performance.now() > end) throw new Error(`${what}: not within ${ms} ms`);
+    await sleep(20);
+  }
+}
+
+/** Indexes of the nodes where `channel` has a subscriber right now. */
+async function nodesSubscribedTo(channel: string): Promise<number[]> {
+  const lists = await Promise.all(direct.map((d) => d.pubsub('CHANNELS', channel)));
+  return lists.flatMap((list, i) => ((list as string[]).includes(channel) ? [i] : []));
+}
+
+/** ms until `promise` settles, or Infinity when it has not within `limit` ms. */
+async function settleTime(promise: Promise<unknown>, limit: number): Promise<number> {
+  const start = performance.now();
+  const settled = await Promise.race([
+    promise.then(
+      () => true,
+      () => true,
+    ),
+    sleep(limit).then(() => false),
+  ]);
+  return settled ? performance.now() - start : Infinity;
+}
+
+/**
+ * Publishes `payload` on `channel` through node `i` until the listener reports it (a node that
+ * was down is resubscribed after a reconnect backoff), for at most `ms`.
+ */
+async function heardFrom(
+  i: number,
+  channel: string,
+  heard: string[],
+  payload: string,
+  ms: number,
+): Promise<boolean> {
+  const end = performance.now() + ms;
+  while (performance.now() < end) {
+    await direct[i].publish(channel, payload).catch(() => 0);
+    await sleep(50);
+    if (heard.includes(payload)) return true;
+  }
+  return false;
+}
+
+it('with node 0 down, a listener is ready at once and hears a PUBLISH sent to node 1', async () => {
+  await servers[0].stop();
+  const notifier = notifierOf(await quorumApp());
+  const channel = channelName();
+  let heardAt = 0;
+  let readyMs: Promise<number> = Promise.resolve(Infinity);
+  const heard = new Promise<void>((resolve) => {
+    const sub = notifier.listen(channel, (message) => {
+      if (message !== 'r') return;
+      heardAt = performance.now();
+      sub.stop();
+      resolve();
+    });
+    readyMs = settleTime(sub.ready, 2_500);
+  });
+  expect(await readyMs).toBeLessThan(500);
+  expect(await settleTime(notifier.ready(), 2_500)).toBeLessThan(500);
+
+  // `ready` means some live node confirmed; wait for node 1's own confirmation before
+  // publishing there (node 2 may have answered first).
+  await waitUntil(
+    async () => ((await direct[1].pubsub('CHANNELS', channel)) as string[]).includes(channel),
+    2_000,
+    'node 1',
+  );
+  const sentAt = performance.now();
+  expect(await direct[1].publish(channel, 'r')).toBeGreaterThanOrEqual(1);
+  expect(await settleTime(heard, 2_000)).toBeLessThan(500);
+  expect(heardAt - sentAt).toBeLessThan(500);
+});
+
+it("with node 0 down, another app's waiter takes the key right after the release", async () => {
+  await servers[0].stop();
+  const keyPrefix = uniquePrefix('notifier-e2e');
+  const [a, b] = await Promise.all([quorumApp(keyPrefix), quorumApp(keyPrefix)]);
+  const holder = a.get(LockService);
+  const waiter = b.get(LockService);
+  const lock = await holder.acquire('k', { waitTimeout: 1_000 });
+  let acquiredAt = 0;
+  const waiting = waiter.acquire('k', { waitTimeout: 5_000 }).then((handle) => {
+    acquiredAt = performance.now();
+    return handle;
+  });
+  await sleep(200);
+  const releasedAt = performance.now();
+  await lock.release();
+  const handle = await within(waiting, 6_000, 'the waiter');
+  expect(handle.fence).toBeGreaterThan(lock.fence);
+  // Before: ~1,800 ms (the wake-up waited for commandTimeout on the dead node's subscriber).
+  expect(acquiredAt - releasedAt).toBeLessThan(800);
+  await handle.release();
+});
+
+it('subscribes a key channel on every node and unsubscribes it on every node when the last listener leaves', async () => {
+  const notifier = notifierOf(await quorumApp());
+  const channel = channelName();
+  const first = notifier.listen(channel, () => undefined);
+  const second = notifier.listen(channel, () => undefined);
+  await within(first.ready, 2_000, 'the subscription');
+  await waitUntil(
+    async () => (await nodesSubscribedTo(channel)).length === 3,
+    2_000,
+    'subscribed',
+  ).catch(() => undefined);
+  expect(await nodesSubscribedTo(channel)).toEqual([0, 1, 2]);
+  expect(notifier.size).toBe(1);
+
+  first.stop();
+  await sleep(100);
+  expect(await nodesSubscribedTo(channel)).toEqual([0, 1, 2]);
+  second.stop();
+  expect(notifier.size).toBe(0);
+  await waitUntil(async () => (await nodesSubscribedTo(channel)).length === 0, 2_000, 'left').catch(
+    () => undefined,
+  );
+  expect(await nodesSubscribedTo(channel)).toEqual([]);
+});
+
+it('hears a node again once it is restarted, and a node that was down from the start once it is up', async () => {
+  await servers[0].stop();
+  const notifier = notifierOf(await quorumApp());
+  const channel = channelName();
+  const heard: string[] = [];
+  const sub = notifier.listen(channel, (message) => heard.push(message));
+  await within(sub.ready, 2_000, 'the subscription');
+  expect(await heardFrom(1, channel, heard, 'before', 2_000)).toBe(true);
+
+  await servers[1].restart();
+  expect(await heardFrom(1, channel, heard, 'after restart', 10_000)).toBe(true);
+
+  await servers[0].restart();
+  await waitUntil(() => direct[0].status === 'ready', 10_000, 'reconnect');
+  expect(await heardFrom(0, channel, heard, 'node 0 up', 10_000)).toBe(true);
+  sub.stop();
+});
+
+it('leaves nothing subscribed on a node that was down while the last listener left', async () => {
+  const notifier = notifierOf(await quorumApp());
+  const channel = channelName();
+  const sub = notifier.listen(channel, () => undefined);
+  await within(sub.ready, 2_000, 'the subscription');
+  await waitUntil(async () => (await nodesSubscribedTo(channel)).length === 3, 2_000, 'subscribed');
+
+  servers[1].kill();
+  await sleep(200);
+  sub.stop();
+  await servers[1].restart();
+  await waitUntil(() => direct[1].status === 'ready', 10_000, 'reconnect');
+  // The notifier is back on node 1 once its own (grant) channel is subscribed there again.
+  await waitUntil(
+    async () => ((await direct[1].pubsub('CHANNELS', 'nest-locked:g:*')) as string[]).length > 0,
+    10_000,
+    'the notifier resubscribed on node 1',
+  );
+  await sleep(100);
+  expect(await nodesSubscribedTo(channel)).toEqual([]);
+  expect(notifier.size).toBe(0);
+});
+
+it('wakes once for a release published on every node, and again for the next one', async () => {
+  const notifier = notifierOf(await quorumApp());
+  const channel = channelName();
+  const heard: string[] = [];
+  const sub = notifier.listen(channel, (message) => heard.push(message));
+  await within(sub.ready, 2_000, 'the subscription');
+  await waitUntil(async () => (await nodesSubscribedTo(channel)).length === 3, 2_000, 'subscribed');
+
+  // What a quorum release does: the same message on each node at once.
+  await Promise.all(direct.map((d) => d.publish(channel, 'r')));
+  await sleep(100);
+  expect(heard).toEqual(['r']);
+  // A node heard twice is a new release, at once.
+  await Promise.all(direct.map((d) => d.publish(channel, 'r')));
+  await direct[1].publish(channel, 'r');
+  await sleep(100);
+  expect(heard).toEqual(['r', 'r', 'r']);
+  sub.stop();
+});

@@ -1,0 +1,73 @@
+import type { INestApplication } from '@nestjs/common';
+import { Redis } from 'ioredis';
+import { LockBackendError, LockService } from 'nest-locked';
+import { createLockApp, lockRedisKey, sleep, timed, uniquePrefix } from '../support/lock-app';
+import { type RedisServerHandle, startRedisServer } from '../support/redis-server';
+
+jest.setTimeout(30_000);
+
+/** Waits until the master sees `count` replicas online. */
+async function replicasOnline(master: Redis, count: number): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const info = await master.info('replication');
+    const online = info.split('\n').filter((l) => /^slave\d+:.*state=online/.test(l)).length;
+    if (online >= count) return;
+    await sleep(100);
+  }
+  throw new Error(`no ${count} replica(s) online within 10 s`);
+}
+
+describe('replicaAcks: a lock counts only once replicas acknowledged it', () => {
+  let master: RedisServerHandle;
+  let replica: RedisServerHandle;
+  let raw: Redis;
+  let app: INestApplication;
+  let locks: LockService;
+  const keyPrefix = uniquePrefix('acks');
+
+  beforeAll(async () => {
+    master = await startRedisServer();
+    replica = await startRedisServer({ args: ['--replicaof', '127.0.0.1', String(master.port)] });
+    raw = new Redis(master.url);
+    await replicasOnline(raw, 1);
+    app = await createLockApp({
+      options: { clients: [master.url], keyPrefix, replicaAcks: 1, replicaAckTimeout: 300 },
+    });
+    locks = app.get(LockService);
+  });
+
+  afterAll(async () => {
+    replica?.kill('SIGCONT');
+    await app?.close();
+    raw?.disconnect();
+    await replica?.stop();
+    await master?.stop();
+  });
+
+  it('with the replica up, locks and renewals work as usual', async () => {
+    const value = await locks.using('acks:up', ({ fence }) => fence);
+    expect(Number.isSafeInteger(value)).toBe(true);
+    const handle = await locks.acquire('acks:up', { ttl: 1_500 });
+    await sleep(1_200); // two renewals (every 500 ms), each acknowledged
+    expect(handle.signal.aborted).toBe(false);
+    await handle.release();
+  });
+
+  it('with the replica stalled: LockBackendError within the ack timeout, and the key is not left locked', async () => {
+    replica.kill('SIGSTOP');
+    try {
+      const r = await timed(locks.acquire('acks:down', { waitTimeout: 0 }));
+      expect(r.ok).toBe(false);
+      expect(r.ok ? undefined : r.error).toBeInstanceOf(LockBackendError);
+      expect(String(r.ok ? '' : r.error)).toContain('replicas acknowledged');
+      expect(r.ms).toBeLessThan(300 + 1_000);
+      await sleep(50);
+      expect(await raw.get(lockRedisKey(keyPrefix, 'acks:down'))).toBeNull();
+      // Per call, 0 turns it off: the lock is taken without waiting for the replica.
+      const handle = await locks.acquire('acks:down', { waitTimeout: 0, replicaAcks: 0 });
+      await handle.release();
+    } finally {
+      replica.kill('SIGCONT');
+    }
+  });
+});

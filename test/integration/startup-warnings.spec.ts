@@ -1,0 +1,101 @@
+import * as net from 'node:net';
+import { Logger } from '@nestjs/common';
+import { Redis } from 'ioredis';
+import { createLockApp, uniquePrefix, within } from '../support/lock-app';
+import { type RedisServerHandle, startRedisServer } from '../support/redis-server';
+
+jest.setTimeout(30_000);
+
+/** A loopback port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+describe('what startup tells about the lock servers', () => {
+  let warn: jest.SpyInstance;
+  const warnings = (): string[] => warn.mock.calls.map((c: unknown[]) => String(c[0]));
+
+  beforeEach(() => {
+    warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+  });
+  afterEach(() => warn.mockRestore());
+
+  describe('a server that can evict keys', () => {
+    let server: RedisServerHandle;
+    beforeAll(async () => {
+      server = await startRedisServer({
+        args: ['--maxmemory', '100mb', '--maxmemory-policy', 'allkeys-lru'],
+      });
+    });
+    afterAll(() => server?.stop());
+
+    it('warns once at startup, naming the policy and the safe one', async () => {
+      const app = await createLockApp({
+        options: { clients: [server.url], keyPrefix: uniquePrefix('evict') },
+      });
+      await app.close();
+      const found = warnings().filter((w) => w.includes('maxmemory-policy allkeys-lru'));
+      expect(found).toHaveLength(1);
+      expect(found[0]).toContain('noeviction');
+    });
+  });
+
+  describe('a server that cannot evict', () => {
+    let server: RedisServerHandle;
+    beforeAll(async () => {
+      server = await startRedisServer({
+        args: ['--maxmemory', '100mb', '--maxmemory-policy', 'noeviction'],
+      });
+    });
+    afterAll(() => server?.stop());
+
+    it('says nothing about eviction', async () => {
+      const app = await createLockApp({
+        options: { clients: [server.url], keyPrefix: uniquePrefix('noevict') },
+      });
+      await app.close();
+      expect(warnings().filter((w) => w.includes('maxmemory'))).toEqual([]);
+    });
+  });
+
+  it('every sentinel unreachable: startup goes on within a bounded time, the cause logged', async () => {
+    const port = await closedPort();
+    const app = await within(
+      createLockApp({
+        options: {
+          clients: [{ sentinels: [{ host: '127.0.0.1', port }], name: 'mymaster' }],
+          commandTimeout: 1_000,
+        },
+      }),
+      10_000,
+      'startup with every sentinel unreachable',
+    );
+    await app.close();
+    expect(warnings().some((w) => /cannot reach Redis yet/.test(w))).toBe(true);
+  });
+
+  describe('a wrong password', () => {
+    let server: RedisServerHandle;
+    beforeAll(async () => {
+      server = await startRedisServer();
+      // Set after start: the harness checks the server with a PING that has no password.
+      const admin = new Redis(server.url);
+      await admin.config('SET', 'requirepass', 'right');
+      admin.disconnect();
+    });
+    afterAll(() => server?.stop());
+
+    it('logs the real cause at WARN, not "Connection is closed"', async () => {
+      const url = `redis://:wrong@127.0.0.1:${server.port}`;
+      const app = await createLockApp({ options: { clients: [url], commandTimeout: 500 } });
+      await app.close();
+      const found = warnings().filter((w) => w.includes('cannot reach Redis yet'));
+      expect(found).toHaveLength(1);
+      expect(found[0]).toMatch(/WRONGPASS|invalid password|NOAUTH/i);
+    });
+  });
+});
