@@ -37,6 +37,8 @@ export class HoldInfo implements LockContextInfo {
   readonly segment?: number;
   readonly acquiredAt: number;
   readonly waitedMs: number;
+  readonly mode: 'read' | 'write';
+  readonly permits: number;
 
   constructor(hold: ActiveHold, segment?: number) {
     const { lease } = hold;
@@ -49,6 +51,8 @@ export class HoldInfo implements LockContextInfo {
     this.segment = segment;
     this.acquiredAt = lease.acquiredAt;
     this.waitedMs = lease.waitedMs;
+    this.mode = hold.mode;
+    this.permits = hold.permits;
   }
 
   /** Created on first use. */

@@ -187,6 +187,8 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
       signal: info.signal,
       acquiredAt: info.acquiredAt,
       waitedMs: info.waitedMs,
+      mode: info.mode,
+      permits: info.permits,
       release,
       extend: async (ms: number) => {
         if (!(Number.isInteger(ms) && ms >= 10 && ms <= MAX_TIMER_MS)) {
