@@ -15,7 +15,6 @@ import {
   type ProductView,
   PriceAndStock,
   READ_LOCKS,
-  type ReadLock,
   RESTOCK_LOCKS,
   type RestockLock,
   type RestockResult,
