@@ -22,6 +22,14 @@ export class HoldScope implements LockScope {
     this.record = hold.record;
   }
 
+  get mode(): 'read' | 'write' {
+    return this.hold.mode;
+  }
+
+  get permits(): number {
+    return this.hold.permits;
+  }
+
   /** Built when someone asks for it (most methods never do). */
   get info(): LockContextInfo {
     return (this.#info ??= new HoldInfo(this.hold, this.segment));

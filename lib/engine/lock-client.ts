@@ -1,10 +1,16 @@
 import { setMaxListeners } from 'node:events';
 import { performance } from 'node:perf_hooks';
-import { LockNotAcquiredError } from '../errors';
+import { LockConfigError, LockNotAcquiredError } from '../errors';
 import { type Grant, KeySpace, RELEASED_MESSAGE } from '../redis/key-space';
 import { LockNotifier } from '../redis/lock-notifier';
 import { GRANT_CLAIM_MS } from '../redis/lock.scripts';
-import { LockProtocol, type ReplicaAcks, type Taken } from '../redis/lock-protocol';
+import {
+  LockProtocol,
+  type ReplicaAcks,
+  type SharedOutcome,
+  type Taken,
+} from '../redis/lock-protocol';
+import { MODE_MISMATCH, PERMITS_MISMATCH } from '../redlock.messages';
 import { isCluster, type RedisNode } from '../redis/redis-node';
 import { ScriptRunner } from '../redis/script-runner';
 import type { KeyLine as Line, LineListener } from './key-line';
@@ -19,6 +25,7 @@ import {
   type LockBackend,
   type LockClientStats,
   noStats,
+  type Share,
 } from './lock-backend';
 import { type LineWaitContext, Waiter } from './waiter';
 
@@ -61,6 +68,10 @@ export class LockClient implements LockBackend {
   private readonly closing = new AbortController();
   private readonly lineWait: LineWaitContext;
   private readonly keysWait: MultiKeyWaitContext;
+  /** Shared holds waiting for a grant, by token: who takes the lease. */
+  private readonly sharedGrants = new Map<string, (grant: Grant) => void>();
+  /** Keys with shared holds or waits of this process, and how many. */
+  private readonly sharedKeys = new Map<string, number>();
 
   constructor(
     readonly name: string,
@@ -103,7 +114,9 @@ export class LockClient implements LockBackend {
 
   /** Key lines alive (for tests: none once every caller left). */
   get queueCount(): number {
-    return this.lines.size;
+    let shared = 0;
+    for (const key of this.sharedKeys.keys()) if (!this.lines.get(key)) shared++;
+    return this.lines.size + shared;
   }
 
   /** Callers of this process waiting for `key` (holders not counted). */
@@ -130,6 +143,7 @@ export class LockClient implements LockBackend {
    * @throws LockBackendError when too many nodes fail for a quorum, or the client closes
    */
   async acquire(keys: readonly string[], request: AcquireRequest): Promise<Lease> {
+    if (request.share !== undefined) return this.acquireShared(keys, request, request.share);
     const { ttl, waitTimeout, signal, acks } = request;
     const taker = this.taker(ttl, acks);
     const { startedAt } = taker;
@@ -233,7 +247,13 @@ export class LockClient implements LockBackend {
    */
   async extend(lease: Lease, ttl: number): Promise<boolean> {
     const start = performance.now();
-    const ok = await this.protocol.extend(lease.keys, lease.token, ttl, lease.acks);
+    const ok = await this.protocol.extend(
+      lease.keys,
+      lease.token,
+      ttl,
+      lease.acks,
+      shareArg(lease.share),
+    );
     if (ok) lease.renewed(start, ttl, this.leases.drift(ttl));
     else this.leaseEnded(lease);
     return ok;
@@ -257,6 +277,7 @@ export class LockClient implements LockBackend {
   release(lease: Lease): Promise<void> {
     if (lease.released) return Promise.resolve();
     lease.released = true;
+    if (lease.share !== undefined) return this.giveBackShare(lease);
     const line = lease.keys.length === 1 ? this.lines.get(lease.keys[0]) : undefined;
     if (line?.head && !this.closed) return this.passOn(lease, line, line.head);
     return this.giveBack(lease);
@@ -273,6 +294,14 @@ export class LockClient implements LockBackend {
     if (lease.released) return Promise.resolve();
     lease.released = true;
     this.tokens.drop(lease.token);
+    if (lease.share !== undefined) {
+      // A share whose lease is set to end in `ms` (not renewed): the others go on meanwhile.
+      this.sharedDone(lease.keys);
+      const { keys, token, acks, share } = lease;
+      return this.protocol
+        .extend(keys, token, Math.max(1, Math.ceil(ms)), acks, shareArg(share), false)
+        .then(() => undefined);
+    }
     return this.protocol
       .letExpire(lease.keys, lease.token, ms)
       .finally(() => this.holdReturned(lease, () => true));
@@ -293,6 +322,143 @@ export class LockClient implements LockBackend {
     this.abortWaits();
     this.runner.close();
     await this.notifier.close();
+  }
+
+  // ---------------------------------------------------------------- shared holds
+
+  /**
+   * A read hold or a permit: no local line (shared holders do not exclude each other, and a
+   * local handoff would skip the Redis queue that keeps a waiting writer ahead of later
+   * readers). One first try; then, on a single node, one key, queued in Redis and granted by
+   * the release that makes room; otherwise racing like several keys.
+   */
+  private async acquireShared(
+    keys: readonly string[],
+    request: AcquireRequest,
+    share: Share,
+  ): Promise<Lease> {
+    const { ttl, waitTimeout, signal, acks } = request;
+    if (signal?.aborted) throw signal.reason;
+    const taker = this.taker(ttl, acks);
+    const arg = shareArg(share)!;
+    this.sharedStarted(keys);
+    try {
+      const first = await this.protocol.attemptShared(
+        keys,
+        taker.token,
+        ttl,
+        0,
+        arg,
+        taker.startedAt,
+        acks,
+      );
+      if (first.kind === 'ok') return this.holdShared(keys, taker, first, share);
+      if (first.kind === 'conflict') throw conflictError(keys[0], share, first.held);
+      if (waitTimeout <= 0) throw new LockNotAcquiredError(keys, 0, first.pttl);
+      const deadline = taker.startedAt + waitTimeout;
+      const ctx = this.sharedWaitContext(keys, share, taker);
+      return await waitForKeys(ctx, keys, taker, deadline, signal);
+    } catch (err) {
+      this.sharedDone(keys);
+      throw err;
+    }
+  }
+
+  /** How a shared wait attempts, holds, is granted and gives up. */
+  private sharedWaitContext(
+    keys: readonly string[],
+    share: Share,
+    waiter: LeaseTaker,
+  ): MultiKeyWaitContext {
+    const arg = shareArg(share)!;
+    const queued = this.fair && keys.length === 1;
+    return {
+      ...this.keysWait,
+      attempt: async (keys, taker, waitMs) => {
+        const r: SharedOutcome = await this.protocol.attemptShared(
+          keys,
+          taker.token,
+          taker.ttl,
+          waitMs,
+          arg,
+          undefined,
+          taker.acks,
+        );
+        if (r.kind === 'conflict') throw conflictError(keys[0], share, r.held);
+        return r;
+      },
+      hold: (keys, taker, taken) => this.holdShared(keys, taker, taken, share),
+      abandon: (keys, token) => {
+        this.tokens.drop(token);
+        this.protocol.abandon(keys, token);
+      },
+      // Queued in Redis: a release grants the share (on this group's channel); racing: woken by
+      // the keys' release channels.
+      watch: queued
+        ? () => ({ ready: this.soon(this.notifier.ready()), stop: () => undefined })
+        : this.keysWait.watch,
+      grants: queued
+        ? (token, deliver) => {
+            this.sharedGrants.set(token, (grant) => {
+              this.sharedGrants.delete(token);
+              deliver(this.grantedLease(grant, waiter, share));
+            });
+            return () => this.sharedGrants.delete(token);
+          }
+        : undefined,
+    };
+  }
+
+  /**
+   * A share a release granted: set for the claim window, renewed to the full lease at once
+   * (beside the holder), as a granted exclusive lock.
+   */
+  private grantedLease({ key, fence }: Grant, waiter: LeaseTaker, share: Share): Lease {
+    this.tokens.hold(waiter.token);
+    const claimed: LeaseTaker = { ...waiter, ttl: Math.min(waiter.ttl, GRANT_CLAIM_MS) };
+    const lease = this.leases.taken([key], claimed, {
+      kind: 'ok',
+      fences: [fence],
+      start: performance.now(),
+      spare: 0,
+      uncontended: false,
+    });
+    lease.share = share;
+    if (claimed.ttl < waiter.ttl) void this.claim(lease, waiter.ttl);
+    return lease;
+  }
+
+  /** The lease of a round that took a share. */
+  private holdShared(
+    keys: readonly string[],
+    taker: LeaseTaker,
+    taken: Taken,
+    share: Share,
+  ): Lease {
+    const lease = this.leases.taken(keys, taker, taken);
+    lease.share = share;
+    // A grant for this token that is still on its way is ignored.
+    this.tokens.hold(taker.token);
+    return lease;
+  }
+
+  /** Gives a share back (the last one out frees or grants the key, as a writer's release). */
+  private giveBackShare(lease: Lease): Promise<void> {
+    this.tokens.drop(lease.token);
+    this.sharedDone(lease.keys);
+    return this.protocol.release(lease.keys, lease.token, false).then(() => undefined);
+  }
+
+  private sharedStarted(keys: readonly string[]): void {
+    for (const key of keys) this.sharedKeys.set(key, (this.sharedKeys.get(key) ?? 0) + 1);
+  }
+
+  private sharedDone(keys: readonly string[]): void {
+    for (const key of keys) {
+      const n = (this.sharedKeys.get(key) ?? 1) - 1;
+      if (n > 0) this.sharedKeys.set(key, n);
+      else this.sharedKeys.delete(key);
+    }
   }
 
   // ---------------------------------------------------------------- holding and passing on
@@ -419,6 +585,8 @@ export class LockClient implements LockBackend {
   /** A release granted a key to a token of ours: hand the lease to its waiter, or give it back. */
   private granted({ key, token, fence, spare }: Grant): void {
     if (this.tokens.holds(token)) return; // already taken by a retry that found it ours
+    const share = this.sharedGrants.get(token);
+    if (share) return share({ key, token, fence, spare });
     const line = this.lines.get(key);
     const waiter = line?.waiterOf(token);
     if (!line || !waiter) {
@@ -523,4 +691,23 @@ export class LockClient implements LockBackend {
     ]);
     clearTimeout(timer);
   }
+}
+
+/** A share as the scripts take it: 'r' for a read hold, N for permits of N. */
+function shareArg(share: Share | undefined): string | undefined {
+  if (share === undefined) return undefined;
+  return share === 'read' ? 'r' : String(share);
+}
+
+/** The key is held as another kind of shared hold (`held`: 0 read, N permits of N). */
+function conflictError(key: string, share: Share, held: number): LockConfigError {
+  const asked = share === 'read' ? 'read' : `permits: ${share}`;
+  if (share !== 'read' && held > 0) {
+    return new LockConfigError(PERMITS_MISMATCH(key, share, held), 'permits');
+  }
+  const holders = held === 0 ? 'read' : `permits: ${held}`;
+  return new LockConfigError(
+    MODE_MISMATCH(key, asked, holders),
+    share === 'read' ? 'mode' : 'permits',
+  );
 }

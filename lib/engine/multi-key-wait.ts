@@ -21,12 +21,20 @@ export interface MultiKeyWaitContext {
   watch(keys: readonly string[], onRelease: () => void): ReleaseWatch;
   abandon(keys: readonly string[], token: string): void;
   timerWakeup(): void;
+  /**
+   * Shared holds queued for a grant: `deliver` gets the lease a release granted to `token`;
+   * returns the function that stops listening.
+   */
+  grants?(token: string, deliver: (lease: Lease) => void): () => void;
 }
 
 /**
- * Several keys at once: no local line (they are taken all or nothing, in one script); the caller
+ * Several keys at once, or a shared hold (read lock or permit): no local line (several keys are
+ * taken all or nothing, in one script; shared holders do not exclude each other); the caller
  * races, retrying at each release of any of its keys, or when the busy holder's lease runs out,
- * and through a backend blip until its deadline (which then rejects with the backend error).
+ * and through a backend blip until its deadline (which then rejects with the backend error). A
+ * shared hold queued in Redis (single node, one key) is granted by the release instead
+ * (`ctx.grants`).
  * @internal
  */
 export async function waitForKeys(
@@ -37,6 +45,11 @@ export async function waitForKeys(
   signal: AbortSignal | undefined,
 ): Promise<Lease> {
   const latch = new WakeLatch();
+  let granted: Lease | undefined;
+  const unlisten = ctx.grants?.(taker.token, (lease) => {
+    granted = lease;
+    latch.wake();
+  });
   const watch = ctx.watch(keys, () => latch.wake());
   const stop = () => latch.wake();
   signal?.addEventListener('abort', stop);
@@ -51,6 +64,7 @@ export async function waitForKeys(
     let answeredAt = -Infinity;
     for (;;) {
       if (signal?.aborted || ctx.closing.aborted) throw abortReason(keys, signal);
+      if (granted) return granted;
       const remaining = deadline - performance.now();
       // Past the deadline, Redis has the last word unless it answered moments ago (see Waiter).
       const last = remaining <= 0;
@@ -75,8 +89,10 @@ export async function waitForKeys(
           ctx.abandon(keys, taker.token);
           throw abortReason(keys, signal);
         }
-        return ctx.hold(keys, taker, outcome);
+        // A grant that came meanwhile is the same hold (same token), renewed by this attempt.
+        return granted ?? ctx.hold(keys, taker, outcome);
       }
+      if (granted) return granted;
       pttl = outcome.pttl;
       if (last || deadline - performance.now() <= 0) break;
       idleRounds = pttl > 0 ? 0 : idleRounds + 1;
@@ -90,6 +106,7 @@ export async function waitForKeys(
     if (attempted) ctx.abandon(keys, taker.token);
     throw err;
   } finally {
+    unlisten?.();
     signal?.removeEventListener('abort', stop);
     ctx.closing.removeEventListener('abort', stop);
     latch.wake();
