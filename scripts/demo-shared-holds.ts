@@ -214,10 +214,10 @@ export function paymentsTable(rows: readonly PaymentsResult[]): string[] {
 export function legendLines(): string[] {
   return [
     ...READ_VARIANTS.map(
-      (v, i) => `${i === 0 ? 'reads:' : '      '} ${`?lock=${v.lock}`.padEnd(11)} ${v.how}`,
+      (v, i) => `${i === 0 ? 'reads:' : '      '} ${`?lock=${v.lock}`.padEnd(13)} ${v.how}`,
     ),
     ...PAY_VARIANTS.map(
-      (v, i) => `${i === 0 ? 'pay:  ' : '      '} ${`?lock=${v.lock}`.padEnd(11)} ${v.how}`,
+      (v, i) => `${i === 0 ? 'pay:  ' : '      '} ${`?lock=${v.lock}`.padEnd(13)} ${v.how}`,
     ),
   ];
 }
