@@ -17,7 +17,6 @@ import { RedlockTestingController, RedlockTestingModule } from 'nest-locked/test
  * as the Redis engine, in memory.
  */
 
-/* eslint-disable @typescript-eslint/no-unused-vars */
 @Injectable()
 class Docs {
   readonly trail: string[] = [];
@@ -38,7 +37,6 @@ class Docs {
     return mode;
   }
 }
-/* eslint-enable @typescript-eslint/no-unused-vars */
 
 let moduleRef: TestingModule;
 let locks: LockService;
