@@ -190,6 +190,30 @@ describe('permits', () => {
     expect(await locksA.isLocked('p:1')).toBe(false);
   });
 
+  it('a lost permit aborts its holder signal at the next renewal; the others keep theirs', async () => {
+    const lost = await locksA.acquire('p:4', { permits: 2, ttl: 300 });
+    const kept = await locksB.acquire('p:4', { permits: 2, ttl: 300 });
+    const lockKey = lockRedisKey(prefix, 'p:4');
+    const [token] = await redis.zrange(`${lockKey}:h`, 0, 0);
+    // Its share is gone (as if another client had taken it away).
+    await redis.zrem(`${lockKey}:h`, token);
+    await within(
+      (async () => {
+        while (!lost.signal.aborted && !kept.signal.aborted) await sleep(10);
+      })(),
+      2_000,
+      'the lost signal',
+    );
+    await sleep(250); // past the other holder's renewal too
+    expect([lost.signal.aborted, kept.signal.aborted].sort()).toEqual([false, true]);
+    expect((lost.signal.aborted ? lost : kept).signal.reason).toMatchObject({
+      name: 'LockLostError',
+    });
+    await lost.release();
+    await kept.release();
+    expect(await locksA.isLocked('p:4')).toBe(false);
+  });
+
   it('refuses a call with another N than the current holders, naming both', async () => {
     const h = await locksA.acquire('p:2', { permits: 3 });
     const error = await locksB.acquire('p:2', { permits: 5 }).catch((e: unknown) => e);
