@@ -30,6 +30,9 @@ import {
  *
  * Single-node groups queue (fair, FIFO across processes, the lock granted by the release itself
  * with no extra round trip); quorum groups race (each node would order its queue differently).
+ * Shared holds (read locks, permits: see SHARED, ACQUIRE_SHARED_SCRIPT, EXTEND_SHARED_SCRIPT) put
+ * a marker in the lock key and their tokens in KEYS[i + 5]; the exclusive scripts see the marker
+ * as a busy key (TRY, FREE and the fast paths of ACQUIRE and RELEASE are unchanged).
  * The uncontended cycle (a first try, a release nobody waits for) runs TRY_SCRIPT and
  * FREE_SCRIPT: the least Lua, the fewest keys.
  * @internal
