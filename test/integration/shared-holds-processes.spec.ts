@@ -159,6 +159,42 @@ function describeSuite(name: string, servers: () => Promise<RedisServerHandle[]>
       expectClean(results);
       checkPermits(holdsOf(results), PROCESSES * 30 * scale, 3);
     });
+
+    it('a writer waiting under a continuous stream of readers from 3 processes gets in after the readers ahead of it', async () => {
+      const streamPrefix = prefix();
+      const stream = (writer: boolean): ReaderStreamScenario => ({
+        scenario: 'readers',
+        clients,
+        keyPrefix: streamPrefix,
+        timeoutMs: 30_000,
+        key: 'catalog',
+        concurrency: 3,
+        holdMs: 60,
+        writer: writer ? { afterMs: 400 } : undefined,
+      });
+      const workers = [stream(true), stream(false), stream(false)].map((c) =>
+        spawnWorker<ReaderStreamScenario, SharedLine>(c, 'shared-worker'),
+      );
+      await Promise.all(workers.map((w) => w.ready));
+      workers.forEach((w) => w.go());
+      const wrote = await within(nextLine(workers[0], 'wrote'), 10_000, 'the write');
+      // The readers that held or were granted before the writer queued are ahead of it (each reads
+      // 60 ms); none that came later. A bound far above that, far below starvation.
+      expect(wrote.at - wrote.askedAt).toBeLessThan(2_000);
+      await sleep(200); // readers go on after the write
+      workers.forEach((w) => w.send('stop'));
+      const results = await Promise.all(workers.map((w) => w.exited));
+      expectClean(results);
+      const holds = holdsOf(results);
+      const write = holds.filter((h) => h.kind === 'write');
+      expect(write).toHaveLength(1);
+      const reads = holds.filter((h) => h.kind === 'read');
+      // The key was never free of readers before the write, and readers came back after it.
+      expect(reads.some((r) => r.start > write[0].end)).toBe(true);
+      expect(maxConcurrency(reads)).toBeGreaterThan(1);
+      const overlapping = reads.filter((r) => r.start < write[0].end && write[0].start < r.end);
+      expect(overlapping).toEqual([]);
+    });
   });
 }
 
@@ -184,41 +220,6 @@ describe('liveness and dead holders (single node)', () => {
     await app.close();
   });
   afterAll(() => stopAll([server]));
-
-  it('a writer waiting under a continuous stream of readers from 3 processes gets in after the readers ahead of it', async () => {
-    const stream = (writer: boolean): ReaderStreamScenario => ({
-      scenario: 'readers',
-      clients: [server.url],
-      keyPrefix,
-      timeoutMs: 30_000,
-      key: 'catalog',
-      concurrency: 3,
-      holdMs: 60,
-      writer: writer ? { afterMs: 400 } : undefined,
-    });
-    const workers = [stream(true), stream(false), stream(false)].map((c) =>
-      spawnWorker<ReaderStreamScenario, SharedLine>(c, 'shared-worker'),
-    );
-    await Promise.all(workers.map((w) => w.ready));
-    workers.forEach((w) => w.go());
-    const wrote = await within(nextLine(workers[0], 'wrote'), 10_000, 'the write');
-    // The readers that held or were granted before the writer queued are ahead of it (each reads
-    // 60 ms); none that came later. A bound far above that, far below starvation.
-    expect(wrote.at - wrote.askedAt).toBeLessThan(2_000);
-    await sleep(200); // readers go on after the write
-    workers.forEach((w) => w.send('stop'));
-    const results = await Promise.all(workers.map((w) => w.exited));
-    expectClean(results);
-    const holds = holdsOf(results);
-    const write = holds.filter((h) => h.kind === 'write');
-    expect(write).toHaveLength(1);
-    const reads = holds.filter((h) => h.kind === 'read');
-    // The key was never free of readers before the write, and readers came back after it.
-    expect(reads.some((r) => r.start > write[0].end)).toBe(true);
-    expect(maxConcurrency(reads)).toBeGreaterThan(1);
-    const overlapping = reads.filter((r) => r.start < write[0].end && write[0].start < r.end);
-    expect(overlapping).toEqual([]);
-  });
 
   it.each([
     ['a reader', undefined],
