@@ -173,8 +173,8 @@ export class LockProtocol {
     // Permits on a quorum: every node must admit the holder. With a majority each node could
     // count its own N holders, and up to N * nodes / majority (1.5 N on 3 nodes) would hold at
     // once; a holder on every node bounds them to N.
-    const need = share === 'r' ? this.quorum.size : this.nodes.length;
-    return this.round(ACQUIRE_SHARED, keys, units, token, ttl, args, start, 0, acks, need);
+    const everyNode = share !== 'r';
+    return this.round(ACQUIRE_SHARED, keys, units, token, ttl, args, start, 0, acks, everyNode);
   }
 
   /** One acquire round of `script` over every node (see `attempt`). */
@@ -188,7 +188,7 @@ export class LockProtocol {
     start: number,
     spare: number,
     acks: ReplicaAcks | undefined,
-    need = this.quorum.size,
+    everyNode = false,
   ): Promise<SharedOutcome> {
     if (this.nodes.length === 1) {
       const node = this.nodes[0];
@@ -208,8 +208,8 @@ export class LockProtocol {
         else void this.acquireUnits(script, node, units, token, args, acks).then(answer);
       },
       (v) => v.kind === 'ok',
-      (votes) => this.countVotes(keys, token, ttl, start, votes, false, need),
-      need,
+      (votes) => this.countVotes(keys, token, ttl, start, votes, false, everyNode),
+      everyNode ? this.nodes.length : this.quorum.size,
     );
   }
 
@@ -543,8 +543,9 @@ export class LockProtocol {
     start: number,
     votes: (Vote | undefined)[],
     uncontended: boolean,
-    need = this.quorum.size,
+    everyNode = false,
   ): SharedOutcome | Promise<Taken> {
+    const need = everyNode ? this.nodes.length : this.quorum.size;
     const perNode: (readonly number[])[] = [];
     for (const v of votes) if (v?.kind === 'ok') perNode.push(v.fences);
     const validity = ttl - (performance.now() - start) - this.settings.drift(ttl);
@@ -556,6 +557,10 @@ export class LockProtocol {
         spare: 0,
         uncontended,
       });
+      // Every node had to agree (permits): the first node minted every holder's fence, in the
+      // order it admitted them, so those are unique and increasing. The largest of each node's
+      // (a majority's rule) could repeat: two holders minting on the nodes in different orders.
+      if (everyNode) return taken(perNode[0]);
       const settled = this.settleFences(keys, perNode);
       return settled instanceof Promise ? settled.then(taken) : taken(settled);
     }

@@ -243,6 +243,13 @@ local function release_shared(l, token, block)
   redis.call('ZREMRANGEBYSCORE', KEYS[l + 5], '-inf', now)
   if not sync(l, now) then
     redis.call('DEL', KEYS[l + 5])
+    if redis.call('ZCARD', KEYS[l + 3]) == 0 and redis.call('GET', KEYS[l + 2]) == '1' then
+      -- A racing writer waits (quorum, several keys): the key frees with its flag kept, so the
+      -- readers the release wakes too stay out of it until the writer had it.
+      redis.call('DEL', KEYS[l])
+      redis.call('PUBLISH', KEYS[l] .. '${RELEASE_CHANNEL_SUFFIX}', '${RELEASED_MESSAGE}')
+      return -1
+    end
     return grant_or_free(l, block)
   end
   local kind = string.sub(redis.call('GET', KEYS[l]), 2)
@@ -544,8 +551,9 @@ return kept
  * ARGV[5] kind: 'r' (read) or N (permits of N), ARGV[6] fences to reserve (permits),
  * ARGV[7] '1' on a single node: a live waiter queued ahead keeps the caller out (a writer or a
  * permit waiter; readers ahead of a reader join too), so a waiting writer is never overtaken.
- * Racing (quorum) readers stay out of a key readers hold while a writer's wait flag ('1') is
- * there, and flag their own wait 'r'.
+ * Racing (quorum, several keys) readers stay out of a key readers hold, or that the last reader
+ * freed, while a writer's wait flag ('1') is there (it lives until the writer's deadline at
+ * most), and flag their own wait 'r'.
  * Returns {1, fence1, ...} (a reader's fence is the counter's value, a permit's a new one),
  * {0, ms} busy (ms until the first share may end), or {2, held} when the key is held as another
  * kind: 0 read, N permits of N.
@@ -590,8 +598,9 @@ for i = 1, #KEYS, 6 do
   if not busy and not mine then
     if fair then
       busy = held_up(i)
-    elseif kind == 'r' and owner == marker then
-      -- Racing (quorum): a writer's flag keeps later readers out of a key readers hold.
+    elseif kind == 'r' and (owner == marker or not owner) then
+      -- Racing (quorum, several keys): a waiting writer's flag keeps later readers out of a key
+      -- readers hold, and out of the key the last of them freed.
       busy = redis.call('GET', KEYS[i + 2]) == '1'
     end
   end
