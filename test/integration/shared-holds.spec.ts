@@ -167,6 +167,59 @@ describe('read/write locks', () => {
   });
 });
 
+describe('release by expiry, several keys, shutdown', () => {
+  it('a read hold with minHold stays until minHold, then frees by itself', async () => {
+    await locksA.using('m:1', () => undefined, { ...read, minHold: 300 });
+    expect(await locksB.isLocked('m:1')).toBe(true);
+    await expect(locksB.acquire('m:1', { waitTimeout: 0 })).rejects.toBeInstanceOf(
+      LockNotAcquiredError,
+    );
+    const w = await locksB.acquire('m:1', { waitTimeout: 2_000 });
+    await w.release();
+  });
+
+  it('a read hold of several keys, all or nothing; a writer of one of them waits for it', async () => {
+    const r1 = await locksA.acquire(['s:a', 's:b'], read);
+    const r2 = await locksB.acquire(['s:b', 's:a'], { ...read, waitTimeout: 0 });
+    const w = await locksB.acquire(['s:b', 's:c'], { waitTimeout: 0 }).catch((e: unknown) => e);
+    expect(w).toBeInstanceOf(LockNotAcquiredError);
+    // Nothing of the refused call stayed behind.
+    expect(await locksA.isLocked('s:c')).toBe(false);
+    const writer = locksB.acquire('s:b', { waitTimeout: 3_000 });
+    await sleep(30);
+    await r1.release();
+    await r2.release();
+    const held = await writer;
+    expect(held.fence).toBeGreaterThan(r1.fences['s:b']);
+    await held.release();
+  });
+
+  it('counts shared waits and holds in stats().queues, and none once they are over', async () => {
+    const w = await locksA.acquire('st:1');
+    const waiting = locksB.acquire('st:1', read);
+    await sleep(30);
+    expect(locksB.stats().queues).toBe(1);
+    await w.release();
+    const r = await waiting;
+    expect(locksB.stats().queues).toBe(1);
+    await r.release();
+    expect(locksB.stats().queues).toBe(0);
+  });
+
+  it('shutdown releases shared holds and aborts their signals', async () => {
+    const other = await createLockApp({
+      options: { clients: [server.url], keyPrefix: prefix, ttl: 30_000 },
+    });
+    const r = await other.get(LockService).acquire('sd:1', read);
+    const p = await other.get(LockService).acquire('sd:2', { permits: 2 });
+    await other.close();
+    expect(r.signal.aborted).toBe(true);
+    expect(p.signal.aborted).toBe(true);
+    expect(await locksA.isLocked('sd:1')).toBe(false);
+    expect(await locksA.isLocked('sd:2')).toBe(false);
+  });
+});
+
 describe('permits', () => {
   it('admits N holders at once, each with a new, larger fence, FIFO after that', async () => {
     const held: LockHandle[] = [];
