@@ -1,5 +1,7 @@
 import { Injectable, type INestApplication } from '@nestjs/common';
 import type { Redis } from 'ioredis';
+import type { LockClient } from '../../lib/engine/lock-client';
+import { LockClientRegistry } from '../../lib/module/lock-client.registry';
 import {
   LockConfigError,
   LockContext,
@@ -322,4 +324,37 @@ it('keeps write holds exclusive of read holds under load (no overlap, readers ov
   ]).filter(([x, y]) => x.by === 'write' || y.by === 'write');
   expect(cross).toEqual([]);
   expect(maxConcurrency(reads)).toBeGreaterThan(1);
+});
+
+it('keeps the exclusive path: an uncontended cycle is TRY + FREE (two keys each), hot sections pass on in memory, while other keys have readers and permits', async () => {
+  const node = (a.get(LockClientRegistry).get('default') as LockClient).nodes[0] as Redis;
+  const evalsha = node.evalsha.bind(node);
+  const sent: string[][] = [];
+  const key = lockRedisKey(prefix, 'excl:1');
+  node.evalsha = ((...args: Parameters<Redis['evalsha']>) => {
+    const [, numkeys, ...rest] = args as unknown as [string, number, ...string[]];
+    if (rest[0] === key) sent.push(rest.slice(0, Number(numkeys)));
+    return evalsha(...args);
+  }) as Redis['evalsha'];
+  const readers = await Promise.all([
+    locksA.acquire('other:r', read),
+    locksB.acquire('other:r', read),
+  ]);
+  const permit = await locksA.acquire('other:p', { permits: 4 });
+  try {
+    for (let i = 0; i < 3; i++) await locksA.using('excl:1', () => undefined);
+    expect(sent).toEqual(
+      Array.from({ length: 3 }, () => [
+        [key, `${key}:fence`],
+        [key, `${key}:wait`],
+      ]).flat(),
+    );
+    // A hot key: callers of this process pass it on in memory (no script per section).
+    sent.length = 0;
+    await Promise.all(Array.from({ length: 4 }, () => locksA.using('excl:1', () => sleep(1))));
+    expect(sent.length).toBeLessThanOrEqual(2);
+  } finally {
+    node.evalsha = evalsha;
+    for (const h of [...readers, permit]) await h.release();
+  }
 });
