@@ -170,7 +170,11 @@ export class LockProtocol {
       this.fenceArg(1),
       this.settings.fair ? '1' : '0',
     ];
-    return this.round(ACQUIRE_SHARED, keys, units, token, ttl, args, start, 0, acks);
+    // Permits on a quorum: every node must admit the holder. With a majority each node could
+    // count its own N holders, and up to N * nodes / majority (1.5 N on 3 nodes) would hold at
+    // once; a holder on every node bounds them to N.
+    const everyNode = share !== 'r';
+    return this.round(ACQUIRE_SHARED, keys, units, token, ttl, args, start, 0, acks, everyNode);
   }
 
   /** One acquire round of `script` over every node (see `attempt`). */
@@ -184,6 +188,7 @@ export class LockProtocol {
     start: number,
     spare: number,
     acks: ReplicaAcks | undefined,
+    everyNode = false,
   ): Promise<SharedOutcome> {
     if (this.nodes.length === 1) {
       const node = this.nodes[0];
@@ -203,7 +208,8 @@ export class LockProtocol {
         else void this.acquireUnits(script, node, units, token, args, acks).then(answer);
       },
       (v) => v.kind === 'ok',
-      (votes) => this.countVotes(keys, token, ttl, start, votes, false),
+      (votes) => this.countVotes(keys, token, ttl, start, votes, false, everyNode),
+      everyNode ? this.nodes.length : this.quorum.size,
     );
   }
 
@@ -537,11 +543,13 @@ export class LockProtocol {
     start: number,
     votes: (Vote | undefined)[],
     uncontended: boolean,
+    everyNode = false,
   ): SharedOutcome | Promise<Taken> {
+    const need = everyNode ? this.nodes.length : this.quorum.size;
     const perNode: (readonly number[])[] = [];
     for (const v of votes) if (v?.kind === 'ok') perNode.push(v.fences);
     const validity = ttl - (performance.now() - start) - this.settings.drift(ttl);
-    if (this.quorum.reached(perNode.length) && validity > 0) {
+    if (perNode.length >= need && validity > 0) {
       const taken = (fences: readonly number[]): Taken => ({
         kind: 'ok',
         fences,
@@ -549,6 +557,10 @@ export class LockProtocol {
         spare: 0,
         uncontended,
       });
+      // Every node had to agree (permits): the first node minted every holder's fence, in the
+      // order it admitted them, so those are unique and increasing. The largest of each node's
+      // (a majority's rule) could repeat: two holders minting on the nodes in different orders.
+      if (everyNode) return taken(perNode[0]);
       const settled = this.settleFences(keys, perNode);
       return settled instanceof Promise ? settled.then(taken) : taken(settled);
     }
@@ -566,7 +578,7 @@ export class LockProtocol {
       else if (v?.kind === 'busy') pttl = pttl === undefined ? v.pttl : Math.min(pttl, v.pttl);
       else if (v?.kind === 'conflict') conflict = v;
     }
-    if (this.quorum.impossible(errors.length)) throw new LockBackendError(keys, errors);
+    if (errors.length > this.nodes.length - need) throw new LockBackendError(keys, errors);
     return conflict ?? { kind: 'busy', pttl: pttl ?? 0 };
   }
 

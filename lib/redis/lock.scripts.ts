@@ -30,6 +30,9 @@ import {
  *
  * Single-node groups queue (fair, FIFO across processes, the lock granted by the release itself
  * with no extra round trip); quorum groups race (each node would order its queue differently).
+ * Shared holds (read locks, permits: see SHARED, ACQUIRE_SHARED_SCRIPT, EXTEND_SHARED_SCRIPT) put
+ * a marker in the lock key and their tokens in KEYS[i + 5]; the exclusive scripts see the marker
+ * as a busy key (TRY, FREE and the fast paths of ACQUIRE and RELEASE are unchanged).
  * The uncontended cycle (a first try, a release nobody waits for) runs TRY_SCRIPT and
  * FREE_SCRIPT: the least Lua, the fewest keys.
  * @internal
@@ -158,8 +161,22 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 local function flag(l, ms)
-  if redis.call('PTTL', KEYS[l + 2]) < ms then
+  local left = redis.call('PTTL', KEYS[l + 2])
+  if left < ms then
     redis.call('SET', KEYS[l + 2], '1', 'PX', ms)
+  elseif redis.call('GET', KEYS[l + 2]) ~= '1' then
+    -- A racing reader's flag ('r'): a writer (or a permit waiter) waits now.
+    redis.call('SET', KEYS[l + 2], '1', 'PX', left)
+  end
+end
+-- A racing reader waits (quorum groups): flagged 'r' unless a writer's '1' is there, so later
+-- readers can tell a waiting writer (whom they do not overtake) from waiting readers.
+local function reader_flag(l, ms)
+  local left = redis.call('PTTL', KEYS[l + 2])
+  if left == -2 then
+    redis.call('SET', KEYS[l + 2], 'r', 'PX', ms)
+  elseif left < ms then
+    redis.call('PEXPIRE', KEYS[l + 2], ms)
   end
 end
 -- A queue entry: lease ms (string), deadline ms, and the kind of a shared waiter ('r' or N).
@@ -226,6 +243,13 @@ local function release_shared(l, token, block)
   redis.call('ZREMRANGEBYSCORE', KEYS[l + 5], '-inf', now)
   if not sync(l, now) then
     redis.call('DEL', KEYS[l + 5])
+    if redis.call('ZCARD', KEYS[l + 3]) == 0 and redis.call('GET', KEYS[l + 2]) == '1' then
+      -- A racing writer waits (quorum, several keys): the key frees with its flag kept, so the
+      -- readers the release wakes too stay out of it until the writer had it.
+      redis.call('DEL', KEYS[l])
+      redis.call('PUBLISH', KEYS[l] .. '${RELEASE_CHANNEL_SUFFIX}', '${RELEASED_MESSAGE}')
+      return -1
+    end
     return grant_or_free(l, block)
   end
   local kind = string.sub(redis.call('GET', KEYS[l]), 2)
@@ -527,6 +551,9 @@ return kept
  * ARGV[5] kind: 'r' (read) or N (permits of N), ARGV[6] fences to reserve (permits),
  * ARGV[7] '1' on a single node: a live waiter queued ahead keeps the caller out (a writer or a
  * permit waiter; readers ahead of a reader join too), so a waiting writer is never overtaken.
+ * Racing (quorum, several keys) readers stay out of a key readers hold, or that the last reader
+ * freed, while a writer's wait flag ('1') is there (it lives until the writer's deadline at
+ * most), and flag their own wait 'r'.
  * Returns {1, fence1, ...} (a reader's fence is the counter's value, a permit's a new one),
  * {0, ms} busy (ms until the first share may end), or {2, held} when the key is held as another
  * kind: 0 read, N permits of N.
@@ -568,10 +595,24 @@ for i = 1, #KEYS, 6 do
     end
     busy = true
   end
-  if not busy and not mine and fair and held_up(i) then busy = true end
+  if not busy and not mine then
+    if fair then
+      busy = held_up(i)
+    elseif kind == 'r' and (owner == marker or not owner) then
+      -- Racing (quorum, several keys): a waiting writer's flag keeps later readers out of a key
+      -- readers hold, and out of the key the last of them freed.
+      busy = redis.call('GET', KEYS[i + 2]) == '1'
+    end
+  end
   if busy then
     if wait_ms > 0 then
-      if queue then enqueue(i, token, ARGV[2], wait_ms, kind) else flag(i, wait_ms) end
+      if queue then
+        enqueue(i, token, ARGV[2], wait_ms, kind)
+      elseif kind == 'r' then
+        reader_flag(i, wait_ms)
+      else
+        flag(i, wait_ms)
+      end
     end
     local first = owner == marker and redis.call('ZRANGE', KEYS[i + 5], 0, 0, 'WITHSCORES') or {}
     if #first == 2 then return {0, math.max(0, tonumber(first[2]) - now)} end

@@ -1,5 +1,7 @@
 import { Injectable, type INestApplication } from '@nestjs/common';
 import type { Redis } from 'ioredis';
+import type { LockClient } from '../../lib/engine/lock-client';
+import { LockClientRegistry } from '../../lib/module/lock-client.registry';
 import {
   LockConfigError,
   LockContext,
@@ -167,6 +169,59 @@ describe('read/write locks', () => {
   });
 });
 
+describe('release by expiry, several keys, shutdown', () => {
+  it('a read hold with minHold stays until minHold, then frees by itself', async () => {
+    await locksA.using('m:1', () => undefined, { ...read, minHold: 300 });
+    expect(await locksB.isLocked('m:1')).toBe(true);
+    await expect(locksB.acquire('m:1', { waitTimeout: 0 })).rejects.toBeInstanceOf(
+      LockNotAcquiredError,
+    );
+    const w = await locksB.acquire('m:1', { waitTimeout: 2_000 });
+    await w.release();
+  });
+
+  it('a read hold of several keys, all or nothing; a writer of one of them waits for it', async () => {
+    const r1 = await locksA.acquire(['s:a', 's:b'], read);
+    const r2 = await locksB.acquire(['s:b', 's:a'], { ...read, waitTimeout: 0 });
+    const w = await locksB.acquire(['s:b', 's:c'], { waitTimeout: 0 }).catch((e: unknown) => e);
+    expect(w).toBeInstanceOf(LockNotAcquiredError);
+    // Nothing of the refused call stayed behind.
+    expect(await locksA.isLocked('s:c')).toBe(false);
+    const writer = locksB.acquire('s:b', { waitTimeout: 3_000 });
+    await sleep(30);
+    await r1.release();
+    await r2.release();
+    const held = await writer;
+    expect(held.fence).toBeGreaterThan(r1.fences['s:b']);
+    await held.release();
+  });
+
+  it('counts shared waits and holds in stats().queues, and none once they are over', async () => {
+    const w = await locksA.acquire('st:1');
+    const waiting = locksB.acquire('st:1', read);
+    await sleep(30);
+    expect(locksB.stats().queues).toBe(1);
+    await w.release();
+    const r = await waiting;
+    expect(locksB.stats().queues).toBe(1);
+    await r.release();
+    expect(locksB.stats().queues).toBe(0);
+  });
+
+  it('shutdown releases shared holds and aborts their signals', async () => {
+    const other = await createLockApp({
+      options: { clients: [server.url], keyPrefix: prefix, ttl: 30_000 },
+    });
+    const r = await other.get(LockService).acquire('sd:1', read);
+    const p = await other.get(LockService).acquire('sd:2', { permits: 2 });
+    await other.close();
+    expect(r.signal.aborted).toBe(true);
+    expect(p.signal.aborted).toBe(true);
+    expect(await locksA.isLocked('sd:1')).toBe(false);
+    expect(await locksA.isLocked('sd:2')).toBe(false);
+  });
+});
+
 describe('permits', () => {
   it('admits N holders at once, each with a new, larger fence, FIFO after that', async () => {
     const held: LockHandle[] = [];
@@ -188,6 +243,30 @@ describe('permits', () => {
     expect(fourth.fence).toBeGreaterThan(Math.max(...fences));
     for (const h of [held[0], held[2], fourth]) await h.release();
     expect(await locksA.isLocked('p:1')).toBe(false);
+  });
+
+  it('a lost permit aborts its holder signal at the next renewal; the others keep theirs', async () => {
+    const lost = await locksA.acquire('p:4', { permits: 2, ttl: 300 });
+    const kept = await locksB.acquire('p:4', { permits: 2, ttl: 300 });
+    const lockKey = lockRedisKey(prefix, 'p:4');
+    const [token] = await redis.zrange(`${lockKey}:h`, 0, 0);
+    // Its share is gone (as if another client had taken it away).
+    await redis.zrem(`${lockKey}:h`, token);
+    await within(
+      (async () => {
+        while (!lost.signal.aborted && !kept.signal.aborted) await sleep(10);
+      })(),
+      2_000,
+      'the lost signal',
+    );
+    await sleep(250); // past the other holder's renewal too
+    expect([lost.signal.aborted, kept.signal.aborted].sort()).toEqual([false, true]);
+    expect((lost.signal.aborted ? lost : kept).signal.reason).toMatchObject({
+      name: 'LockLostError',
+    });
+    await lost.release();
+    await kept.release();
+    expect(await locksA.isLocked('p:4')).toBe(false);
   });
 
   it('refuses a call with another N than the current holders, naming both', async () => {
@@ -245,4 +324,37 @@ it('keeps write holds exclusive of read holds under load (no overlap, readers ov
   ]).filter(([x, y]) => x.by === 'write' || y.by === 'write');
   expect(cross).toEqual([]);
   expect(maxConcurrency(reads)).toBeGreaterThan(1);
+});
+
+it('keeps the exclusive path: an uncontended cycle is TRY + FREE (two keys each), hot sections pass on in memory, while other keys have readers and permits', async () => {
+  const node = (a.get(LockClientRegistry).get('default') as LockClient).nodes[0] as Redis;
+  const evalsha = node.evalsha.bind(node);
+  const sent: string[][] = [];
+  const key = lockRedisKey(prefix, 'excl:1');
+  node.evalsha = ((...args: Parameters<Redis['evalsha']>) => {
+    const [, numkeys, ...rest] = args as unknown as [string, number, ...string[]];
+    if (rest[0] === key) sent.push(rest.slice(0, Number(numkeys)));
+    return evalsha(...args);
+  }) as Redis['evalsha'];
+  const readers = await Promise.all([
+    locksA.acquire('other:r', read),
+    locksB.acquire('other:r', read),
+  ]);
+  const permit = await locksA.acquire('other:p', { permits: 4 });
+  try {
+    for (let i = 0; i < 3; i++) await locksA.using('excl:1', () => undefined);
+    expect(sent).toEqual(
+      Array.from({ length: 3 }, () => [
+        [key, `${key}:fence`],
+        [key, `${key}:wait`],
+      ]).flat(),
+    );
+    // A hot key: callers of this process pass it on in memory (no script per section).
+    sent.length = 0;
+    await Promise.all(Array.from({ length: 4 }, () => locksA.using('excl:1', () => sleep(1))));
+    expect(sent.length).toBeLessThanOrEqual(2);
+  } finally {
+    node.evalsha = evalsha;
+    for (const h of [...readers, permit]) await h.release();
+  }
 });
