@@ -3,7 +3,6 @@ import { performance } from 'node:perf_hooks';
 import { LockNotAcquiredError } from '../errors';
 import { type Grant, KeySpace, RELEASED_MESSAGE } from '../redis/key-space';
 import { LockNotifier } from '../redis/lock-notifier';
-import { GRANT_CLAIM_MS } from '../redis/lock.scripts';
 import { LockProtocol, type ReplicaAcks, type Taken } from '../redis/lock-protocol';
 import { isCluster, type RedisNode } from '../redis/redis-node';
 import { ScriptRunner } from '../redis/script-runner';
@@ -20,7 +19,7 @@ import {
   type LockClientStats,
   noStats,
 } from './lock-backend';
-import { type LineWaitContext, Waiter } from './waiter';
+import { type GrantedKey, type LineWaitContext, Waiter } from './waiter';
 
 export type { Lease } from './lease';
 export type { RedisNode } from '../redis/redis-node';
@@ -416,41 +415,30 @@ export class LockClient implements LockBackend {
     this.granted(grant);
   }
 
-  /** A release granted a key to a token of ours: hand the lease to its waiter, or give it back. */
+  /**
+   * A release granted a key to a token of ours: its waiter confirms the grant (claims it) before
+   * it holds the key; with no waiter left, the key is given back.
+   */
   private granted({ key, token, fence, spare }: Grant): void {
     if (this.tokens.holds(token)) return; // already taken by a retry that found it ours
-    const line = this.lines.get(key);
-    const waiter = line?.waiterOf(token);
-    if (!line || !waiter) {
-      // Its waiter left (timed out) after the grant: pass the key on.
-      this.protocol.abandon([key], token);
-      return;
-    }
-    this.tokens.hold(token);
-    // The release set the key for the claim window only: the lease runs from here until the
-    // claim below turns it into the waiter's full lease.
-    const claimed: LeaseTaker = {
-      token,
-      ttl: Math.min(waiter.ttl, GRANT_CLAIM_MS),
-      startedAt: waiter.startedAt,
-      acks: waiter.acks,
-    };
-    const lease = this.leases.taken([key], claimed, {
-      kind: 'ok',
-      fences: [fence],
-      start: performance.now(),
-      spare,
-      uncontended: false,
-    });
-    line.hold(lease);
-    if (claimed.ttl < waiter.ttl) void this.claim(lease, waiter.ttl);
-    if (!waiter.handOver(lease)) void this.release(lease).catch(() => undefined);
+    const waiter = this.lines.get(key)?.waiterOf(token);
+    // Its waiter left (timed out) after the grant: pass the key on.
+    if (!waiter?.granted({ fence, spare })) this.protocol.abandon([key], token);
   }
 
-  /** Renews a granted key from its claim window to the full lease (its holder runs already). */
-  private async claim(lease: Lease, ttl: number): Promise<void> {
-    // Lost or failing: the lease ends with its claim window, and its watchdog says so.
-    await this.extend(lease, ttl).catch(() => undefined);
+  /**
+   * Confirms a grant: renews the key from its claim window to the taker's lease, timed from
+   * the moment the claim is sent (as any round).
+   */
+  private async claim(
+    keys: readonly string[],
+    taker: LeaseTaker,
+    grant: GrantedKey,
+  ): Promise<Taken | undefined> {
+    const start = performance.now();
+    const ours = await this.protocol.extend(keys, taker.token, taker.ttl, taker.acks);
+    if (!ours) return undefined;
+    return { kind: 'ok', fences: [grant.fence], start, spare: grant.spare, uncontended: false };
   }
 
   // ---------------------------------------------------------------- waiting
@@ -468,6 +456,7 @@ export class LockClient implements LockBackend {
             : line.listen(() => this.onReleases(line.key, () => line.head?.wake())),
         ),
       holds: (token) => this.tokens.holds(token),
+      claim: (keys, taker, grant) => this.claim(keys, taker, grant),
       dropIfIdle: (line) => this.lines.dropIfIdle(line),
     };
   }
