@@ -3,7 +3,6 @@ import { performance } from 'node:perf_hooks';
 import { LockConfigError, LockNotAcquiredError } from '../errors';
 import { type Grant, KeySpace, RELEASED_MESSAGE } from '../redis/key-space';
 import { LockNotifier } from '../redis/lock-notifier';
-import { GRANT_CLAIM_MS } from '../redis/lock.scripts';
 import {
   LockProtocol,
   type ReplicaAcks,
@@ -27,7 +26,7 @@ import {
   noStats,
   type Share,
 } from './lock-backend';
-import { type LineWaitContext, Waiter } from './waiter';
+import { type GrantedKey, type LineWaitContext, Waiter } from './waiter';
 
 export type { Lease } from './lease';
 export type { RedisNode } from '../redis/redis-node';
@@ -401,31 +400,15 @@ export class LockClient implements LockBackend {
         ? (token, deliver) => {
             this.sharedGrants.set(token, (grant) => {
               this.sharedGrants.delete(token);
-              deliver(this.grantedLease(grant, waiter, share));
+              // A grant is a hold only once its claim is confirmed (see `claim`).
+              void this.claim([grant.key], waiter, grant, share).then(deliver, () =>
+                deliver(undefined),
+              );
             });
             return () => this.sharedGrants.delete(token);
           }
         : undefined,
     };
-  }
-
-  /**
-   * A share a release granted: set for the claim window, renewed to the full lease at once
-   * (beside the holder), as a granted exclusive lock.
-   */
-  private grantedLease({ key, fence }: Grant, waiter: LeaseTaker, share: Share): Lease {
-    this.tokens.hold(waiter.token);
-    const claimed: LeaseTaker = { ...waiter, ttl: Math.min(waiter.ttl, GRANT_CLAIM_MS) };
-    const lease = this.leases.taken([key], claimed, {
-      kind: 'ok',
-      fences: [fence],
-      start: performance.now(),
-      spare: 0,
-      uncontended: false,
-    });
-    lease.share = share;
-    if (claimed.ttl < waiter.ttl) void this.claim(lease, waiter.ttl);
-    return lease;
   }
 
   /** The lease of a round that took a share. */
@@ -582,43 +565,34 @@ export class LockClient implements LockBackend {
     this.granted(grant);
   }
 
-  /** A release granted a key to a token of ours: hand the lease to its waiter, or give it back. */
+  /**
+   * A release granted a key to a token of ours: its waiter confirms the grant (claims it) before
+   * it holds the key; with no waiter left, the key is given back.
+   */
   private granted({ key, token, fence, spare }: Grant): void {
     if (this.tokens.holds(token)) return; // already taken by a retry that found it ours
     const share = this.sharedGrants.get(token);
     if (share) return share({ key, token, fence, spare });
-    const line = this.lines.get(key);
-    const waiter = line?.waiterOf(token);
-    if (!line || !waiter) {
-      // Its waiter left (timed out) after the grant: pass the key on.
-      this.protocol.abandon([key], token);
-      return;
-    }
-    this.tokens.hold(token);
-    // The release set the key for the claim window only: the lease runs from here until the
-    // claim below turns it into the waiter's full lease.
-    const claimed: LeaseTaker = {
-      token,
-      ttl: Math.min(waiter.ttl, GRANT_CLAIM_MS),
-      startedAt: waiter.startedAt,
-      acks: waiter.acks,
-    };
-    const lease = this.leases.taken([key], claimed, {
-      kind: 'ok',
-      fences: [fence],
-      start: performance.now(),
-      spare,
-      uncontended: false,
-    });
-    line.hold(lease);
-    if (claimed.ttl < waiter.ttl) void this.claim(lease, waiter.ttl);
-    if (!waiter.handOver(lease)) void this.release(lease).catch(() => undefined);
+    const waiter = this.lines.get(key)?.waiterOf(token);
+    // Its waiter left (timed out) after the grant: pass the key on.
+    if (!waiter?.granted({ fence, spare })) this.protocol.abandon([key], token);
   }
 
-  /** Renews a granted key from its claim window to the full lease (its holder runs already). */
-  private async claim(lease: Lease, ttl: number): Promise<void> {
-    // Lost or failing: the lease ends with its claim window, and its watchdog says so.
-    await this.extend(lease, ttl).catch(() => undefined);
+  /**
+   * Confirms a grant: renews the key from its claim window to the taker's lease, timed from
+   * the moment the claim is sent (as any round).
+   */
+  private async claim(
+    keys: readonly string[],
+    taker: LeaseTaker,
+    grant: GrantedKey,
+    share?: Share,
+  ): Promise<Taken | undefined> {
+    const start = performance.now();
+    const { token, ttl, acks } = taker;
+    const ours = await this.protocol.extend(keys, token, ttl, acks, shareArg(share));
+    if (!ours) return undefined;
+    return { kind: 'ok', fences: [grant.fence], start, spare: grant.spare, uncontended: false };
   }
 
   // ---------------------------------------------------------------- waiting
@@ -636,6 +610,7 @@ export class LockClient implements LockBackend {
             : line.listen(() => this.onReleases(line.key, () => line.head?.wake())),
         ),
       holds: (token) => this.tokens.holds(token),
+      claim: (keys, taker, grant) => this.claim(keys, taker, grant),
       dropIfIdle: (line) => this.lines.dropIfIdle(line),
     };
   }

@@ -22,10 +22,11 @@ export interface MultiKeyWaitContext {
   abandon(keys: readonly string[], token: string): void;
   timerWakeup(): void;
   /**
-   * Shared holds queued for a grant: `deliver` gets the lease a release granted to `token`;
-   * returns the function that stops listening.
+   * Shared holds queued for a grant: `deliver` gets what a release granted to `token`, once its
+   * claim is confirmed (undefined: the claim found it lost, keep trying); returns the function
+   * that stops listening.
    */
-  grants?(token: string, deliver: (lease: Lease) => void): () => void;
+  grants?(token: string, deliver: (taken: Taken | undefined) => void): () => void;
 }
 
 /**
@@ -45,9 +46,11 @@ export async function waitForKeys(
   signal: AbortSignal | undefined,
 ): Promise<Lease> {
   const latch = new WakeLatch();
-  let granted: Lease | undefined;
-  const unlisten = ctx.grants?.(taker.token, (lease) => {
-    granted = lease;
+  let granted: Taken | undefined;
+  let done = false;
+  const unlisten = ctx.grants?.(taker.token, (taken) => {
+    if (done) return;
+    granted = taken;
     latch.wake();
   });
   const watch = ctx.watch(keys, () => latch.wake());
@@ -64,7 +67,7 @@ export async function waitForKeys(
     let answeredAt = -Infinity;
     for (;;) {
       if (signal?.aborted || ctx.closing.aborted) throw abortReason(keys, signal);
-      if (granted) return granted;
+      if (granted) return ctx.hold(keys, taker, granted);
       const remaining = deadline - performance.now();
       // Past the deadline, Redis has the last word unless it answered moments ago (see Waiter).
       const last = remaining <= 0;
@@ -89,10 +92,10 @@ export async function waitForKeys(
           ctx.abandon(keys, taker.token);
           throw abortReason(keys, signal);
         }
-        // A grant that came meanwhile is the same hold (same token), renewed by this attempt.
-        return granted ?? ctx.hold(keys, taker, outcome);
+        // A grant confirmed meanwhile is the same hold (same token), renewed by this attempt.
+        return ctx.hold(keys, taker, outcome);
       }
-      if (granted) return granted;
+      if (granted) return ctx.hold(keys, taker, granted);
       pttl = outcome.pttl;
       if (last || deadline - performance.now() <= 0) break;
       idleRounds = pttl > 0 ? 0 : idleRounds + 1;
@@ -106,6 +109,7 @@ export async function waitForKeys(
     if (attempted) ctx.abandon(keys, taker.token);
     throw err;
   } finally {
+    done = true;
     unlisten?.();
     signal?.removeEventListener('abort', stop);
     ctx.closing.removeEventListener('abort', stop);

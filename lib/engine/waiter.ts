@@ -39,6 +39,18 @@ export interface LineWaitContext {
   dropIfIdle(line: WaiterLine): void;
   /** Counts a waiter woken by its timer rather than by a release. */
   timerWakeup(): void;
+  /**
+   * Confirms a grant in one round trip: renews the key the release granted to the waiter's token
+   * from its claim window to the waiter's full lease. The round's outcome (the lease runs from
+   * the moment the claim was sent), or undefined when the key is no longer the token's.
+   */
+  claim(keys: readonly string[], taker: LeaseTaker, grant: GrantedKey): Promise<Taken | undefined>;
+}
+
+/** What a grant message gave a waiter's token: its fence and the spare ones after it. */
+export interface GrantedKey {
+  readonly fence: number;
+  readonly spare: number;
 }
 
 /**
@@ -66,6 +78,8 @@ export class Waiter implements LeaseTaker {
   queuedByHolder = false;
   /** Its wait is over (it holds the key, or gave up). */
   done = false;
+  /** A grant message came for its token and is not confirmed yet. */
+  private grant?: GrantedKey;
 
   private readonly latch = new WakeLatch();
   private readonly deadlineTimer: DeadlineTimer;
@@ -136,6 +150,19 @@ export class Waiter implements LeaseTaker {
     return true;
   }
 
+  /**
+   * A release granted the key to this waiter's token. The grant is a hold only once its claim
+   * is confirmed by Redis: the message may have been read long after it was sent (a stalled
+   * event loop, a starved CPU, a subscriber catching up), when the claim window had run out and
+   * someone else had taken the key. False if the waiter already left.
+   */
+  granted(grant: GrantedKey): boolean {
+    if (this.done) return false;
+    this.grant = grant;
+    this.latch.wake();
+    return true;
+  }
+
   /** Nudges the waiter to try over the network now (remembered if it is busy). */
   wake(): void {
     this.latch.wake();
@@ -148,6 +175,11 @@ export class Waiter implements LeaseTaker {
 
   private async run(): Promise<void> {
     while (!this.done) {
+      // A grant goes first, even past the deadline: Redis gave the key to this token.
+      if (this.grant) {
+        await this.claimGrant(this.grant);
+        continue;
+      }
       if (this.expired) return this.lastTry();
       if (this.line.head !== this) {
         // Not our turn: we become the head when the one ahead of us leaves.
@@ -215,6 +247,36 @@ export class Waiter implements LeaseTaker {
     const why = await this.latch.sleep(delay);
     this.woken = why === 'woken';
     if (why === 'timer') this.ctx.timerWakeup();
+  }
+
+  /** Confirms a grant: the lease, or (the key went to someone else) back to trying. */
+  private async claimGrant(grant: GrantedKey): Promise<void> {
+    this.grant = undefined;
+    this.attempting = true;
+    let taken: Taken | undefined;
+    try {
+      taken = await this.ctx.claim(this.keys, this, grant);
+    } catch (err) {
+      this.attempting = false;
+      if (this.done || !(err instanceof LockBackendError) || this.ctx.closing.aborted) throw err;
+      if (this.expired) throw err;
+      // Unknown whether it renewed: the next attempt finds the key ours, or busy.
+      this.outage = err;
+      await this.latch.sleep(outageRetryDelay(++this.failures, this.deadline));
+      return;
+    }
+    this.attempting = false;
+    this.answeredAt = performance.now();
+    // Given up while the claim was in flight: `giveUp` already gave the key back.
+    if (this.done) return;
+    if (taken) {
+      const lease = this.ctx.hold(this.keys, this, taken);
+      this.finish();
+      this.resolve(lease);
+      return;
+    }
+    // The claim window ran out before the grant was read and someone else has the key.
+    if (this.expired) return this.giveUp(this.deadlineError());
   }
 
   /**

@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import * as vm from 'node:vm';
 import type { INestApplication } from '@nestjs/common';
 import { Redis } from 'ioredis';
@@ -699,5 +701,53 @@ describe('defect 10: bad per-call options are LockConfigError', () => {
       return;
     }
     await refusedOrWaits(withBigWait, {});
+  });
+});
+
+// ------------------------------------------------------------------------------ grants
+
+describe('defect 14: a grant read after its claim window ran out is not a hold', () => {
+  /** Blocks the event loop (a long synchronous computation, a GC pause, a starved CPU). */
+  function blockEventLoop(ms: number): void {
+    const end = performance.now() + ms;
+    while (performance.now() < end) {
+      // spin
+    }
+  }
+
+  const keyPrefix = uniquePrefix('d14');
+
+  it('the grantee stalled past the claim while another client took the key: it does not run as holder', async () => {
+    const holder = await lockService({ clients: [server.url], keyPrefix });
+    const grantee = await lockService({ clients: [server.url], keyPrefix });
+    const key = `grant:${uid()}`;
+    const rk = lockRedisKey(keyPrefix, key);
+    const held = await holder.acquire(key, { ttl: 5_000 });
+    // The grantee queues in Redis behind the holder (another process, as far as Redis knows).
+    const waiting = grantee.acquire(key, { ttl: 5_000, waitTimeout: 6_000 }).then(async (h) => {
+      const owner = await redis.get(rk);
+      await h.release();
+      return owner;
+    });
+    await sleep(200);
+    // Another client (a separate OS process) takes the key once the grant's claim ran out.
+    const intruder = spawn(
+      'sh',
+      ['-c', `sleep 1.4; redis-cli -h 127.0.0.1 -p ${server.port} SET '${rk}' intruder NX PX 1500`],
+      { stdio: ['ignore', 'pipe', 'ignore'] },
+    );
+    let intruderSaid = '';
+    intruder.stdout.on('data', (d: Buffer) => (intruderSaid += d.toString()));
+    const intruderDone = once(intruder, 'exit');
+    // The release grants the key to the grantee; its grant message waits in the socket while
+    // this process is stalled past the claim window (1 s).
+    await held.release();
+    blockEventLoop(2_200);
+    const ownerWhenGranteeRan = await waiting;
+    await intruderDone;
+    // The intruder really took the free key (otherwise this test proves nothing)...
+    expect(intruderSaid.trim()).toBe('OK');
+    // ...so the grantee must not have run while the intruder held it.
+    expect(ownerWhenGranteeRan).not.toBe('intruder');
   });
 });

@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { Injectable, type INestApplication } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import type { LockClient } from '../../lib/engine/lock-client';
@@ -357,4 +359,37 @@ it('keeps the exclusive path: an uncontended cycle is TRY + FREE (two keys each)
     node.evalsha = evalsha;
     for (const h of [...readers, permit]) await h.release();
   }
+});
+
+it('a shared grant read after its claim ran out is not a hold (defect 14, for readers)', async () => {
+  const key = 'claim:1';
+  const rk = lockRedisKey(prefix, key);
+  const held = await locksA.acquire(key, { ttl: 5_000 });
+  const waiting = locksB
+    .acquire(key, { ...read, ttl: 5_000, waitTimeout: 6_000 })
+    .then(async (h) => {
+      const owner = await redis.get(rk);
+      await h.release();
+      return owner;
+    });
+  await sleep(200);
+  // Another client takes the key once the grant's claim (1 s) ran out.
+  const intruder = spawn(
+    'sh',
+    ['-c', `sleep 1.4; redis-cli -h 127.0.0.1 -p ${server.port} SET '${rk}' intruder NX PX 1500`],
+    { stdio: ['ignore', 'pipe', 'ignore'] },
+  );
+  let said = '';
+  intruder.stdout.on('data', (d: Buffer) => (said += d.toString()));
+  const done = once(intruder, 'exit');
+  await held.release();
+  // The grant message waits in the socket while this process is stalled past the claim.
+  const end = performance.now() + 2_200;
+  while (performance.now() < end) {
+    // spin
+  }
+  const ownerWhenReaderRan = await waiting;
+  await done;
+  expect(said.trim()).toBe('OK');
+  expect(ownerWhenReaderRan).toBe('\0r');
 });
