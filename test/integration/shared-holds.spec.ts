@@ -248,8 +248,8 @@ describe('permits', () => {
   });
 
   it('a lost permit aborts its holder signal at the next renewal; the others keep theirs', async () => {
-    const lost = await locksA.acquire('p:4', { permits: 2, ttl: 300 });
-    const kept = await locksB.acquire('p:4', { permits: 2, ttl: 300 });
+    const lost = await locksA.acquire('p:4', { permits: 2, ttl: 1_500 });
+    const kept = await locksB.acquire('p:4', { permits: 2, ttl: 1_500 });
     const lockKey = lockRedisKey(prefix, 'p:4');
     const [token] = await redis.zrange(`${lockKey}:h`, 0, 0);
     // Its share is gone (as if another client had taken it away).
@@ -258,10 +258,10 @@ describe('permits', () => {
       (async () => {
         while (!lost.signal.aborted && !kept.signal.aborted) await sleep(10);
       })(),
-      2_000,
+      4_000,
       'the lost signal',
     );
-    await sleep(250); // past the other holder's renewal too
+    await sleep(700); // past the other holder's next renewal too
     expect([lost.signal.aborted, kept.signal.aborted].sort()).toEqual([false, true]);
     expect((lost.signal.aborted ? lost : kept).signal.reason).toMatchObject({
       name: 'LockLostError',
