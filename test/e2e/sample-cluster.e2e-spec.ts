@@ -279,7 +279,11 @@ describe('sample app as three processes (multi-process)', () => {
   it('permits: 3 keeps 30 payments from three instances at 3 calls at once at the gateway, none refused', async () => {
     const { paid, stats } = await payAll(30, 'permits');
     expect(paid.map((r) => r.status)).toEqual(paid.map(() => 200));
-    expect(stats).toMatchObject({ calls: 30, refused: 0, maxInFlight: 3 });
+    expect(stats).toMatchObject({ calls: 30, refused: 0 });
+    // Never more than the permits; and they are used together (3 in every run so far; a grant
+    // slower than one 20 ms gateway call on a loaded machine could make it 2).
+    expect(stats.maxInFlight).toBeLessThanOrEqual(3);
+    expect(stats.maxInFlight).toBeGreaterThanOrEqual(2);
     const permits = paid.map((r) => (r as HttpResult).body.permits as number);
     expect(new Set(permits)).toEqual(new Set([3]));
     const fences = paid.map((r) => (r as HttpResult).body.fence as number);
