@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { LockConfigError, LockNotAcquiredError } from '../errors';
 import { type Grant, KeySpace, RELEASED_MESSAGE } from '../redis/key-space';
 import { LockNotifier } from '../redis/lock-notifier';
+import { GRANT_CLAIM_MS } from '../redis/lock.scripts';
 import {
   LockProtocol,
   type ReplicaAcks,
@@ -68,7 +69,7 @@ export class LockClient implements LockBackend {
   private readonly lineWait: LineWaitContext;
   private readonly keysWait: MultiKeyWaitContext;
   /** Shared holds waiting for a grant, by token: who takes the lease. */
-  private readonly sharedGrants = new Map<string, (grant: Grant) => void>();
+  private readonly sharedGrants = new Map<string, SharedGrantee>();
   /** Keys with shared holds or waits of this process, and how many. */
   private readonly sharedKeys = new Map<string, number>();
 
@@ -398,12 +399,30 @@ export class LockClient implements LockBackend {
         : this.keysWait.watch,
       grants: queued
         ? (token, deliver) => {
-            this.sharedGrants.set(token, (grant) => {
-              this.sharedGrants.delete(token);
-              // A grant is a hold only once its claim is confirmed (see `claim`).
-              void this.claim([grant.key], waiter, grant, share).then(deliver, () =>
-                deliver(undefined),
-              );
+            this.sharedGrants.set(token, {
+              // A grant message: a hold only once its claim is confirmed (see `claim`).
+              message: (grant) => {
+                this.sharedGrants.delete(token);
+                void this.claim([grant.key], waiter, grant, share).then(deliver, () =>
+                  deliver(undefined),
+                );
+              },
+              // Granted by a release of this process whose answer just came: the claim window
+              // began after `sentAt`, so the share holds from there at once; the claim to the
+              // full lease follows (see `holdShared`).
+              answered: (fence, sentAt) => {
+                this.sharedGrants.delete(token);
+                // Held from now on: the grant message still on its way is ignored.
+                this.tokens.hold(token);
+                deliver({
+                  kind: 'ok',
+                  fences: [fence],
+                  start: sentAt,
+                  spare: 0,
+                  uncontended: false,
+                  ttl: Math.min(waiter.ttl, GRANT_CLAIM_MS),
+                });
+              },
             });
             return () => this.sharedGrants.delete(token);
           }
@@ -422,6 +441,9 @@ export class LockClient implements LockBackend {
     lease.share = share;
     // A grant for this token that is still on its way is ignored.
     this.tokens.hold(taker.token);
+    // Set for a grant's claim window only: renewed to the full lease beside the holder (lost or
+    // failing, the lease ends with the window and its watchdog says so).
+    if (lease.ttl < taker.ttl) void this.extend(lease, taker.ttl).catch(() => undefined);
     return lease;
   }
 
@@ -429,7 +451,11 @@ export class LockClient implements LockBackend {
   private giveBackShare(lease: Lease): Promise<void> {
     this.tokens.drop(lease.token);
     this.sharedDone(lease.keys);
-    return this.protocol.release(lease.keys, lease.token, false).then(() => undefined);
+    const sentAt = performance.now();
+    return this.protocol.releaseShare(lease.keys, lease.token).then((shares) => {
+      // Shares it granted to waiters of this process start now, not at the grant message.
+      for (const { token, fence } of shares) this.sharedGrants.get(token)?.answered(fence, sentAt);
+    });
   }
 
   private sharedStarted(keys: readonly string[]): void {
@@ -572,7 +598,7 @@ export class LockClient implements LockBackend {
   private granted({ key, token, fence, spare }: Grant): void {
     if (this.tokens.holds(token)) return; // already taken by a retry that found it ours
     const share = this.sharedGrants.get(token);
-    if (share) return share({ key, token, fence, spare });
+    if (share) return share.message({ key, token, fence, spare });
     const waiter = this.lines.get(key)?.waiterOf(token);
     // Its waiter left (timed out) after the grant: pass the key on.
     if (!waiter?.granted({ fence, spare })) this.protocol.abandon([key], token);
@@ -685,4 +711,12 @@ function conflictError(key: string, share: Share, held: number): LockConfigError
     MODE_MISMATCH(key, asked, holders),
     share === 'read' ? 'mode' : 'permits',
   );
+}
+
+/** A shared waiter of this process queued in Redis, told of its grant one way or the other. */
+interface SharedGrantee {
+  /** The grant message came (from any process's release). */
+  message(grant: Grant): void;
+  /** A release of this process granted it, per the release's answer (sent at `sentAt`). */
+  answered(fence: number, sentAt: number): void;
 }

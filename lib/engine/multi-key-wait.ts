@@ -48,11 +48,20 @@ export async function waitForKeys(
   const latch = new WakeLatch();
   let granted: Taken | undefined;
   let done = false;
+  let held = false;
   const unlisten = ctx.grants?.(taker.token, (taken) => {
-    if (done) return;
+    if (done) {
+      // Granted after the wait gave up: nobody will use it, so it goes on at once.
+      if (taken && !held) ctx.abandon(keys, taker.token);
+      return;
+    }
     granted = taken;
     latch.wake();
   });
+  const hold = (taken: Taken): Lease => {
+    held = true;
+    return ctx.hold(keys, taker, taken);
+  };
   const watch = ctx.watch(keys, () => latch.wake());
   const stop = () => latch.wake();
   signal?.addEventListener('abort', stop);
@@ -67,7 +76,7 @@ export async function waitForKeys(
     let answeredAt = -Infinity;
     for (;;) {
       if (signal?.aborted || ctx.closing.aborted) throw abortReason(keys, signal);
-      if (granted) return ctx.hold(keys, taker, granted);
+      if (granted) return hold(granted);
       const remaining = deadline - performance.now();
       // Past the deadline, Redis has the last word unless it answered moments ago (see Waiter).
       const last = remaining <= 0;
@@ -93,9 +102,9 @@ export async function waitForKeys(
           throw abortReason(keys, signal);
         }
         // A grant confirmed meanwhile is the same hold (same token), renewed by this attempt.
-        return ctx.hold(keys, taker, outcome);
+        return hold(outcome);
       }
-      if (granted) return ctx.hold(keys, taker, granted);
+      if (granted) return hold(granted);
       pttl = outcome.pttl;
       if (last || deadline - performance.now() <= 0) break;
       idleRounds = pttl > 0 ? 0 : idleRounds + 1;

@@ -40,6 +40,17 @@ export interface Taken {
   readonly spare: number;
   /** Taken by a first try with the key free (its release tries FREE first). */
   readonly uncontended: boolean;
+  /**
+   * The lease the round set, when shorter than the taker's: a grant's claim window, which the
+   * holder then renews to its full lease.
+   */
+  readonly ttl?: number;
+}
+
+/** A share granted by a release this process sent: the waiter's token and its fence. */
+export interface GrantedShare {
+  readonly token: string;
+  readonly fence: number;
 }
 
 /** An acquire round's outcome: taken, or busy with the holder's remaining lease. */
@@ -309,6 +320,26 @@ export class LockProtocol {
       (r) => !(r instanceof Error),
       conclude,
     );
+  }
+
+  /**
+   * Gives a share (read hold, permit) back as `release` does. On a single node the answer also
+   * names the shares the release granted (to queued waiters of any process), so a grantee of
+   * this process can take its share from the answer, without waiting for the grant message.
+   * @throws LockBackendError when no majority of nodes could be told
+   */
+  async releaseShare(keys: readonly string[], token: string): Promise<readonly GrantedShare[]> {
+    if (this.nodes.length > 1) {
+      await this.release(keys, token, false);
+      return [];
+    }
+    const args: [string, '0' | '1', number] = [token, '0', this.fenceArg(this.settings.block)];
+    const replies = await Promise.all(
+      this.space.units(keys).map((u) => this.runner.run(this.nodes[0], RELEASE, u, args)),
+    ).catch((e: unknown) => {
+      throw new LockBackendError(keys, [asError(e)], 'release');
+    });
+    return replies.flatMap((r) => r.shares);
   }
 
   /**

@@ -90,6 +90,9 @@ end`;
  * the zset live as long as the longest lease. Needs MINT, now_ms and entry defined before it.
  */
 const SHARED = `
+-- Shares granted by this script: token, fence, ... (RELEASE returns them to the releaser, whose
+-- process may be the grantee's: it then needs no grant message).
+local granted_shares = {}
 local function marker_of(kind) return '\\0' .. kind end
 local function room_of(kind)
   if kind == 'r' then return math.huge end
@@ -121,6 +124,8 @@ local function grant_one(l, token, ttl, kind, now, block)
   if kind == 'r' then fence = read_fence(l) else fence = mint(l, block < 0 and -1 or 1) end
   redis.call('PUBLISH', '${GRANT_CHANNEL_PREFIX}' .. string.match(token, '^(.*)%${TOKEN_SEPARATOR}'),
     '${GRANT_WORD} ' .. token .. ' ' .. string.format('%.0f', fence) .. ' 0 ' .. KEYS[l])
+  granted_shares[#granted_shares + 1] = token
+  granted_shares[#granted_shares + 1] = string.format('%.0f', fence)
   return fence
 end
 -- Grants the queued shared waiters of kind at the head of the queue, up to room of them (a
@@ -459,7 +464,9 @@ for i = 1, #KEYS, 6 do
     if left == 1 then after_leave(i, tonumber(ARGV[3])) end
   end
 end
-return {released, granted, published}
+local out = {released, granted, published}
+for _, v in ipairs(granted_shares) do out[#out + 1] = v end
+return out
 `;
 
 /**

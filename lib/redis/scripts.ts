@@ -71,6 +71,8 @@ export interface ReleaseReply {
   readonly released: number;
   readonly granted: number;
   readonly published: number;
+  /** Shares (read holds, permits) the release granted: token, fence. */
+  readonly shares: readonly { readonly token: string; readonly fence: number }[];
 }
 
 /** What RELEASE_TO did with a key that has a local waiter. */
@@ -121,8 +123,13 @@ export const RELEASE = defineScript<[Token, Leave, Block], ReleaseReply>(
   'RELEASE',
   RELEASE_SCRIPT,
   (reply) => {
-    const [released, granted, published] = numbers(reply);
-    return { released, granted, published };
+    const r = reply as unknown[];
+    const [released, granted, published] = numbers(r.slice(0, 3));
+    const shares: { token: string; fence: number }[] = [];
+    for (let i = 3; i + 1 < r.length; i += 2) {
+      shares.push({ token: String(r[i]), fence: Number(r[i + 1]) });
+    }
+    return { released, granted, published, shares };
   },
 );
 

@@ -73,9 +73,27 @@ describe('scripts', () => {
   });
 
   it('RELEASE decoder: released, granted and published key counts', () => {
-    expect(RELEASE.decode([1, 0, 1])).toEqual({ released: 1, granted: 0, published: 1 });
-    expect(RELEASE.decode([3, 2, 0])).toEqual({ released: 3, granted: 2, published: 0 });
-    expect(RELEASE.decode(['0', '0', '0'])).toEqual({ released: 0, granted: 0, published: 0 });
+    const none = { shares: [] };
+    expect(RELEASE.decode([1, 0, 1])).toEqual({ released: 1, granted: 0, published: 1, ...none });
+    expect(RELEASE.decode([3, 2, 0])).toEqual({ released: 3, granted: 2, published: 0, ...none });
+    expect(RELEASE.decode(['0', '0', '0'])).toEqual({
+      released: 0,
+      granted: 0,
+      published: 0,
+      ...none,
+    });
+    // Shares the release granted follow the counts: token, fence (whole, as text).
+    expect(
+      RELEASE.decode([1, 1, 0, 'p1:7', '1795438628934258', 'p2:9', '1795438628934259']),
+    ).toEqual({
+      released: 1,
+      granted: 1,
+      published: 0,
+      shares: [
+        { token: 'p1:7', fence: 1795438628934258 },
+        { token: 'p2:9', fence: 1795438628934259 },
+      ],
+    });
   });
 
   describe('RELEASE_TO decoder', () => {
