@@ -6,6 +6,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { type PeerName, UNCONTENDED_PEERS } from './protocol';
 import type { CaseSummary, Options } from './run';
+import { scaleMarkdown, scaleSvg, scaleTargetRows } from './report-scale';
 
 export interface ReportMeta {
   date: string;
@@ -21,9 +22,10 @@ export interface ReportMeta {
 /** PRODUCT.md section 4. */
 export const TARGETS = {
   uncontendedVsFloor: 0.9,
-  hotVsIdeal: 0.9,
-  p99PerCallerSection: 2,
-  commandsPerSection: 3,
+  /** Hot key: sections/s over the timer-only ideal (1 worker, the section alone). */
+  hotVsIdeal: 0.95,
+  p99PerCallerSection: 1.2,
+  commandsPerSection: 0.5,
   segmentedSpeedup: 6,
   /** "Flat": heap within this many bytes of the first sample, handles not above it. */
   heapGrowthBytes: 1 << 20,
@@ -193,7 +195,9 @@ function derive(summaries: CaseSummary[]): Derived {
         vsTimer: s.rate.median / timerIdeal,
         vsFloor,
         p99Bound,
-        passIdeal: Number.isFinite(vsFloor) ? vsFloor >= TARGETS.hotVsIdeal : undefined,
+        passIdeal: Number.isFinite(timerIdeal)
+          ? s.rate.median / timerIdeal >= TARGETS.hotVsIdeal
+          : undefined,
         passP99: Number.isFinite(p99Bound) ? s.waitP99.median <= p99Bound : undefined,
         passCommands: s.clientPerOp <= TARGETS.commandsPerSection,
       };
@@ -307,11 +311,14 @@ function markdown(summaries: CaseSummary[], d: Derived, meta: ReportMeta): strin
       if (!h || !s || s.n === 0) continue;
       const tag = `hot key ${procs}x${callers}${think ? `, think ${think} ms (extra, not in PRODUCT)` : ''}`;
       L.push(
-        `| ${tag}: >= ${TARGETS.hotVsIdeal} x ideal serial rate 1/(section + handoff) | ` +
-          `${fmt(h.vsFloor, 2)} x (${fmt(s.rate.median)} vs ${fmt(d.floorIdeal)}/s; ${fmt(h.vsTimer, 2)} x timer-only ${fmt(d.timerIdeal)}/s) | ${pf(h.passIdeal)} |`,
+        `| ${tag}: >= ${TARGETS.hotVsIdeal} x timer-only ideal (1 worker, the section alone) | ` +
+          `${fmt(h.vsTimer, 2)} x (${fmt(s.rate.median)} vs ${fmt(d.timerIdeal)}/s; ${fmt(h.vsFloor, 2)} x 1/(section + one raw handoff) ${fmt(d.floorIdeal)}/s) | ${pf(h.passIdeal)} |`,
       );
       L.push(
-        `| ${tag}: p99 wait <= 2 x callers x section = ${fmt(h.p99Bound, 0)} ms | ${fmt(s.waitP99.median, 1)} ms | ${pf(h.passP99)} |`,
+        `| ${tag}: p99 wait <= ${TARGETS.p99PerCallerSection} x callers x section = ${fmt(h.p99Bound, 0)} ms | ${fmt(s.waitP99.median, 1)} ms | ${pf(h.passP99)} |`,
+      );
+      L.push(
+        `| ${tag}: longest same-holder streak; grants out of arrival order (report only) | ${fmt(s.streakMax)} (mean ${fmt(s.streakMean, 2)}); ${fmt(s.outOfOrder * 100, 1)}% of sections overtook an earlier caller | - |`,
       );
       L.push(
         `| ${tag}: <= ${TARGETS.commandsPerSection} Redis commands per section (client-sent) | ${fmt(s.clientPerOp, 2)} (${topCommands(s.clientByCommand)}) | ${pf(h.passCommands)} |`,
@@ -335,6 +342,7 @@ function markdown(summaries: CaseSummary[], d: Derived, meta: ReportMeta): strin
       `| no growth over ${fmt(o.memCycles)} cycles: heap and handles flat | heap ${mb(m.firstHeap)} -> ${mb(m.lastHeap)} (max growth ${mb(m.maxHeapGrowth)}), handles ${m.firstHandles} -> ${m.lastHandles} (max ${m.maxHandles}) | ${pf(m.pass)} |`,
     );
   }
+  L.push(...scaleTargetRows(summaries));
 
   // -------- uncontended
   const unc = of('uncontended');
@@ -539,6 +547,7 @@ function markdown(summaries: CaseSummary[], d: Derived, meta: ReportMeta): strin
       for (const e of s.errors) L.push(`- ${s.def.id}: ${oneLine(e)}`);
     }
   }
+  L.push(...scaleMarkdown(summaries));
   L.push('');
   return L.join('\n');
 }
@@ -769,6 +778,8 @@ export function writeReport(
     `${JSON.stringify({ meta, targets: TARGETS, derived: d, cases: summaries }, jsonSafe, 1)}\n`,
   );
   write(files.svg, svg(summaries, d));
+  const scale = scaleSvg(summaries);
+  if (scale) write(path.join(dir, 'latest-scale.svg'), scale);
   return files;
 }
 
