@@ -230,9 +230,9 @@ export class LockClient implements LockBackend {
    * @returns false when the lock is no longer held by this lease
    * @throws LockBackendError when too many nodes fail to tell
    */
-  async extend(lease: Lease, ttl: number): Promise<boolean> {
+  async extend(lease: Lease, ttl: number, batched = false): Promise<boolean> {
     const start = performance.now();
-    const ok = await this.protocol.extend(lease.keys, lease.token, ttl, lease.acks);
+    const ok = await this.protocol.extend(lease.keys, lease.token, ttl, lease.acks, batched);
     if (ok) lease.renewed(start, ttl, this.leases.drift(ttl));
     else this.leaseEnded(lease);
     return ok;

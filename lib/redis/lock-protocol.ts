@@ -1,8 +1,9 @@
 import { performance } from 'node:perf_hooks';
 import { LockBackendError } from '../errors';
-import type { KeySpace } from './key-space';
+import { KEYS_PER_LOCK, type KeySpace } from './key-space';
 import { Quorum } from './quorum';
 import type { RedisNode } from './redis-node';
+import { RenewalBatcher } from './renewal-batcher';
 import { asError, type ReplicaAcks, type ScriptRunner } from './script-runner';
 
 export type { ReplicaAcks } from './script-runner';
@@ -77,6 +78,8 @@ export interface ProtocolCounters {
  */
 export class LockProtocol {
   readonly quorum: Quorum;
+  /** Watchdog renewals due together, sent as one script call per node. */
+  readonly renewals: RenewalBatcher;
 
   constructor(
     readonly nodes: readonly RedisNode[],
@@ -86,6 +89,7 @@ export class LockProtocol {
     private readonly counters: ProtocolCounters,
   ) {
     this.quorum = new Quorum(nodes.length);
+    this.renewals = new RenewalBatcher(runner, nodes.length > 1 ? '1' : '0');
   }
 
   /**
@@ -175,7 +179,9 @@ export class LockProtocol {
    * Renews every key of `token` to `ttl` ms from now. On a quorum, nodes that lost the lock (a
    * restart without persistence) get it back while the token still holds a majority elsewhere,
    * so rolling restarts never leave it on a minority; without that majority the put-back is
-   * given back at once.
+   * given back at once. `batched` (the watchdog's renewals): it joins the renewals due within a
+   * short window, one script call per node (`RenewalBatcher`), unless replicas must acknowledge
+   * it or its keys span Cluster slots.
    * @returns false when the lock is no longer held by the token on a majority
    * @throws LockBackendError when too many nodes fail to tell
    */
@@ -184,14 +190,20 @@ export class LockProtocol {
     token: string,
     ttl: number,
     acks?: ReplicaAcks,
+    batched = false,
   ): Promise<boolean> {
     const repair = this.nodes.length > 1 ? '1' : '0';
+    const units = batched && !acks ? this.space.units(keys) : undefined;
+    const lockKeys =
+      units?.length === 1 ? units[0].filter((_, i) => i % KEYS_PER_LOCK === 0) : undefined;
     const votes = await this.quorum.collect<RedisNode, ExtendReply | Error>(
       this.nodes,
       (node, answer) =>
-        void this.extendOn(node, keys, token, ttl, repair, acks).then(answer, (e: unknown) =>
-          answer(asError(e)),
-        ),
+        lockKeys
+          ? this.renewals.add(node, lockKeys, token, ttl, answer)
+          : void this.extendOn(node, keys, token, ttl, repair, acks).then(answer, (e: unknown) =>
+              answer(asError(e)),
+            ),
       (v) => v === 'renewed',
     );
     if (this.quorum.reached(votes.filter((v) => v === 'renewed').length)) return true;

@@ -63,8 +63,11 @@ const wakeUps = new WakeUps();
 
 /** All a watchdog needs of the lock engine. @internal */
 export interface LeaseRenewer {
-  /** Renews the lease to `ttl` ms from now; false when it is no longer held. */
-  extend(lease: WatchedLease, ttl: number): Promise<boolean>;
+  /**
+   * Renews the lease to `ttl` ms from now; false when it is no longer held. `batched`: it may
+   * wait a few ms to go out with other renewals (the watchdog's own renewals only).
+   */
+  extend(lease: WatchedLease, ttl: number, batched?: boolean): Promise<boolean>;
 }
 
 /** What a watchdog watches: the keys (for errors) and until when the lease is certainly ours. */
@@ -167,7 +170,7 @@ export class Watchdog {
     this.schedule(this.untilExpiry(now), now);
     let ok: boolean;
     try {
-      ok = await this.renewer.extend(this.lease, next);
+      ok = await this.renewer.extend(this.lease, next, true);
     } catch (error) {
       this.renewing = false;
       if (this.stopped) return;

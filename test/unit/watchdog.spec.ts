@@ -79,10 +79,10 @@ describe('Watchdog', () => {
       expect(r.extend).not.toHaveBeenCalled();
       await advance(1);
       expect(r.extend).toHaveBeenCalledTimes(1);
-      expect(r.extend).toHaveBeenLastCalledWith(lease, TTL);
+      expect(r.extend).toHaveBeenLastCalledWith(lease, TTL, true);
       await advance(9_000);
       expect(r.at).toEqual([1_000, 2_000, 3_000, 4_000, 5_000, 6_000, 7_000, 8_000, 9_000, 10_000]);
-      for (const call of r.extend.mock.calls) expect(call).toEqual([lease, TTL]);
+      for (const call of r.extend.mock.calls) expect(call).toEqual([lease, TTL, true]);
       expect(lost).toEqual([]);
       // Renewed in time: the lease never ran out.
       expect(lease.validUntil).toBeGreaterThan(time.now());
@@ -292,7 +292,7 @@ describe('Watchdog', () => {
       const { lost } = watch(r, lease);
       await time.pause(2_500);
       expect(r.at).toEqual([2_500]);
-      expect(r.extend).toHaveBeenLastCalledWith(lease, TTL);
+      expect(r.extend).toHaveBeenLastCalledWith(lease, TTL, true);
       await advance(5_000);
       expect(lost).toEqual([]);
     });
