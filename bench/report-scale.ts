@@ -175,8 +175,8 @@ export function scaleMarkdown(summaries: CaseSummary[]): string[] {
         'Event-loop delay: `monitorEventLoopDelay` over the hold phase. Unbatched = one renewal ' +
         'per hold per ttl/3.',
       '',
-      '| peer | holds | acquire s | heap per hold | commands/s in hold (unbatched) | loop delay p50 / p99 / max ms | lost | release s | left in Redis | n |',
-      '|---|---|---|---|---|---|---|---|---|---|',
+      '| peer | holds | acquire s | heap per hold | heap before / held / after release (collected) | commands/s in hold (unbatched) | loop delay p50 / p99 / max ms | lost | release s | left in Redis | n |',
+      '|---|---|---|---|---|---|---|---|---|---|---|',
     );
     for (const s of holds) {
       if (s.n === 0) {
@@ -186,7 +186,7 @@ export function scaleMarkdown(summaries: CaseSummary[]): string[] {
       for (const h of holdsOf(s)) {
         const f = holdFigures(h);
         L.push(
-          `| ${label(s.def.peer)} | ${fmt(h.taken)} / ${fmt(h.count)} | ${fmt(h.acquireMs / 1000, 1)} | ${kib(f.perHold)} | ${fmt(f.commandsPerS, 1)} (${fmt(f.unbatched)}) | ${fmt(h.loopP50, 1)} / ${fmt(h.loopP99, 1)} / ${fmt(h.loopMax, 0)} | ${h.lost} | ${fmt(h.releaseMs / 1000, 1)} | ${h.leftInRedis} | ${s.n} |`,
+          `| ${label(s.def.peer)} | ${fmt(h.taken)} / ${fmt(h.count)} | ${fmt(h.acquireMs / 1000, 1)} | ${kib(f.perHold)} | ${[h.heapBefore, h.heapHeld, h.heapAfter].map((b) => fmt(b / 2 ** 20, 1)).join(' / ')} MiB | ${fmt(f.commandsPerS, 1)} (${fmt(f.unbatched)}) | ${fmt(h.loopP50, 1)} / ${fmt(h.loopP99, 1)} / ${fmt(h.loopMax, 0)} | ${h.lost} | ${fmt(h.releaseMs / 1000, 1)} | ${h.leftInRedis} | ${s.n} |`,
         );
       }
     }

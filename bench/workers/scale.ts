@@ -164,11 +164,16 @@ export async function runHolds(peer: Peer, spec: WorkerSpec, r: WorkerResult): P
   r.done = taken.length;
   r.endedAt = now();
   sampler.stop();
+  const lostCount = lost;
+  const takenCount = taken.length;
+  // The bench's own references go first: what is left after the release is the library's.
+  held.length = 0;
+  taken.length = 0;
   const heapAfter = collectedHeap();
   const result: HoldsResult = {
     kind: 'holds',
     count,
-    taken: taken.length,
+    taken: takenCount,
     ttl: spec.ttl,
     holdMs,
     acquireMs,
@@ -180,7 +185,7 @@ export async function runHolds(peer: Peer, spec: WorkerSpec, r: WorkerResult): P
     loopP50: ms(phase.percentile(50)),
     loopP99: ms(phase.percentile(99)),
     loopMax: ms(phase.max),
-    lost,
+    lost: lostCount,
     releaseMs,
     releaseFailures,
     leftInRedis: await leftInRedis(spec.ports, spec.key),

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { LockBackendError } from '../errors';
-import { KEYS_PER_LOCK, type KeySpace } from './key-space';
+import type { KeySpace } from './key-space';
 import { Quorum } from './quorum';
 import type { RedisNode } from './redis-node';
 import { RenewalBatcher } from './renewal-batcher';
@@ -193,9 +193,7 @@ export class LockProtocol {
     batched = false,
   ): Promise<boolean> {
     const repair = this.nodes.length > 1 ? '1' : '0';
-    const units = batched && !acks ? this.space.units(keys) : undefined;
-    const lockKeys =
-      units?.length === 1 ? units[0].filter((_, i) => i % KEYS_PER_LOCK === 0) : undefined;
+    const lockKeys = batched && !acks ? this.space.lockKeysInOneUnit(keys) : undefined;
     const votes = await this.quorum.collect<RedisNode, ExtendReply | Error>(
       this.nodes,
       (node, answer) =>

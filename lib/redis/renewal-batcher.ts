@@ -20,6 +20,8 @@ export const RENEWAL_WINDOW_MS = 20;
 const WINDOW_SHARE_OF_TTL = 0.01;
 /** Holds per script call: bounds how long one call keeps Redis busy (two commands each). */
 export const RENEWAL_BATCH_MAX = 500;
+/** Answers of one call handed to their holds per turn of the event loop. */
+const ANSWERS_PER_TURN = 50;
 
 /**
  * Watchdog renewals, batched: renewals that fall due within a short window (at most 20 ms, and
@@ -117,9 +119,16 @@ export class RenewalBatcher {
     this.calls++;
     this.renewals += batch.length;
     this.runner.send(node, RENEW_MANY, keys, args, (error, replies) => {
-      for (let i = 0; i < batch.length; i++) {
-        batch[i].answer(error ?? replies?.[i] ?? new Error('RENEW_MANY: no answer for a hold'));
-      }
+      // A few dozen holds per turn of the event loop: each answer runs its watchdog's code, and
+      // 500 at once would hold up timers and I/O for several ms.
+      const answer = (from: number) => {
+        const to = Math.min(batch.length, from + ANSWERS_PER_TURN);
+        for (let i = from; i < to; i++) {
+          batch[i].answer(error ?? replies?.[i] ?? new Error('RENEW_MANY: no answer for a hold'));
+        }
+        if (to < batch.length) setImmediate(answer, to);
+      };
+      answer(0);
     });
   }
 }

@@ -88,6 +88,20 @@ describe('Watchdog', () => {
       expect(lease.validUntil).toBeGreaterThan(time.now());
     });
 
+    it('1,000 due at once wake 256 per timer, 1 ms apart, and all renew', async () => {
+      const r = renewing();
+      const leases1k = Array.from({ length: 1_000 }, () => leaseFor());
+      const lost = leases1k.map((lease) => watch(r, lease).lost);
+      await advance(999);
+      expect(r.extend).not.toHaveBeenCalled();
+      await advance(1);
+      expect(r.at).toHaveLength(256);
+      await advance(3);
+      expect(r.at).toHaveLength(1_000);
+      expect(new Set(r.at)).toEqual(new Set([1_000, 1_001, 1_002, 1_003]));
+      expect(lost.flat()).toEqual([]);
+    });
+
     it('a ttl not divisible by 3: renews at most ttl / 3 (rounded up to the ms) apart', async () => {
       const r = renewing();
       const lease = leaseFor(1_000);
