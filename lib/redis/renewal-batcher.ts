@@ -20,15 +20,17 @@ export const RENEWAL_WINDOW_MS = 20;
 const WINDOW_SHARE_OF_TTL = 0.01;
 /** Holds per script call: bounds how long one call keeps Redis busy (two commands each). */
 export const RENEWAL_BATCH_MAX = 500;
+/** Keys per script call (holds of many keys each make smaller calls). */
+const RENEWAL_KEYS_MAX = 2_000;
 /** Answers of one call handed to their holds per turn of the event loop. */
 const ANSWERS_PER_TURN = 50;
 
 /**
  * Watchdog renewals, batched: renewals that fall due within a short window (at most 20 ms, and
  * at most 1% of their lease) go to each node as one RENEW_MANY script call per up to 500 holds
- * (per hash slot on a Cluster), instead of one EXTEND each. Every hold still gets its own
- * answer from its node (renewed, repaired or lost; or the call's error), so a quorum counts its
- * votes exactly as with EXTEND.
+ * and 2,000 keys (per hash slot on a Cluster), instead of one EXTEND each. Every hold still gets
+ * its own answer from its node (renewed, repaired or lost; or the call's error), so a quorum
+ * counts its votes exactly as with EXTEND.
  * @internal
  */
 export class RenewalBatcher {
@@ -87,14 +89,9 @@ export class RenewalBatcher {
     this.timer.unref();
   }
 
-  /** One node's queue: one call per up to RENEWAL_BATCH_MAX holds (per slot on a Cluster). */
+  /** One node's queue: calls of up to RENEWAL_BATCH_MAX holds (per slot on a Cluster). */
   private send(node: RedisNode, list: Pending[]): void {
-    if (!isCluster(node)) {
-      for (let i = 0; i < list.length; i += RENEWAL_BATCH_MAX) {
-        this.call(node, list.slice(i, i + RENEWAL_BATCH_MAX));
-      }
-      return;
-    }
+    if (!isCluster(node)) return this.chunks(node, list);
     const bySlot = new Map<number, Pending[]>();
     for (const p of list) {
       const slot = keySlot(p.keys[0]);
@@ -102,11 +99,22 @@ export class RenewalBatcher {
       if (group) group.push(p);
       else bySlot.set(slot, [p]);
     }
-    for (const group of bySlot.values()) {
-      for (let i = 0; i < group.length; i += RENEWAL_BATCH_MAX) {
-        this.call(node, group.slice(i, i + RENEWAL_BATCH_MAX));
+    for (const group of bySlot.values()) this.chunks(node, group);
+  }
+
+  /** One call per RENEWAL_BATCH_MAX holds, or fewer when they hold many keys each. */
+  private chunks(node: RedisNode, list: Pending[]): void {
+    let from = 0;
+    let keys = 0;
+    for (let i = 0; i < list.length; i++) {
+      keys += list[i].keys.length;
+      if (i + 1 - from === RENEWAL_BATCH_MAX || keys >= RENEWAL_KEYS_MAX) {
+        this.call(node, list.slice(from, i + 1));
+        from = i + 1;
+        keys = 0;
       }
     }
+    if (from < list.length) this.call(node, from === 0 ? list : list.slice(from));
   }
 
   private call(node: RedisNode, batch: Pending[]): void {
