@@ -12,6 +12,9 @@ export const PEERS = [
   'ours-locked-seg10',
   'floor-wait1',
   'ours-locked-acks1',
+  'ours-rw',
+  'ours-permits5',
+  'semaphore5',
 ] as const;
 export type PeerName = (typeof PEERS)[number];
 
@@ -38,7 +41,24 @@ export const REPLICA_PEERS: readonly PeerName[] = [
   'ours-locked-acks1',
 ];
 
-export type Mode = 'seq' | 'hot' | 'mem' | 'holds' | 'waiters';
+/**
+ * The peers of the read-heavy scenario: the exclusive lock for every call, and read holds for
+ * reads with the write lock for writes (the same key, the same loop).
+ */
+export const READ_HEAVY_PEERS: readonly PeerName[] = ['ours-locked', 'ours-rw'];
+
+/** The peers of the permits scenario: at most 5 holders of one key at once. */
+export const PERMITS_PEERS: readonly PeerName[] = ['ours-permits5', 'semaphore5'];
+
+/** How many holders the permits scenario admits at once. */
+export const PERMITS = 5;
+
+/**
+ * seq: blocks of cycles; hot: callers on one key; rw: the same with reads and writes mixed;
+ * mem: cycles on distinct keys with heap samples; holds: many keys held at once; waiters: a long
+ * line on one key.
+ */
+export type Mode = 'seq' | 'hot' | 'rw' | 'mem' | 'holds' | 'waiters';
 
 export interface WorkerSpec {
   mode: Mode;
@@ -69,6 +89,8 @@ export interface WorkerSpec {
   sectionMs: number;
   /** hot: think time after each release, ms (0 = none). */
   thinkMs: number;
+  /** rw: share of the calls that write (the others read), drawn per caller from a fixed seed. */
+  writeShare?: number;
   /** mem: sample every this many cycles. */
   sampleEvery: number;
   /** Lease passed to peers that take one (ms). */
@@ -185,6 +207,10 @@ export interface WorkerResult {
   sections: number[];
   /** hot with segments: the slice of each section (same order), -1 when none. */
   segments: number[];
+  /** rw: 1 for a write, 0 for a read, per section (same order). */
+  kinds?: number[];
+  /** rw: the wait of each successful write, ms. */
+  writeWaits?: number[];
   clientCommands: CommandCounts;
   /** CPU time of this process from `go` to the end of its loop (user + system), µs. */
   cpuUs: number;

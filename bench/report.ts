@@ -5,6 +5,13 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { type PeerName, UNCONTENDED_PEERS } from './protocol';
+import {
+  deriveSharedHolds,
+  SHARED_TARGETS,
+  type SharedHoldsDerived,
+  sharedHoldsMarkdown,
+  sharedHoldsTargetRows,
+} from './report-shared-holds';
 import type { CaseSummary, Options } from './run';
 import { scaleMarkdown, scaleSvg, scaleTargetRows } from './report-scale';
 
@@ -43,6 +50,9 @@ const LABEL: Record<PeerName, string> = {
   'ours-locked-seg10': '**ours: @Locked segments: 10**',
   'floor-wait1': 'raw floor + WAIT 1 1000 after the SET',
   'ours-locked-acks1': '**ours: @Locked replicaAcks: 1**',
+  'ours-rw': "**ours: @Locked mode: 'read' / 'write'**",
+  'ours-permits5': '**ours: @Locked permits: 5**',
+  semaphore5: 'redis-semaphore Semaphore(5)',
 };
 
 const fmt = (n: number | undefined, d = 0): string =>
@@ -91,6 +101,8 @@ export interface Derived {
   /** 1 server + 1 replica: what waiting for one replica costs (informational, no target). */
   replicaAcks?: ReplicaAcksCost;
   segmented: Record<string, { oneKey: number; segmented: number; speedup: number; pass?: boolean }>;
+  /** Read-heavy and permits (bench/report-shared-holds.ts). */
+  sharedHolds: SharedHoldsDerived;
   memory?: {
     firstHeap: number;
     lastHeap: number;
@@ -165,6 +177,7 @@ function derive(summaries: CaseSummary[]): Derived {
     hot: {},
     uncontended: {},
     segmented: {},
+    sharedHolds: deriveSharedHolds(summaries, floorIdeal),
   };
   for (const servers of [1, 3]) {
     d.floorUncontended[servers] = by(`uncontended:${servers}:floor`)?.rate.median ?? NaN;
@@ -336,6 +349,7 @@ function markdown(summaries: CaseSummary[], d: Derived, meta: ReportMeta): strin
       `| segmented (10 slices) >= ${TARGETS.segmentedSpeedup} x one key | skipped: ${oneLine(segSkip.skipped)} | - |`,
     );
   }
+  L.push(...sharedHoldsTargetRows(summaries, d.sharedHolds));
   if (d.memory) {
     const m = d.memory;
     L.push(
@@ -508,6 +522,8 @@ function markdown(summaries: CaseSummary[], d: Derived, meta: ReportMeta): strin
     }
   }
 
+  L.push(...sharedHoldsMarkdown(summaries, d.sharedHolds, o));
+
   // -------- memory
   const mem = main('memory:ours-locked');
   if (mem) {
@@ -576,6 +592,9 @@ const COLORS: Record<PeerName, string> = {
   'ours-locked-seg10': '#0b4f22',
   'floor-wait1': '#333333',
   'ours-locked-acks1': '#8fd19e',
+  'ours-rw': '#2e9e57',
+  'ours-permits5': '#146b33',
+  semaphore5: '#5a6f98',
 };
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
@@ -780,7 +799,7 @@ export function writeReport(
   write(files.md, markdown(summaries, d, meta));
   write(
     files.json,
-    `${JSON.stringify({ meta, targets: TARGETS, derived: d, cases: summaries }, jsonSafe, 1)}\n`,
+    `${JSON.stringify({ meta, targets: { ...TARGETS, ...SHARED_TARGETS }, derived: d, cases: summaries }, jsonSafe, 1)}\n`,
   );
   write(files.svg, svg(summaries, d));
   const scale = scaleSvg(summaries);

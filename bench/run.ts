@@ -18,6 +18,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import {
   PEERS,
+  PERMITS_PEERS,
+  READ_HEAVY_PEERS,
   REPLICA_PEERS,
   UNCONTENDED_PEERS,
   type CommandCounts,
@@ -42,6 +44,7 @@ import {
   handoffGaps,
   handoffSplit,
   type HandoffSplit,
+  maxConcurrent,
   median,
   outOfOrder,
   percentile,
@@ -50,6 +53,7 @@ import {
   overlaps,
   streaks,
   type Section,
+  writeOverlaps,
 } from './stats';
 
 // ------------------------------------------------------------------ options
@@ -58,6 +62,8 @@ const SCENARIOS = [
   'uncontended',
   'hot',
   'segmented',
+  'readheavy',
+  'permits',
   'memory',
   'handoff',
   'many',
@@ -71,6 +77,8 @@ type NumericOption =
   | 'seqBlock'
   | 'hotIterations'
   | 'segIterations'
+  | 'rwIterations'
+  | 'permitIterations'
   | 'memConcurrency'
   | 'memRuns'
   | 'childTimeoutMs'
@@ -96,6 +104,9 @@ export interface Options {
   hotWarmup: number;
   serialIterations: number;
   segIterations: number;
+  /** Iterations per caller of the fast peers of the read-heavy and permits scenarios. */
+  rwIterations: number;
+  permitIterations: number;
   memCycles: number;
   memEvery: number;
   memConcurrency: number;
@@ -124,13 +135,17 @@ function usage(): never {
   console.log(`Usage: npm run bench -- [options]
   --runs N             runs per figure, the median is reported (default 3; --quick: 1)
   --quick              fast smoke run of everything (1 run, few iterations, 100k memory cycles)
-  --only a,b           scenarios: ${SCENARIOS.join(', ')} (hot includes the serial ideals;
+  --only a,b           scenarios: ${SCENARIOS.join(', ')} (hot and permits include the serial ideals;
                        uncontended includes 1 server + 1 replica, a 4th redis-server)
   --peers a,b          only these peers: ${PEERS.join(', ')}
   --seq-rounds N       uncontended: rounds per run, one block of every peer each (default 10)
   --seq-block N        uncontended: cycles per block (default 500)
   --hot-iterations N   iterations per caller in the hot-key scenarios (default 20)
   --seg-iterations N   iterations per caller in the segmented scenario (default 160)
+  --rw-iterations N    iterations per caller with read holds in the readheavy scenario
+                       (default 200; the exclusive lock does --hot-iterations)
+  --permit-iterations N  iterations per caller of permits: 5 (default 100; redis-semaphore
+                       does --hot-iterations)
   --mem-cycles N       cycles of the memory scenario (default 1000000; --quick: 100000)
   --mem-concurrency N  concurrent loops (distinct keys) of the memory scenario (default 16)
   --mem-runs N         runs of the memory scenario (default: as --runs)
@@ -163,6 +178,10 @@ export function parseArgs(argv: string[]): Options {
     // 160: a segmented 4 x 12 run then lasts ~1.5 s; at 40 (0.4 s) it mostly measured JIT warm-up
     // of four cold processes (5.95x at 40, 7.1x at 160, same build).
     segIterations: quick ? 10 : 160,
+    // The shared holds run ~10x (read-heavy) and ~5x (permits) as many sections per second as
+    // one exclusive key: as many more iterations give runs of the same ~1-2 s.
+    rwIterations: quick ? 20 : 200,
+    permitIterations: quick ? 10 : 100,
     memCycles: quick ? 100_000 : 1_000_000,
     memEvery: quick ? 10_000 : 100_000,
     memConcurrency: 16,
@@ -183,6 +202,8 @@ export function parseArgs(argv: string[]): Options {
     '--seq-block': 'seqBlock',
     '--hot-iterations': 'hotIterations',
     '--seg-iterations': 'segIterations',
+    '--rw-iterations': 'rwIterations',
+    '--permit-iterations': 'permitIterations',
     '--mem-concurrency': 'memConcurrency',
     '--mem-runs': 'memRuns',
     '--child-timeout': 'childTimeoutMs',
@@ -256,6 +277,8 @@ export type CaseScenario =
   | 'serial'
   | 'hot'
   | 'segmented'
+  | 'readheavy'
+  | 'permits'
   | 'memory'
   | 'handoff'
   | 'many'
@@ -299,6 +322,8 @@ const TOPOLOGIES: [number, number][] = [
   [1, 50],
   [4, 12],
 ];
+/** Read-heavy: 5% of the calls write, 95% read. */
+const READ_HEAVY_WRITE_SHARE = 0.05;
 
 export function buildCases(o: Options): CaseDef[] {
   const cases: CaseDef[] = [];
@@ -313,7 +338,7 @@ export function buildCases(o: Options): CaseDef[] {
     ttl: TTL,
     budgetMs: budget(o.childTimeoutMs),
   };
-  if (o.only.includes('hot')) {
+  if (o.only.includes('hot') || o.only.includes('permits')) {
     // The ideals, measured in the same run: 1 worker, same loop; no lock / the raw floor.
     for (const peer of ['timer', 'floor'] as PeerName[]) {
       cases.push({
@@ -542,6 +567,57 @@ export function buildCases(o: Options): CaseDef[] {
       capMs: 180_000,
     });
   }
+  if (o.only.includes('readheavy')) {
+    for (const [procs, callers] of TOPOLOGIES) {
+      for (const peer of READ_HEAVY_PEERS.filter(want)) {
+        cases.push({
+          id: `readheavy:${procs}x${callers}:${peer}`,
+          scenario: 'readheavy',
+          config: `${procs}x${callers}`,
+          peer,
+          peers: [peer],
+          servers: 1,
+          procs,
+          spec: {
+            ...base,
+            mode: 'rw',
+            writeShare: READ_HEAVY_WRITE_SHARE,
+            iterations: peer === 'ours-rw' ? o.rwIterations : o.hotIterations,
+            warmup: 50,
+            contendedWarmup: o.hotWarmup,
+            concurrency: callers,
+          },
+          runs: o.runs,
+          capMs: o.childTimeoutMs,
+        });
+      }
+    }
+  }
+  if (o.only.includes('permits')) {
+    for (const [procs, callers] of TOPOLOGIES) {
+      for (const peer of PERMITS_PEERS.filter(want)) {
+        cases.push({
+          id: `permits:${procs}x${callers}:${peer}`,
+          scenario: 'permits',
+          config: `${procs}x${callers}`,
+          peer,
+          peers: [peer],
+          servers: 1,
+          procs,
+          spec: {
+            ...base,
+            mode: 'hot',
+            iterations: peer === 'ours-permits5' ? o.permitIterations : o.hotIterations,
+            warmup: 50,
+            contendedWarmup: o.hotWarmup,
+            concurrency: callers,
+          },
+          runs: o.runs,
+          capMs: o.childTimeoutMs,
+        });
+      }
+    }
+  }
   if (o.only.includes('memory')) {
     cases.push({
       id: 'memory:ours-locked',
@@ -598,6 +674,11 @@ export interface RunRecord {
   serverCpuUs?: number;
   overlapCount?: number;
   overlapMaxMs?: number;
+  /** rw: p99 wait of the writes, and how many writes (`overlapCount`: those overlapped). */
+  writeWaitP99?: number;
+  writes?: number;
+  /** The most sections in progress at once (permits: must not exceed the permits). */
+  maxConcurrent?: number;
   busyFraction?: number;
   segmentsUsed?: number;
   /** hot: share of sections that entered before a caller that had arrived (and waited) earlier. */
@@ -817,7 +898,7 @@ async function runCase(
     addCounts(record.clientCommands, r.clientCommands);
     addCounts(record.failures, r.failures);
   }
-  if (def.spec.mode === 'hot') {
+  if (def.spec.mode === 'hot' || def.spec.mode === 'rw') {
     const waits = results.flatMap((r) => r.waits);
     record.waitP50 = percentile(waits, 50);
     record.waitP99 = percentile(waits, 99);
@@ -865,6 +946,17 @@ async function runCase(
     record.overlapMaxMs = o.maxMs;
     record.busyFraction = sections.reduce((a, x) => a + (x.exit - x.enter), 0) / record.wallMs;
     record.segmentsUsed = new Set(sections.map((x) => x.segment).filter((x) => x >= 0)).size;
+    record.maxConcurrent = maxConcurrent(sections);
+    if (def.spec.mode === 'rw') {
+      const writeWaits = results.flatMap((r) => r.writeWaits ?? []);
+      record.writes = writeWaits.length;
+      record.writeWaitP99 = percentile(writeWaits, 99);
+      // Overlapping reads are the point here: mutual exclusion is checked for writes only.
+      record.overlapCount = writeOverlaps(
+        sections,
+        results.flatMap((r) => r.kinds ?? []),
+      );
+    }
   }
   if (def.spec.mode === 'mem') record.mem = results[0].mem;
   if (def.spec.mode === 'holds' || def.spec.mode === 'waiters') record.scale = results[0].scale;
@@ -936,6 +1028,11 @@ export interface CaseSummary {
   machineCpuShare: number;
   overlaps: number;
   overlapMaxMs: number;
+  /** rw: medians over the runs of the writes' p99 wait and of the writes per run. */
+  writeWaitP99: number;
+  writes: number;
+  /** The most sections at once in any run. */
+  maxConcurrent: number;
   busyFraction: number;
   segmentsUsed: number;
   outOfOrder: number;
@@ -1001,6 +1098,9 @@ export function summarize(def: CaseDef, records: RunRecord[]): CaseSummary {
     ),
     overlaps: ok.reduce((a, r) => a + (r.overlapCount ?? 0), 0),
     overlapMaxMs: max(ok.map((r) => r.overlapMaxMs ?? 0)),
+    writeWaitP99: m((r) => r.writeWaitP99),
+    writes: m((r) => r.writes),
+    maxConcurrent: max(ok.map((r) => r.maxConcurrent ?? NaN)),
     busyFraction: m((r) => r.busyFraction),
     segmentsUsed: m((r) => r.segmentsUsed),
     outOfOrder: m((r) => r.outOfOrder),
@@ -1015,7 +1115,7 @@ export function summarize(def: CaseDef, records: RunRecord[]): CaseSummary {
     scale: ok.some((r) => r.scale) ? ok.map((r) => r.scale!).filter(Boolean) : undefined,
     failures,
     attemptsPerRun:
-      def.spec.mode === 'hot'
+      def.spec.mode === 'hot' || def.spec.mode === 'rw'
         ? attempts
         : def.spec.mode === 'holds' || def.spec.mode === 'waiters'
           ? (def.spec.count ?? 0)

@@ -115,6 +115,43 @@ export function overlaps(
   return { count, maxMs };
 }
 
+/** The most sections in progress at the same moment (a section ending as one starts: not both). */
+export function maxConcurrent(sections: readonly Section[]): number {
+  const edges: [number, number][] = [];
+  for (const s of sections) edges.push([s.enter, 1], [s.exit, -1]);
+  edges.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  let now = 0;
+  let most = 0;
+  for (const [, d] of edges) {
+    now += d;
+    most = Math.max(most, now);
+  }
+  return most;
+}
+
+/**
+ * Read/write exclusion check: write sections (`kinds[i] === 1`) that overlap any other section
+ * by more than `epsMs`; reads may overlap each other.
+ */
+export function writeOverlaps(
+  sections: readonly Section[],
+  kinds: readonly number[],
+  epsMs = 0.01,
+): number {
+  const order = sections.map((s, i) => ({ ...s, write: kinds[i] === 1 }));
+  order.sort((a, b) => a.enter - b.enter);
+  let count = 0;
+  for (let i = 0; i < order.length; i++) {
+    if (!order[i].write) continue;
+    const w = order[i];
+    const overlapped = order.some(
+      (o, j) => j !== i && o.enter < w.exit - epsMs && o.exit > w.enter + epsMs,
+    );
+    if (overlapped) count++;
+  }
+  return count;
+}
+
 /**
  * Share of sections that entered before a caller that arrived earlier and was still waiting
  * (it was overtaken): 0 for a strict FIFO. Callers that arrive and enter at once never count.

@@ -78,6 +78,8 @@ export const EXPECTED = {
   replicaAckTimeout: `an integer number of ms from 1 to ${UP_TO_MAX_TIMER}`,
   onBusy: "'throw' or 'skip'",
   minHold: `a number of ms from 0 (off) to ${UP_TO_MAX_TIMER}`,
+  mode: "'read' or 'write'",
+  permits: 'an integer >= 1 (how many holders the key admits at once)',
   client: 'the name of a client group',
   signal: 'an AbortSignal (the signal of an AbortController)',
   keyPrefix: 'a string',
@@ -443,6 +445,26 @@ export const RAW_KEY_TOO_LONG = (source: string, bytes: number, limit: number) =
   `a shorter value, such as an id or a hash.`;
 
 // --- engine -----------------------------------------------------------------------------------
+
+export const SHARED_WITH_SEGMENTS = (label: string, field: 'mode' | 'permits') =>
+  `${label}: ${field === 'mode' ? "mode: 'read'" : '"permits"'} cannot be combined with ` +
+  `"segments" (a segmented call takes one whole slice). Use one or the other.`;
+
+export const READ_WITH_PERMITS = (label: string, permits: number) =>
+  `${label}: permits: ${permits} with mode: 'read' (read holds are already shared without ` +
+  `limit). Drop "permits", or drop mode: 'read' for a semaphore of ${permits}.`;
+
+export const PERMITS_MISMATCH = (key: string, asked: number, held: number) =>
+  `Lock "${key}" asked with permits: ${asked}, but its current holders use permits: ${held}. ` +
+  `Every holder of a key must use the same number of permits.`;
+
+export const MODE_MISMATCH = (key: string, asked: string, held: string) =>
+  `Lock "${key}" asked as ${asked}, but its current holders hold it as ${held}.`;
+
+export const READ_TO_WRITE = (key: string) =>
+  `Lock "${key}": this call holds it for reading and asked for the write lock of the same key; ` +
+  `upgrading a read hold would deadlock with other readers. Take the write lock first (a ` +
+  `write holder may enter read holds of its key), or release the read hold.`;
 
 export const ACQUIRE_TAKES_NO_SEGMENTS =
   'LockService.acquire does not take "segments"; use using() or @Locked for segmented locks.';

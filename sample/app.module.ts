@@ -7,6 +7,7 @@ import { SampleConfigModule } from './config/sample-config.module';
 import { DatabaseModule } from './database/database.module';
 import { HealthController } from './health.controller';
 import { JobsModule } from './jobs/jobs.module';
+import { OrdersModule } from './orders/orders.module';
 import { ProductsModule } from './products/products.module';
 import { ReportsModule } from './reports/reports.module';
 
@@ -33,6 +34,7 @@ export class AppModule {
         DatabaseModule,
         ProductsModule,
         AccountsModule,
+        OrdersModule,
         ReportsModule,
         JobsModule,
       ],

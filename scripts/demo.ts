@@ -3,6 +3,19 @@ import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
 import { type ModeFigures, renderChart, renderTerminal, type TerminalLine } from './demo-chart';
+import { formatTable, percentile, Progress, say } from './demo-progress';
+import {
+  legendLines,
+  PAY_VARIANTS,
+  type PaymentsResult,
+  paymentsTable,
+  READ_VARIANTS,
+  type ReadsResult,
+  readsTable,
+  runPayments,
+  runReads,
+  sharedVerdicts,
+} from './demo-shared-holds';
 import { type BurstResult, burst, get, post } from './http';
 import { ensureRedisServer, ping, type RedisProcess, startRedisServers } from './redis';
 import { repoRoot, type SampleCluster, startSampleCluster } from './sample-cluster';
@@ -10,7 +23,9 @@ import { repoRoot, type SampleCluster, startSampleCluster } from './sample-clust
 /**
  * `npm run demo`: a flash sale, live. Starts its own Redis and several instances of the
  * sample app (separate processes, one SQLite file), sends a burst of concurrent buyers spread
- * across the instances for each purchase mode, prints one table and writes an SVG chart.
+ * across the instances for each purchase mode, then readers of a product while it is restocked
+ * (read locks, the exclusive lock, none) and payments through a gateway that refuses more than 3
+ * calls at once (permits: 3, none); prints the tables and writes an SVG chart.
  * Everything it starts, it stops (by PID).
  */
 
@@ -25,6 +40,8 @@ interface Options {
   quorum: number;
   redisUrl?: string;
   modes: Mode[];
+  readers: number;
+  payers: number;
 }
 
 const USAGE = `Usage: npm run demo -- [options]
@@ -36,6 +53,9 @@ const USAGE = `Usage: npm run demo -- [options]
   --quorum N       start N redis-servers, lock by Redlock quorum (default 1)
   --redis-url URL  use running Redis instead (comma-separated list for a quorum)
   --modes LIST     any of none,product,segmented                 (default all)
+  --readers N      reads of one product per lock mode, a restock
+                   after every 20; 0 skips them                  (default 200)
+  --payers N       payments at once per guard; 0 skips them      (default 60)
   -h, --help       this text`;
 
 class UsageError extends Error {}
@@ -48,6 +68,8 @@ function parseArgs(argv: readonly string[]): Options | 'help' {
     latency: 5,
     quorum: 1,
     modes: [...MODES],
+    readers: 200,
+    payers: 60,
   };
   const int = (flag: string, raw: string | undefined, min: number, max: number): number => {
     const n = Number(raw);
@@ -79,6 +101,12 @@ function parseArgs(argv: readonly string[]): Options | 'help' {
         break;
       case '--quorum':
         o.quorum = int(flag, value(), 1, 7);
+        break;
+      case '--readers':
+        o.readers = int(flag, value(), 0, 5_000);
+        break;
+      case '--payers':
+        o.payers = int(flag, value(), 0, 5_000);
         break;
       case '--redis-url': {
         const raw = value();
@@ -112,64 +140,6 @@ interface ModeResult extends ModeFigures {
   readonly failed: number;
   readonly wallMs: number;
 }
-
-const say = (line = '') => process.stdout.write(`${line}\n`);
-const tty = process.stdout.isTTY === true;
-
-/** A progress line while a burst runs: redrawn in place on a terminal, in quarters otherwise. */
-class Progress {
-  private readonly startedAt = performance.now();
-  private lastDraw = 0;
-  private lastQuarter = 0;
-  private sold = 0;
-  private refused = 0;
-  private other = 0;
-
-  constructor(
-    private readonly mode: string,
-    private readonly total: number,
-  ) {
-    if (tty) this.draw(0);
-  }
-
-  update(done: number, r: BurstResult): void {
-    if (r.status === 201) this.sold++;
-    else if (r.status === 409) this.refused++;
-    else this.other++;
-    const now = performance.now();
-    if (tty) {
-      if (now - this.lastDraw > 50 || done === this.total) this.draw(done);
-    } else {
-      const quarter = Math.floor((done / this.total) * 4);
-      if (quarter > this.lastQuarter && done < this.total) {
-        this.lastQuarter = quarter;
-        say(`  ${this.mode.padEnd(10)} ${this.counts(done)}`);
-      }
-    }
-  }
-
-  end(): void {
-    if (tty) process.stdout.write('\r\x1b[2K');
-    say(`  ${this.mode.padEnd(10)} ${this.counts(this.total)}  done`);
-  }
-
-  private counts(done: number): string {
-    const s = ((performance.now() - this.startedAt) / 1000).toFixed(1);
-    const extra = this.other ? `  other ${this.other}` : '';
-    return `${String(done).padStart(5)}/${this.total}  201 ${this.sold}  409 ${this.refused}${extra}  ${s} s`;
-  }
-
-  private draw(done: number): void {
-    this.lastDraw = performance.now();
-    const width = 24;
-    const filled = Math.round((done / this.total) * width);
-    const bar = '#'.repeat(filled) + '.'.repeat(width - filled);
-    process.stdout.write(`\r\x1b[2K  ${this.mode.padEnd(10)} [${bar}] ${this.counts(done)}`);
-  }
-}
-
-const percentile = (sorted: readonly number[], p: number): number =>
-  sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] : 0;
 
 async function runMode(mode: Mode, cluster: SampleCluster, o: Options): Promise<ModeResult> {
   const { urls } = cluster;
@@ -236,10 +206,7 @@ function table(rows: readonly ModeResult[]): string[] {
     `${Math.round(r.p50)} ms`,
     `${Math.round(r.p99)} ms`,
   ]);
-  const widths = head.map((h, c) => Math.max(h.length, ...cells.map((row) => row[c].length)));
-  const line = (row: string[]) =>
-    row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  ');
-  return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.map(line)];
+  return formatTable(head, cells);
 }
 
 const HOW: Record<Mode, string> = {
@@ -343,9 +310,12 @@ async function main(argv: readonly string[]): Promise<number> {
   try {
     const header =
       `nest-locked demo: ${opts.instances} instances, ${opts.buyers} buyers per mode, ` +
-      `stock ${opts.stock}, database latency ${opts.latency} ms`;
+      `stock ${opts.stock}, database latency ${opts.latency} ms` +
+      (opts.readers ? `, ${opts.readers} readers` : '') +
+      (opts.payers ? `, ${opts.payers} payers` : '');
     say(header);
-    for (const l of legend(opts.modes)) say(l);
+    const legends = [...legend(opts.modes), ...(opts.readers || opts.payers ? legendLines() : [])];
+    for (const l of legends) say(l);
     let redisUrls: string[];
     if (opts.redisUrl) {
       redisUrls = opts.redisUrl
@@ -381,14 +351,28 @@ async function main(argv: readonly string[]): Promise<number> {
 
     const rows: ModeResult[] = [];
     for (const mode of opts.modes) rows.push(await runMode(mode, cluster, opts));
+    const reads: ReadsResult[] = [];
+    if (opts.readers > 0) {
+      for (const v of READ_VARIANTS) reads.push(await runReads(v, cluster, opts.readers));
+    }
+    const payments: PaymentsResult[] = [];
+    if (opts.payers > 0) {
+      for (const v of PAY_VARIANTS) payments.push(await runPayments(v, cluster, opts.payers));
+    }
     const cron = cronSummary(dbPath, opts.instances);
 
-    const tableLines = table(rows);
+    const tableLines = [
+      ...table(rows),
+      ...(reads.length ? ['', ...readsTable(reads)] : []),
+      ...(payments.length ? ['', ...paymentsTable(payments)] : []),
+    ];
     const notes = verdicts(rows, opts);
+    const shared = sharedVerdicts(reads, payments);
     say();
     for (const l of tableLines) say(l);
     say();
     for (const n of notes) say(n);
+    for (const n of shared) say(n.text);
     if (cron) say(cron);
 
     const subtitle =
@@ -399,7 +383,7 @@ async function main(argv: readonly string[]): Promise<number> {
     fs.writeFileSync(chartPath, renderChart(rows, subtitle));
     fs.writeFileSync(
       path.join(outDir, 'demo-results.json'),
-      JSON.stringify({ options: opts, rows, cron }, null, 2) + '\n',
+      JSON.stringify({ options: opts, rows, reads, payments, cron }, null, 2) + '\n',
     );
     say();
     say(`chart: ${path.relative(process.cwd(), chartPath) || chartPath}`);
@@ -412,7 +396,7 @@ async function main(argv: readonly string[]): Promise<number> {
     const picture: TerminalLine[] = [
       { text: '$ npm install && npm run demo', tone: 'prompt' },
       { text: header, tone: 'dim' },
-      ...legend(opts.modes).map((text) => ({ text, tone: 'dim' as const })),
+      ...legends.map((text) => ({ text, tone: 'dim' as const })),
       { text: '' },
       ...tableLines.map((text) => ({ text })),
       { text: '' },
@@ -420,6 +404,7 @@ async function main(argv: readonly string[]): Promise<number> {
         text,
         tone: rows[i].oversold > 0 ? ('bad' as const) : ('good' as const),
       })),
+      ...shared.map((n) => ({ text: n.text, tone: n.good ? ('good' as const) : ('bad' as const) })),
       ...(cron ? [{ text: cron, tone: 'good' as const }] : []),
       { text: '' },
       { text: `chart: .tmp/demo/demo-chart.svg`, tone: 'dim' },
@@ -430,6 +415,13 @@ async function main(argv: readonly string[]): Promise<number> {
     const locked = rows.filter((r) => r.mode !== 'none');
     if (locked.some((r) => r.oversold > 0 || r.finalStock < 0)) {
       process.stderr.write('A locked mode oversold: that is a bug in nest-locked.\n');
+      return 1;
+    }
+    if (shared.some((n) => !n.ok)) {
+      process.stderr.write(
+        'A read under a lock saw half a restock, or permits: 3 let the gateway refuse a call: ' +
+          'that is a bug in nest-locked.\n',
+      );
       return 1;
     }
     return 0;

@@ -15,8 +15,8 @@ import {
   type RedlockModuleOptions,
 } from 'nest-locked';
 import Redlock from 'redlock';
-import { Mutex, RedlockMutex } from 'redis-semaphore';
-import type { CommandCounts, PeerName } from '../protocol';
+import { Mutex, RedlockMutex, Semaphore } from 'redis-semaphore';
+import { type CommandCounts, PERMITS, type PeerName } from '../protocol';
 
 /** The critical section; gets the slice index under a segmented lock. */
 export type Body = (segment?: number) => Promise<void>;
@@ -41,6 +41,8 @@ export interface Peer {
   run(key: string, body: Body): Promise<void>;
   /** Takes `key` and keeps it (renewed, where the peer renews) until `release()`. */
   hold?(key: string, options: HoldOptions): Promise<Held>;
+  /** The same as a reader (a shared hold); peers without one read under `run`'s lock. */
+  runRead?(key: string, body: Body): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -428,6 +430,67 @@ async function oursSegmentedPeer(ports: number[]): Promise<Peer> {
   return { run: (key, body) => runner.run(key, body), close: () => app.close() };
 }
 
+/**
+ * Ours, read/write: `@Locked('{key}', { mode: 'read' })` for reads and
+ * `@Locked('{key}', { mode: 'write' })` for writes, on the same key.
+ */
+async function oursReadWritePeer(ports: number[]): Promise<Peer> {
+  @Injectable()
+  class Runner {
+    @Locked('{key}', { mode: 'write' })
+    async write(key: string, body: Body): Promise<void> {
+      void key;
+      await body();
+    }
+
+    @Locked('{key}', { mode: 'read' })
+    async read(key: string, body: Body): Promise<void> {
+      void key;
+      await body();
+    }
+  }
+  const app = await oursApp(ports, [Runner]);
+  const runner = app.get(Runner);
+  return {
+    run: (key, body) => runner.write(key, body),
+    runRead: (key, body) => runner.read(key, body),
+    close: () => app.close(),
+  };
+}
+
+/** Ours, a semaphore: `@Locked('{key}', { permits: 5 })`. */
+async function oursPermitsPeer(ports: number[]): Promise<Peer> {
+  @Injectable()
+  class Runner {
+    @Locked('{key}', { permits: PERMITS })
+    async run(key: string, body: Body): Promise<void> {
+      void key;
+      await body();
+    }
+  }
+  const app = await oursApp(ports, [Runner]);
+  const runner = app.get(Runner);
+  return { run: (key, body) => runner.run(key, body), close: () => app.close() };
+}
+
+/** redis-semaphore `Semaphore` of 5, defaults (one server), a new instance per call. */
+async function semaphorePeer(ports: number[]): Promise<Peer> {
+  const client = connect(ports[0]);
+  await ready([client]);
+  return {
+    async run(key, body) {
+      const s = new Semaphore(client, key, PERMITS);
+      await s.acquire();
+      try {
+        await body();
+      } finally {
+        await s.release();
+      }
+    },
+    close: () => quitAll([client]),
+  };
+}
+
 export async function createPeer(name: PeerName, ports: number[], ttl: number): Promise<Peer> {
   switch (name) {
     case 'timer':
@@ -453,5 +516,11 @@ export async function createPeer(name: PeerName, ports: number[], ttl: number): 
     case 'ours-locked-acks1':
       // replicaAckTimeout: the default (1000 ms), as floor-wait1's WAIT timeout.
       return oursLockedPeer(ports, { replicaAcks: 1 });
+    case 'ours-rw':
+      return oursReadWritePeer(ports);
+    case 'ours-permits5':
+      return oursPermitsPeer(ports);
+    case 'semaphore5':
+      return semaphorePeer(ports);
   }
 }

@@ -79,12 +79,25 @@ async function warmUpContended(peer: Peer): Promise<void> {
   const key = `${spec.key}:warmc:${spec.proc}`;
   const stopAt = now() + 10_000;
   await Promise.all(
-    Array.from({ length: spec.concurrency }, async () => {
+    Array.from({ length: spec.concurrency }, async (_, w) => {
+      // rw: the scenario's mix of reads and writes (from another seed than the timed run's).
+      const writes = writeDraws(1_000_000 + spec.proc * 1000 + w);
       for (let i = 0; i < spec.contendedWarmup && now() < stopAt; i++) {
-        await peer.run(key, () => sleep(spec.sectionMs)).catch(() => undefined);
+        const take = spec.mode === 'rw' && !writes() && peer.runRead ? peer.runRead : peer.run;
+        await take.call(peer, key, () => sleep(spec.sectionMs)).catch(() => undefined);
       }
     }),
   );
+}
+
+/**
+ * rw: whether each next call of one caller writes, drawn with probability `writeShare` from a
+ * sequence seeded by the caller: every peer gets the same calls in the same order.
+ */
+function writeDraws(seed: number): () => boolean {
+  const random = mulberry32(seed);
+  const share = spec.writeShare ?? 0;
+  return () => random() < share;
 }
 
 /**
@@ -147,16 +160,21 @@ async function runSeq(peers: Map<PeerName, Peer>, stats: Redis[], r: WorkerResul
   r.endedAt = now();
 }
 
-/** `items` in an order drawn from `seed` (Fisher-Yates over a mulberry32 sequence). */
-function shuffled<T>(items: readonly T[], seed: number): T[] {
+/** A seeded sequence of numbers in [0, 1) (mulberry32). */
+function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
-  const random = () => {
+  return () => {
     a = (a + 0x6d2b79f5) >>> 0;
     let t = a;
     t = Math.imul(t ^ (t >>> 15), t | 1);
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
+}
+
+/** `items` in an order drawn from `seed` (Fisher-Yates over a mulberry32 sequence). */
+function shuffled<T>(items: readonly T[], seed: number): T[] {
+  const random = mulberry32(seed);
   const out = items.slice();
   for (let i = out.length - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
@@ -209,6 +227,48 @@ async function runHot(peer: Peer, r: WorkerResult): Promise<void> {
   await Promise.all(Array.from({ length: spec.concurrency }, (_, w) => one(w)));
   r.endedAt = now();
   if (probe) await probe.quit().catch(() => probe.disconnect());
+}
+
+/**
+ * rw mode: the hot loop with reads and writes mixed (`writeShare` of the calls write). Reads go
+ * through the peer's `runRead` (its shared hold), or its exclusive lock when it has none. Each
+ * section is recorded at its end with its kind and wait.
+ */
+async function runRw(peer: Peer, r: WorkerResult): Promise<void> {
+  const stopAt = now() + spec.budgetMs;
+  const kinds: number[] = (r.kinds = []);
+  const writeWaits: number[] = (r.writeWaits = []);
+  r.startedAt = now();
+  const one = async (w: number) => {
+    const id = spec.proc * 1000 + w;
+    const writes = writeDraws(spec.proc * 1000 + w + 1);
+    for (let i = 0; i < spec.iterations; i++) {
+      if (now() > stopAt) {
+        r.timedOut = true;
+        return;
+      }
+      const write = writes();
+      const take = !write && peer.runRead ? peer.runRead : peer.run;
+      const t0 = now();
+      try {
+        await take.call(peer, spec.key, async () => {
+          const t1 = now();
+          await sleep(spec.sectionMs);
+          r.waits.push(t1 - t0);
+          if (write) writeWaits.push(t1 - t0);
+          r.sections.push(id, t1, now());
+          r.segments.push(-1);
+          kinds.push(write ? 1 : 0);
+        });
+        r.done++;
+      } catch (err) {
+        const name = errorName(err);
+        r.failures[name] = (r.failures[name] ?? 0) + 1;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: spec.concurrency }, (_, w) => one(w)));
+  r.endedAt = now();
 }
 
 function sample(cycles: number): MemSample {
@@ -291,6 +351,7 @@ async function main(): Promise<void> {
     else if (spec.mode === 'hot') await runHot(peer, r);
     else if (spec.mode === 'holds') await runHolds(peer, spec, r);
     else if (spec.mode === 'waiters') await runWaiters(peer, spec, r);
+    else if (spec.mode === 'rw') await runRw(peer, r);
     else await runMem(peer, r);
   } catch (err) {
     commandCounter.enabled = false;

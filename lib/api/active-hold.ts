@@ -12,6 +12,10 @@ export class ActiveHold {
   watchdog?: Watchdog;
   /** ms the lock stays held after it was taken, even if the call ends sooner (`minHold`). */
   minHold = 0;
+  /** `'read'` for a shared read hold, else `'write'` (exclusive or a permit). */
+  mode: 'read' | 'write' = 'write';
+  /** How many holders the key admits (`permits`; 1 for exclusive and read holds). */
+  permits = 1;
   /** Seen by reentrant calls: whether the hold still counts. */
   readonly record: HoldRecord = { active: true };
   /** Its links in the service's chain of holds in progress. */

@@ -22,6 +22,14 @@ export class HoldScope implements LockScope {
     this.record = hold.record;
   }
 
+  get mode(): 'read' | 'write' {
+    return this.hold.mode;
+  }
+
+  get permits(): number {
+    return this.hold.permits;
+  }
+
   /** Built when someone asks for it (most methods never do). */
   get info(): LockContextInfo {
     return (this.#info ??= new HoldInfo(this.hold, this.segment));
@@ -37,6 +45,8 @@ export class HoldInfo implements LockContextInfo {
   readonly segment?: number;
   readonly acquiredAt: number;
   readonly waitedMs: number;
+  readonly mode: 'read' | 'write';
+  readonly permits: number;
 
   constructor(hold: ActiveHold, segment?: number) {
     const { lease } = hold;
@@ -46,6 +56,8 @@ export class HoldInfo implements LockContextInfo {
     this.segment = segment;
     this.acquiredAt = lease.acquiredAt;
     this.waitedMs = lease.waitedMs;
+    this.mode = hold.mode;
+    this.permits = hold.permits;
   }
 
   /**

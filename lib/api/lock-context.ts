@@ -15,6 +15,10 @@ export interface LockScope {
   readonly record: HoldRecord;
   /** The enclosing locked call's scope, if any. */
   readonly parent?: LockScope;
+  /** How the scope holds its keys: `'read'`, or `'write'` (exclusive or permits). */
+  readonly mode: 'read' | 'write';
+  /** Permits of the key (1: exclusive, or read). */
+  readonly permits: number;
 }
 
 /**
@@ -22,10 +26,19 @@ export interface LockScope {
  * (a hold that ended no longer counts). @internal
  */
 export function holdsInScope(scope: LockScope | undefined, client: string, key: string): boolean {
+  return holderInScope(scope, client, key) !== undefined;
+}
+
+/** The scope of this async context that holds `key` of `client` now, if any. @internal */
+export function holderInScope(
+  scope: LockScope | undefined,
+  client: string,
+  key: string,
+): LockScope | undefined {
   for (let s = scope; s; s = s.parent) {
-    if (s.client === client && s.keys.includes(key)) return s.record.active;
+    if (s.client === client && s.keys.includes(key)) return s.record.active ? s : undefined;
   }
-  return false;
+  return undefined;
 }
 
 // One AsyncLocalStorage, owned here: holds follow the async context of the call that took them,

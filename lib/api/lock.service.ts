@@ -18,7 +18,7 @@ import {
 } from '../errors';
 import type { LockCallOptions, LockContextInfo, LockedOptions, LockHandle } from '../interfaces';
 import { assertRawKey, type KeyRenderer, rawKeys } from '../keys';
-import type { AcquireRequest, Lease, LockBackend } from '../engine/lock-backend';
+import type { AcquireRequest, Lease, LockBackend, Share } from '../engine/lock-backend';
 import type { ReplicaAcks } from '../redis/lock-protocol';
 import { Chain } from '../chain';
 import { ActiveHold } from './active-hold';
@@ -26,10 +26,15 @@ import { HoldHandle } from './hold-handle';
 import { HoldScope } from './hold-scope';
 import { HoldTimes, withRetryEstimate } from './hold-times';
 import { LockClientRegistry } from '../module/lock-client.registry';
-import { holdId, holdsInScope, LockContext, type LockScope } from './lock-context';
+import { holdId, holderInScope, holdsInScope, LockContext, type LockScope } from './lock-context';
 import { type ResolvedRedlockOptions, validateBehaviour } from '../module/redlock-options';
 import { DEFAULT_CLIENT, RESOLVED_OPTIONS } from '../redlock.constants';
-import { ACQUIRE_TAKES_NO_SEGMENTS, LOCK_EVENT_LISTENER_FAILED } from '../redlock.messages';
+import {
+  ACQUIRE_TAKES_NO_SEGMENTS,
+  LOCK_EVENT_LISTENER_FAILED,
+  MODE_MISMATCH,
+  READ_TO_WRITE,
+} from '../redlock.messages';
 import { SegmentedStrategy, sliceKey } from './segmented.strategy';
 import { Watchdog } from '../watchdog/watchdog';
 import {
@@ -78,6 +83,10 @@ interface Behaviour {
   waitTimeout: number;
   segments?: number;
   minHold: number;
+  mode: 'read' | 'write';
+  permits: number;
+  /** The engine's shared hold, if the call asks for one (read, or permits > 1). */
+  share?: Share;
 }
 
 const settle = async <T>(value: T | Promise<T>): Promise<T> => value;
@@ -301,6 +310,7 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
       ),
       segments: options.segments,
       minHold: options.minHold ?? 0,
+      ...sharing(options),
     };
   }
 
@@ -379,6 +389,7 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
         throw this.estimated(err, b);
       }) as Promise<never>;
     }
+    if (scope) checkReentry(scope, sorted, b);
     // Reentrancy: every key already held by this async context -> no Redis round trip.
     if (scope && sorted.every((k) => holdsInScope(scope, b.clientName, k))) {
       return settle(fn()) as Promise<never>;
@@ -445,8 +456,13 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
   ): Promise<ActiveHold> {
     // A decorated method's behaviour is resolved once: so is its request, when no signal comes.
     const request = signal
-      ? { ttl: leaseTtl(b), waitTimeout: b.waitTimeout, signal, acks: b.acks }
-      : (b.request ??= { ttl: leaseTtl(b), waitTimeout: b.waitTimeout, acks: b.acks });
+      ? { ttl: leaseTtl(b), waitTimeout: b.waitTimeout, signal, acks: b.acks, share: b.share }
+      : (b.request ??= {
+          ttl: leaseTtl(b),
+          waitTimeout: b.waitTimeout,
+          acks: b.acks,
+          share: b.share,
+        });
     let lease: Lease;
     try {
       lease = await b.client.acquire(keys, request);
@@ -495,6 +511,8 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
   private start(lease: Lease, b: Behaviour): ActiveHold {
     const hold = new ActiveHold(lease, b.client);
     hold.minHold = b.minHold;
+    hold.mode = b.mode;
+    hold.permits = b.permits;
     // Without renewals it still reports the lease's end, so the signal never outlives it.
     hold.watchdog = new Watchdog(b.client, lease, leaseTtl(b), b.maxHold, b.watchdog, (error) =>
       this.lost(hold, b.clientName, error),
@@ -569,6 +587,35 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     this.events.emit('error', { keys, client: hold.client.name, operation: 'release', error });
   }
 }
+
+/** A call's mode and permits, and the shared hold they make (none for the exclusive lock). */
+function sharing(options: LockedOptions): Pick<Behaviour, 'mode' | 'permits' | 'share'> {
+  const mode = options.mode ?? 'write';
+  const permits = options.permits ?? 1;
+  if (mode === 'read') return { mode, permits: 1, share: 'read' };
+  return { mode, permits, share: permits > 1 ? permits : undefined };
+}
+
+/**
+ * A nested call asking for keys its async context holds: a write holder may enter any hold of
+ * its keys, a holder enters the same kind again; a read holder asking for the write lock (or a
+ * permit holder for another kind) fails at once: it would wait for itself.
+ * @throws LockConfigError
+ */
+function checkReentry(scope: LockScope, keys: readonly string[], b: Behaviour): void {
+  for (const key of keys) {
+    const holder = holderInScope(scope, b.clientName, key);
+    if (!holder || (holder.mode === 'write' && holder.permits === 1)) continue;
+    if (holder.mode === b.mode && holder.permits === b.permits) continue;
+    if (holder.mode === 'read' && b.mode === 'write' && b.permits === 1) {
+      throw new LockConfigError(READ_TO_WRITE(key), 'mode');
+    }
+    throw new LockConfigError(MODE_MISMATCH(key, describe(b), describe(holder)), 'mode');
+  }
+}
+
+const describe = (h: { mode: 'read' | 'write'; permits: number }): string =>
+  h.mode === 'read' ? 'read' : h.permits > 1 ? `permits: ${h.permits}` : 'write';
 
 /** The replica acknowledgement a call needs, or none. */
 const replicaAcks = (replicas: number, timeout: number): ReplicaAcks | undefined =>

@@ -2,6 +2,13 @@ import { performance } from 'node:perf_hooks';
 import type { ReplicaAcks, Taken } from '../redis/lock-protocol';
 
 /**
+ * A shared hold: `'read'` (a read lock: readers share the key, writers exclude them) or the
+ * number of permits (>= 2) of a semaphore. Absent: the exclusive lock (a write, or permits 1).
+ * @internal
+ */
+export type Share = 'read' | number;
+
+/**
  * A held lock as the engine knows it: its keys, the owner token in Redis, its fences, and until
  * when it is certainly ours (`validUntil`, on the `performance.now()` clock).
  * @internal
@@ -9,6 +16,8 @@ import type { ReplicaAcks, Taken } from '../redis/lock-protocol';
 export class Lease {
   /** Set once the holder let go (the release may still be on its way to Redis). */
   released = false;
+  /** A shared hold's kind (read lock or permits of N); undefined for the exclusive lock. */
+  share?: Share;
 
   constructor(
     /** Rendered keys, sorted and deduplicated. */

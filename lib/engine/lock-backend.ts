@@ -1,10 +1,14 @@
 import type { ReplicaAcks } from '../redis/lock-protocol';
-import type { Lease } from './lease';
+import type { Lease, Share } from './lease';
 
 export type { Lease } from './lease';
 
+export type { Share } from './lease';
+
 /** One acquire call. @internal */
 export interface AcquireRequest {
+  /** A shared hold (read lock or permit); absent for the exclusive lock. */
+  readonly share?: Share;
   readonly ttl: number;
   readonly waitTimeout: number;
   /** Ends the wait early, rejecting with its reason. */
@@ -48,7 +52,11 @@ export const noStats = (): LockClientStats => ({
  * - exclusion per key; several keys are taken all or nothing;
  * - a caller waits up to `waitTimeout` (never rejecting before it), then gets
  *   `LockNotAcquiredError`; an unreachable backend is `LockBackendError`, never contention;
- * - each acquire gets a fence per key, strictly increasing per key;
+ * - each acquire gets a fence per key, strictly increasing per key; a read hold gets the key's
+ *   current fence instead (at least the last writer's, below the next one);
+ * - shared holds (`share`): read holds of a key share it and exclude writers, a waiting writer
+ *   is not overtaken by later readers; permits of N admit N holders; a hold of another kind than
+ *   the key's current holders (another N, read against permits) is a LockConfigError;
  * - a lease lasts `ttl` ms unless `extend` renews it; `extend` answers false once it is lost.
  * @internal
  */

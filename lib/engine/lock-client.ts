@@ -1,9 +1,15 @@
 import { setMaxListeners } from 'node:events';
 import { performance } from 'node:perf_hooks';
-import { LockNotAcquiredError } from '../errors';
+import { LockConfigError, LockNotAcquiredError } from '../errors';
 import { type Grant, KeySpace, RELEASED_MESSAGE } from '../redis/key-space';
 import { LockNotifier } from '../redis/lock-notifier';
-import { LockProtocol, type ReplicaAcks, type Taken } from '../redis/lock-protocol';
+import {
+  LockProtocol,
+  type ReplicaAcks,
+  type SharedOutcome,
+  type Taken,
+} from '../redis/lock-protocol';
+import { MODE_MISMATCH, PERMITS_MISMATCH } from '../redlock.messages';
 import { isCluster, type RedisNode } from '../redis/redis-node';
 import { ScriptRunner } from '../redis/script-runner';
 import type { KeyLine as Line, LineListener } from './key-line';
@@ -18,6 +24,7 @@ import {
   type LockBackend,
   type LockClientStats,
   noStats,
+  type Share,
 } from './lock-backend';
 import { type GrantedKey, type LineWaitContext, Waiter } from './waiter';
 
@@ -60,6 +67,10 @@ export class LockClient implements LockBackend {
   private readonly closing = new AbortController();
   private readonly lineWait: LineWaitContext;
   private readonly keysWait: MultiKeyWaitContext;
+  /** Shared holds waiting for a grant, by token: who takes the lease. */
+  private readonly sharedGrants = new Map<string, (grant: Grant) => void>();
+  /** Keys with shared holds or waits of this process, and how many. */
+  private readonly sharedKeys = new Map<string, number>();
 
   constructor(
     readonly name: string,
@@ -102,7 +113,9 @@ export class LockClient implements LockBackend {
 
   /** Key lines alive (for tests: none once every caller left). */
   get queueCount(): number {
-    return this.lines.size;
+    let shared = 0;
+    for (const key of this.sharedKeys.keys()) if (!this.lines.get(key)) shared++;
+    return this.lines.size + shared;
   }
 
   /** Callers of this process waiting for `key` (holders not counted). */
@@ -129,6 +142,7 @@ export class LockClient implements LockBackend {
    * @throws LockBackendError when too many nodes fail for a quorum, or the client closes
    */
   async acquire(keys: readonly string[], request: AcquireRequest): Promise<Lease> {
+    if (request.share !== undefined) return this.acquireShared(keys, request, request.share);
     const { ttl, waitTimeout, signal, acks } = request;
     const taker = this.taker(ttl, acks);
     const { startedAt } = taker;
@@ -232,7 +246,15 @@ export class LockClient implements LockBackend {
    */
   async extend(lease: Lease, ttl: number, batched = false): Promise<boolean> {
     const start = performance.now();
-    const ok = await this.protocol.extend(lease.keys, lease.token, ttl, lease.acks, batched);
+    const ok = await this.protocol.extend(
+      lease.keys,
+      lease.token,
+      ttl,
+      lease.acks,
+      shareArg(lease.share),
+      true,
+      batched,
+    );
     if (ok) lease.renewed(start, ttl, this.leases.drift(ttl));
     else this.leaseEnded(lease);
     return ok;
@@ -256,6 +278,7 @@ export class LockClient implements LockBackend {
   release(lease: Lease): Promise<void> {
     if (lease.released) return Promise.resolve();
     lease.released = true;
+    if (lease.share !== undefined) return this.giveBackShare(lease);
     const line = lease.keys.length === 1 ? this.lines.get(lease.keys[0]) : undefined;
     if (line?.head && !this.closed) return this.passOn(lease, line, line.head);
     return this.giveBack(lease);
@@ -272,6 +295,14 @@ export class LockClient implements LockBackend {
     if (lease.released) return Promise.resolve();
     lease.released = true;
     this.tokens.drop(lease.token);
+    if (lease.share !== undefined) {
+      // A share whose lease is set to end in `ms` (not renewed): the others go on meanwhile.
+      this.sharedDone(lease.keys);
+      const { keys, token, acks, share } = lease;
+      return this.protocol
+        .extend(keys, token, Math.max(1, Math.ceil(ms)), acks, shareArg(share), false)
+        .then(() => undefined);
+    }
     return this.protocol
       .letExpire(lease.keys, lease.token, ms)
       .finally(() => this.holdReturned(lease, () => true));
@@ -292,6 +323,127 @@ export class LockClient implements LockBackend {
     this.abortWaits();
     this.runner.close();
     await this.notifier.close();
+  }
+
+  // ---------------------------------------------------------------- shared holds
+
+  /**
+   * A read hold or a permit: no local line (shared holders do not exclude each other, and a
+   * local handoff would skip the Redis queue that keeps a waiting writer ahead of later
+   * readers). One first try; then, on a single node, one key, queued in Redis and granted by
+   * the release that makes room; otherwise racing like several keys.
+   */
+  private async acquireShared(
+    keys: readonly string[],
+    request: AcquireRequest,
+    share: Share,
+  ): Promise<Lease> {
+    const { ttl, waitTimeout, signal, acks } = request;
+    if (signal?.aborted) throw signal.reason;
+    const taker = this.taker(ttl, acks);
+    const arg = shareArg(share)!;
+    this.sharedStarted(keys);
+    try {
+      const first = await this.protocol.attemptShared(
+        keys,
+        taker.token,
+        ttl,
+        0,
+        arg,
+        taker.startedAt,
+        acks,
+      );
+      if (first.kind === 'ok') return this.holdShared(keys, taker, first, share);
+      if (first.kind === 'conflict') throw conflictError(keys[0], share, first.held);
+      if (waitTimeout <= 0) throw new LockNotAcquiredError(keys, 0, first.pttl);
+      const deadline = taker.startedAt + waitTimeout;
+      const ctx = this.sharedWaitContext(keys, share, taker);
+      return await waitForKeys(ctx, keys, taker, deadline, signal);
+    } catch (err) {
+      this.sharedDone(keys);
+      throw err;
+    }
+  }
+
+  /** How a shared wait attempts, holds, is granted and gives up. */
+  private sharedWaitContext(
+    keys: readonly string[],
+    share: Share,
+    waiter: LeaseTaker,
+  ): MultiKeyWaitContext {
+    const arg = shareArg(share)!;
+    const queued = this.fair && keys.length === 1;
+    return {
+      ...this.keysWait,
+      attempt: async (keys, taker, waitMs) => {
+        const r: SharedOutcome = await this.protocol.attemptShared(
+          keys,
+          taker.token,
+          taker.ttl,
+          waitMs,
+          arg,
+          undefined,
+          taker.acks,
+        );
+        if (r.kind === 'conflict') throw conflictError(keys[0], share, r.held);
+        return r;
+      },
+      hold: (keys, taker, taken) => this.holdShared(keys, taker, taken, share),
+      abandon: (keys, token) => {
+        this.tokens.drop(token);
+        this.protocol.abandon(keys, token);
+      },
+      // Queued in Redis: a release grants the share (on this group's channel); racing: woken by
+      // the keys' release channels.
+      watch: queued
+        ? () => ({ ready: this.soon(this.notifier.ready()), stop: () => undefined })
+        : this.keysWait.watch,
+      grants: queued
+        ? (token, deliver) => {
+            this.sharedGrants.set(token, (grant) => {
+              this.sharedGrants.delete(token);
+              // A grant is a hold only once its claim is confirmed (see `claim`).
+              void this.claim([grant.key], waiter, grant, share).then(deliver, () =>
+                deliver(undefined),
+              );
+            });
+            return () => this.sharedGrants.delete(token);
+          }
+        : undefined,
+    };
+  }
+
+  /** The lease of a round that took a share. */
+  private holdShared(
+    keys: readonly string[],
+    taker: LeaseTaker,
+    taken: Taken,
+    share: Share,
+  ): Lease {
+    const lease = this.leases.taken(keys, taker, taken);
+    lease.share = share;
+    // A grant for this token that is still on its way is ignored.
+    this.tokens.hold(taker.token);
+    return lease;
+  }
+
+  /** Gives a share back (the last one out frees or grants the key, as a writer's release). */
+  private giveBackShare(lease: Lease): Promise<void> {
+    this.tokens.drop(lease.token);
+    this.sharedDone(lease.keys);
+    return this.protocol.release(lease.keys, lease.token, false).then(() => undefined);
+  }
+
+  private sharedStarted(keys: readonly string[]): void {
+    for (const key of keys) this.sharedKeys.set(key, (this.sharedKeys.get(key) ?? 0) + 1);
+  }
+
+  private sharedDone(keys: readonly string[]): void {
+    for (const key of keys) {
+      const n = (this.sharedKeys.get(key) ?? 1) - 1;
+      if (n > 0) this.sharedKeys.set(key, n);
+      else this.sharedKeys.delete(key);
+    }
   }
 
   // ---------------------------------------------------------------- holding and passing on
@@ -421,6 +573,8 @@ export class LockClient implements LockBackend {
    */
   private granted({ key, token, fence, spare }: Grant): void {
     if (this.tokens.holds(token)) return; // already taken by a retry that found it ours
+    const share = this.sharedGrants.get(token);
+    if (share) return share({ key, token, fence, spare });
     const waiter = this.lines.get(key)?.waiterOf(token);
     // Its waiter left (timed out) after the grant: pass the key on.
     if (!waiter?.granted({ fence, spare })) this.protocol.abandon([key], token);
@@ -434,9 +588,11 @@ export class LockClient implements LockBackend {
     keys: readonly string[],
     taker: LeaseTaker,
     grant: GrantedKey,
+    share?: Share,
   ): Promise<Taken | undefined> {
     const start = performance.now();
-    const ours = await this.protocol.extend(keys, taker.token, taker.ttl, taker.acks);
+    const { token, ttl, acks } = taker;
+    const ours = await this.protocol.extend(keys, token, ttl, acks, shareArg(share));
     if (!ours) return undefined;
     return { kind: 'ok', fences: [grant.fence], start, spare: grant.spare, uncontended: false };
   }
@@ -512,4 +668,23 @@ export class LockClient implements LockBackend {
     ]);
     clearTimeout(timer);
   }
+}
+
+/** A share as the scripts take it: 'r' for a read hold, N for permits of N. */
+function shareArg(share: Share | undefined): string | undefined {
+  if (share === undefined) return undefined;
+  return share === 'read' ? 'r' : String(share);
+}
+
+/** The key is held as another kind of shared hold (`held`: 0 read, N permits of N). */
+function conflictError(key: string, share: Share, held: number): LockConfigError {
+  const asked = share === 'read' ? 'read' : `permits: ${share}`;
+  if (share !== 'read' && held > 0) {
+    return new LockConfigError(PERMITS_MISMATCH(key, share, held), 'permits');
+  }
+  const holders = held === 0 ? 'read' : `permits: ${held}`;
+  return new LockConfigError(
+    MODE_MISMATCH(key, asked, holders),
+    share === 'read' ? 'mode' : 'permits',
+  );
 }

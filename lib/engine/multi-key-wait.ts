@@ -21,12 +21,21 @@ export interface MultiKeyWaitContext {
   watch(keys: readonly string[], onRelease: () => void): ReleaseWatch;
   abandon(keys: readonly string[], token: string): void;
   timerWakeup(): void;
+  /**
+   * Shared holds queued for a grant: `deliver` gets what a release granted to `token`, once its
+   * claim is confirmed (undefined: the claim found it lost, keep trying); returns the function
+   * that stops listening.
+   */
+  grants?(token: string, deliver: (taken: Taken | undefined) => void): () => void;
 }
 
 /**
- * Several keys at once: no local line (they are taken all or nothing, in one script); the caller
+ * Several keys at once, or a shared hold (read lock or permit): no local line (several keys are
+ * taken all or nothing, in one script; shared holders do not exclude each other); the caller
  * races, retrying at each release of any of its keys, or when the busy holder's lease runs out,
- * and through a backend blip until its deadline (which then rejects with the backend error).
+ * and through a backend blip until its deadline (which then rejects with the backend error). A
+ * shared hold queued in Redis (single node, one key) is granted by the release instead
+ * (`ctx.grants`).
  * @internal
  */
 export async function waitForKeys(
@@ -37,6 +46,13 @@ export async function waitForKeys(
   signal: AbortSignal | undefined,
 ): Promise<Lease> {
   const latch = new WakeLatch();
+  let granted: Taken | undefined;
+  let done = false;
+  const unlisten = ctx.grants?.(taker.token, (taken) => {
+    if (done) return;
+    granted = taken;
+    latch.wake();
+  });
   const watch = ctx.watch(keys, () => latch.wake());
   const stop = () => latch.wake();
   signal?.addEventListener('abort', stop);
@@ -51,6 +67,7 @@ export async function waitForKeys(
     let answeredAt = -Infinity;
     for (;;) {
       if (signal?.aborted || ctx.closing.aborted) throw abortReason(keys, signal);
+      if (granted) return ctx.hold(keys, taker, granted);
       const remaining = deadline - performance.now();
       // Past the deadline, Redis has the last word unless it answered moments ago (see Waiter).
       const last = remaining <= 0;
@@ -75,8 +92,10 @@ export async function waitForKeys(
           ctx.abandon(keys, taker.token);
           throw abortReason(keys, signal);
         }
+        // A grant confirmed meanwhile is the same hold (same token), renewed by this attempt.
         return ctx.hold(keys, taker, outcome);
       }
+      if (granted) return ctx.hold(keys, taker, granted);
       pttl = outcome.pttl;
       if (last || deadline - performance.now() <= 0) break;
       idleRounds = pttl > 0 ? 0 : idleRounds + 1;
@@ -90,6 +109,8 @@ export async function waitForKeys(
     if (attempted) ctx.abandon(keys, taker.token);
     throw err;
   } finally {
+    done = true;
+    unlisten?.();
     signal?.removeEventListener('abort', stop);
     ctx.closing.removeEventListener('abort', stop);
     latch.wake();

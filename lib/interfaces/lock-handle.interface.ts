@@ -17,6 +17,10 @@ export interface LockContextInfo {
   readonly acquiredAt: number;
   /** How long the call waited for the lock, in ms. */
   readonly waitedMs: number;
+  /** `'read'` for a shared read hold, else `'write'` (exclusive locks and permits). */
+  readonly mode: 'read' | 'write';
+  /** How many holders the key admits at once: `permits`, 1 for an exclusive or read hold. */
+  readonly permits: number;
 }
 
 /** A lock taken with `LockService.acquire`: release it yourself (in a `finally`). */

@@ -35,6 +35,25 @@ export interface LockedOptions extends LockBehaviourOptions {
    * ```
    */
   minHold?: number;
+  /**
+   * `'write'` (default): today's exclusive lock, excluding every other hold of the key.
+   * `'read'`: a shared hold: read holds of a key run together and exclude writers. Fair and
+   * write-preferring: once a writer waits, readers that come later wait behind it; readers
+   * waiting together are granted together. A reader's fence is the key's current fence (the
+   * version it reads), a writer's a new, larger one. A write holder may enter a read hold of the
+   * same key; a read holder asking for the write lock of the same key fails at once
+   * (`LockConfigError`). Not with `segments`.
+   * @default 'write'
+   */
+  mode?: 'read' | 'write';
+  /**
+   * A semaphore: at most this many holders of the key at once across every instance (each with
+   * its own lease, watchdog, lost signal and a unique increasing fence; FIFO). An integer >= 1;
+   * every holder of a key must use the same number (another one gets `LockConfigError` naming
+   * both). `1` (default) is the exclusive lock. Not with `segments` nor `mode: 'read'`.
+   * @default 1
+   */
+  permits?: number;
 }
 
 /**

@@ -27,6 +27,8 @@ import {
   OPTION_PER_CALL,
   OPTIONS_LABEL,
   OPTIONS_NOT_OBJECT,
+  READ_WITH_PERMITS,
+  SHARED_WITH_SEGMENTS,
   UNKNOWN_OPTION,
 } from '../redlock.messages';
 
@@ -57,6 +59,8 @@ const LOCKED_KEYS = Object.keys({
   segments: true,
   onBusy: true,
   minHold: true,
+  mode: true,
+  permits: true,
 } satisfies Record<keyof LockedOptions, true>);
 const CALL_KEYS = [
   ...LOCKED_KEYS,
@@ -229,7 +233,7 @@ export function validateBehaviour(
   checkShape(options, where);
   const f = (name: string) => fieldOf(where, name);
   checkBehaviour(options, f);
-  const { segments, client, onBusy, signal, minHold } = options as LockCallOptions;
+  const { segments, client, onBusy, signal, minHold, mode, permits } = options as LockCallOptions;
   if (segments !== undefined && (!Number.isInteger(segments) || segments < 1 || segments > 1024))
     fail(f('segments'), segments, EXPECTED.segments);
   if (onBusy !== undefined && onBusy !== 'throw' && onBusy !== 'skip')
@@ -238,6 +242,17 @@ export function validateBehaviour(
     fail(f('minHold'), minHold, EXPECTED.minHold);
   if (client !== undefined && (typeof client !== 'string' || client === ''))
     fail(f('client'), client, EXPECTED.client);
+  if (mode !== undefined && mode !== 'read' && mode !== 'write')
+    fail(f('mode'), mode, EXPECTED.mode);
+  if (permits !== undefined && !(Number.isSafeInteger(permits) && permits >= 1))
+    fail(f('permits'), permits, EXPECTED.permits);
+  // permits: 1 is the exclusive lock a segmented call takes anyway.
+  if (segments !== undefined && (mode === 'read' || (permits !== undefined && permits !== 1))) {
+    const field = mode === 'read' ? 'mode' : 'permits';
+    throw new LockConfigError(SHARED_WITH_SEGMENTS(prefix, field), f(field));
+  }
+  if (mode === 'read' && permits !== undefined && permits > 1)
+    throw new LockConfigError(READ_WITH_PERMITS(prefix, permits), f('permits'));
   // The engine hands it to AbortSignal.any and addEventListener, which need a real one.
   if (signal !== undefined && !(signal instanceof AbortSignal))
     fail(f('signal'), signal, EXPECTED.signal);

@@ -2,13 +2,16 @@
  * Every Redis name of the lock protocol, and the format of its messages, in one place. The Lua
  * in `lock.scripts.ts` takes its channel names and message words from the constants below.
  *
- * Per lock key, five Redis keys sharing one Cluster hash tag (`{<key>}`), in this order (the
+ * Per lock key, six Redis keys sharing one Cluster hash tag (`{<key>}`), in this order (the
  * order the full scripts take them in):
- *   `<prefix>{<key>}`        the lock, value = the holder's token, with a PX lease
+ *   `<prefix>{<key>}`        the lock, value = the holder's token, with a PX lease; while shared
+ *                            holders exist, a marker no token can equal (`\0r` readers, `\0<N>`
+ *                            permits of N) living as long as the longest of their leases
  *   `<prefix>{<key>}:fence`  the fencing counter
  *   `<prefix>{<key>}:wait`   set while anyone waits (queued or racing)
  *   `<prefix>{<key>}:q`      waiting process heads in arrival order (zset)
- *   `<prefix>{<key>}:qm`     per queued token: "<lease ms>:<deadline ms>" (hash)
+ *   `<prefix>{<key>}:qm`     per queued token: "<lease ms>:<deadline ms>[:r|:<N>]" (hash)
+ *   `<prefix>{<key>}:h`      shared holders: token -> lease end in server ms (zset)
  * Channels: `<prefix>{<key>}:rel` carries `r` when a release frees a key racing waiters wait for;
  * `nest-locked:g:<token prefix>` carries `g <token> <fence> <spare> <lock key>` when a release
  * grants a key to a token the process with that token prefix queued.
@@ -26,7 +29,7 @@ export const GRANT_WORD = 'g';
 /** Separates a token's process prefix from its counter. */
 export const TOKEN_SEPARATOR = '.';
 /** Redis keys per lock key in the full scripts. */
-export const KEYS_PER_LOCK = 5;
+export const KEYS_PER_LOCK = 6;
 
 /** A grant for one of this process's tokens, decoded. */
 export interface Grant {
@@ -40,7 +43,7 @@ export interface Grant {
 
 /** The script keys of one lock key, built once: the same come back at every cycle. */
 export interface KeySet {
-  /** Lock, fence, wait flag, queue, queue meta: what the full scripts take. */
+  /** Lock, fence, wait flag, queue, queue meta, shared holders: what the full scripts take. */
   readonly all: string[];
   /** Lock and fence: TRY's and TAKE_ANY's. */
   readonly take: string[];
@@ -103,7 +106,7 @@ export class KeySpace {
     if (!set) {
       if (this.keySets.size >= KEY_SET_CACHE) this.keySets.clear();
       const rk = this.lockKey(key);
-      const all = [rk, `${rk}:fence`, `${rk}:wait`, `${rk}:q`, `${rk}:qm`];
+      const all = [rk, `${rk}:fence`, `${rk}:wait`, `${rk}:q`, `${rk}:qm`, `${rk}:h`];
       set = { all, take: [rk, all[1]], free: [rk, all[2]] };
       this.keySets.set(key, set);
     }

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { LockBackendError } from '../errors';
-import type { KeySpace } from './key-space';
+import { type KeySpace, KEYS_PER_LOCK } from './key-space';
 import { Quorum } from './quorum';
 import type { RedisNode } from './redis-node';
 import { RenewalBatcher } from './renewal-batcher';
@@ -9,8 +9,9 @@ import { asError, type ReplicaAcks, type ScriptRunner } from './script-runner';
 export type { ReplicaAcks } from './script-runner';
 import {
   ACQUIRE,
-  type AcquireReply,
+  ACQUIRE_SHARED,
   EXTEND,
+  EXTEND_SHARED,
   type ExtendReply,
   FREE,
   HANDOFF,
@@ -18,9 +19,16 @@ import {
   RAISE_FENCE,
   RELEASE,
   RELEASE_TO,
+  type Script,
+  type ScriptArgs,
+  type ShareArg,
+  type SharedReply,
   TAKE_ANY,
   TRY,
 } from './scripts';
+
+/** A script that takes keys: ACQUIRE, or ACQUIRE_SHARED for read locks and permits. */
+type AcquireScript = Script<ScriptArgs, SharedReply>;
 
 /** What an acquire round took. */
 export interface Taken {
@@ -38,8 +46,14 @@ export interface Taken {
 /** An acquire round's outcome: taken, or busy with the holder's remaining lease. */
 export type Outcome = Taken | { readonly kind: 'busy'; readonly pttl: number };
 
+/**
+ * A shared acquire round's outcome: also `conflict` when the key is held as another kind of
+ * shared hold (`held`: 0 read, N permits of N).
+ */
+export type SharedOutcome = Outcome | { readonly kind: 'conflict'; readonly held: number };
+
 /** One node's answer to an acquire: its reply, or the error that stands for its vote. */
-type Vote = AcquireReply | { readonly kind: 'error'; readonly error: Error };
+type Vote = SharedReply | { readonly kind: 'error'; readonly error: Error };
 
 /** A release's outcome on one node: whether it woke racing waiters, or the error. */
 type Freed = boolean | Error;
@@ -111,33 +125,95 @@ export class LockProtocol {
     const units = this.space.units(keys);
     const wait = Math.ceil(waitMs);
     const queue = this.queues(units);
-    const args = [
+    const args: ScriptArgs = [
       token,
       ttl,
       wait,
       queue ? '1' : '0',
       this.fenceArg(queue ? this.settings.block : 1),
-    ] as [string, number, number, '0' | '1', number];
+    ];
     const spare = queue ? this.settings.block - 1 : 0;
+    return this.round(
+      ACQUIRE,
+      keys,
+      units,
+      token,
+      ttl,
+      args,
+      start,
+      spare,
+      acks,
+    ) as Promise<Outcome>;
+  }
+
+  /**
+   * One acquire round of a shared hold (`share`: 'r' read, or N permits of N), as `attempt`
+   * otherwise: `waitMs` > 0 queues the token (fair groups, single key) or flags the keys. A read
+   * hold reserves no fence (it gets the counter's value); a permit mints one.
+   * @throws LockBackendError when too many nodes fail for a quorum
+   */
+  attemptShared(
+    keys: readonly string[],
+    token: string,
+    ttl: number,
+    waitMs: number,
+    share: ShareArg,
+    start = performance.now(),
+    acks?: ReplicaAcks,
+  ): Promise<SharedOutcome> {
+    this.counters.attempts++;
+    const units = this.space.units(keys);
+    const wait = waitMs > 0 ? Math.ceil(waitMs) : 0;
+    const queue = wait > 0 && this.queues(units);
+    const args: ScriptArgs = [
+      token,
+      ttl,
+      wait,
+      queue ? '1' : '0',
+      share,
+      this.fenceArg(1),
+      this.settings.fair ? '1' : '0',
+    ];
+    // Permits on a quorum: every node must admit the holder. With a majority each node could
+    // count its own N holders, and up to N * nodes / majority (1.5 N on 3 nodes) would hold at
+    // once; a holder on every node bounds them to N.
+    const everyNode = share !== 'r';
+    return this.round(ACQUIRE_SHARED, keys, units, token, ttl, args, start, 0, acks, everyNode);
+  }
+
+  /** One acquire round of `script` over every node (see `attempt`). */
+  private round(
+    script: AcquireScript,
+    keys: readonly string[],
+    units: string[][],
+    token: string,
+    ttl: number,
+    args: ScriptArgs,
+    start: number,
+    spare: number,
+    acks: ReplicaAcks | undefined,
+    everyNode = false,
+  ): Promise<SharedOutcome> {
     if (this.nodes.length === 1) {
       const node = this.nodes[0];
       if (units.length === 1) {
-        return this.acquireOnOne(keys, token, units[0], args, start, spare, acks);
+        return this.acquireOnOne(script, keys, token, units[0], args, start, spare, acks);
       }
-      return this.acquireUnits(node, units, token, args, acks).then((vote) =>
+      return this.acquireUnits(script, node, units, token, args, acks).then((vote) =>
         this.onlyVote(keys, vote, start, 0, false),
       );
     }
     // Go on as soon as a majority agreed (or can no longer agree), as Redlock does: the slowest
     // node's answer is not waited for. What it took is undone (see `countVotes`).
-    return this.quorum.collect<RedisNode, Vote, Outcome>(
+    return this.quorum.collect<RedisNode, Vote, SharedOutcome>(
       this.nodes,
       (node, answer) => {
-        if (units.length === 1) this.acquireOn(node, units[0], token, args, acks, answer);
-        else void this.acquireUnits(node, units, token, args, acks).then(answer);
+        if (units.length === 1) this.acquireOn(script, node, units[0], token, args, acks, answer);
+        else void this.acquireUnits(script, node, units, token, args, acks).then(answer);
       },
       (v) => v.kind === 'ok',
-      (votes) => this.countVotes(keys, token, ttl, start, votes, false),
+      (votes) => this.countVotes(keys, token, ttl, start, votes, false, everyNode),
+      everyNode ? this.nodes.length : this.quorum.size,
     );
   }
 
@@ -190,17 +266,22 @@ export class LockProtocol {
     token: string,
     ttl: number,
     acks?: ReplicaAcks,
+    share?: ShareArg,
+    repairs = true,
     batched = false,
   ): Promise<boolean> {
-    const repair = this.nodes.length > 1 ? '1' : '0';
-    const lockKeys = batched && !acks ? this.space.lockKeysInOneUnit(keys) : undefined;
+    const repair = repairs && this.nodes.length > 1 ? '1' : '0';
+    // Exclusive holds with the group's repair rule only: shared holds renew with their own script.
+    const lockKeys =
+      batched && !acks && !share && repairs ? this.space.lockKeysInOneUnit(keys) : undefined;
     const votes = await this.quorum.collect<RedisNode, ExtendReply | Error>(
       this.nodes,
       (node, answer) =>
         lockKeys
           ? this.renewals.add(node, lockKeys, token, ttl, answer)
-          : void this.extendOn(node, keys, token, ttl, repair, acks).then(answer, (e: unknown) =>
-              answer(asError(e)),
+          : void this.extendOn(node, keys, token, ttl, repair, acks, share).then(
+              answer,
+              (e: unknown) => answer(asError(e)),
             ),
       (v) => v === 'renewed',
     );
@@ -347,7 +428,7 @@ export class LockProtocol {
 
   /** Single key on a fair group: the round queues the token for a grant. */
   private queues(units: string[][]): boolean {
-    return this.settings.fair && units.length === 1 && units[0].length === 5;
+    return this.settings.fair && units.length === 1 && units[0].length === KEYS_PER_LOCK;
   }
 
   /**
@@ -372,11 +453,11 @@ export class LockProtocol {
             this.undo(node, keys, token);
             return reject(new LockBackendError(keys, [e]));
           }
-          resolve(this.onlyVote(keys, r!, start, block - 1, true));
+          resolve(this.onlyVote(keys, r!, start, block - 1, true) as Outcome);
         });
       });
     }
-    return this.quorum.collect<RedisNode, Vote, Outcome>(
+    return this.quorum.collect<RedisNode, Vote, SharedOutcome>(
       this.nodes,
       (node, answer) =>
         this.runner.sendAcked(node, TRY, take, args, acks, (e, r) => {
@@ -385,21 +466,22 @@ export class LockProtocol {
         }),
       (v) => v.kind === 'ok',
       (votes) => this.countVotes(keys, token, ttl, start, votes, true),
-    );
+    ) as Promise<Outcome>;
   }
 
   /** ACQUIRE on the only node, one unit: its reply is the outcome (an error rejects). */
   private acquireOnOne(
+    script: AcquireScript,
     keys: readonly string[],
     token: string,
     unit: string[],
-    args: [string, number, number, '0' | '1', number],
+    args: ScriptArgs,
     start: number,
     spare: number,
     acks: ReplicaAcks | undefined,
-  ): Promise<Outcome> {
+  ): Promise<SharedOutcome> {
     return new Promise((resolve, reject) => {
-      this.acquireOn(this.nodes[0], unit, token, args, acks, (vote) => {
+      this.acquireOn(script, this.nodes[0], unit, token, args, acks, (vote) => {
         try {
           resolve(this.onlyVote(keys, vote, start, spare, false));
         } catch (e) {
@@ -416,22 +498,23 @@ export class LockProtocol {
     start: number,
     spare: number,
     uncontended: boolean,
-  ): Outcome {
+  ): SharedOutcome {
     if (vote.kind === 'error') throw new LockBackendError(keys, [vote.error]);
-    if (vote.kind === 'busy') return vote;
+    if (vote.kind !== 'ok') return vote;
     return { kind: 'ok', fences: vote.fences, start, spare, uncontended };
   }
 
   /** One node's ACQUIRE vote, to `answer` (an error is a vote too, its effect undone). */
   private acquireOn(
+    script: AcquireScript,
     node: RedisNode,
     unit: string[],
     token: string,
-    args: [string, number, number, '0' | '1', number],
+    args: ScriptArgs,
     acks: ReplicaAcks | undefined,
     answer: (vote: Vote) => void,
   ): void {
-    this.runner.sendAcked(node, ACQUIRE, unit, args, acks, (e, r) => {
+    this.runner.sendAcked(node, script, unit, args, acks, (e, r) => {
       if (!e) return answer(r!);
       this.undoUnits(node, [unit], token);
       answer({ kind: 'error', error: e });
@@ -440,22 +523,23 @@ export class LockProtocol {
 
   /** Redis Cluster, several keys: one script per key, in sorted order, undone on a refusal. */
   private async acquireUnits(
+    script: AcquireScript,
     node: RedisNode,
     units: string[][],
     token: string,
-    args: [string, number, number, '0' | '1', number],
+    args: ScriptArgs,
     acks: ReplicaAcks | undefined,
   ): Promise<Vote> {
     const fences: number[] = [];
     for (let u = 0; u < units.length; u++) {
-      let reply: AcquireReply;
+      let reply: SharedReply;
       try {
-        reply = await this.runner.runAcked(node, ACQUIRE, units[u], args, acks);
+        reply = await this.runner.runAcked(node, script, units[u], args, acks);
       } catch (e) {
         this.undoUnits(node, units.slice(0, u + 1), token);
         return { kind: 'error', error: asError(e) };
       }
-      if (reply.kind === 'busy') {
+      if (reply.kind !== 'ok') {
         if (u > 0) this.undoUnits(node, units.slice(0, u), token);
         return reply;
       }
@@ -472,11 +556,13 @@ export class LockProtocol {
     start: number,
     votes: (Vote | undefined)[],
     uncontended: boolean,
-  ): Outcome | Promise<Taken> {
+    everyNode = false,
+  ): SharedOutcome | Promise<Taken> {
+    const need = everyNode ? this.nodes.length : this.quorum.size;
     const perNode: (readonly number[])[] = [];
     for (const v of votes) if (v?.kind === 'ok') perNode.push(v.fences);
     const validity = ttl - (performance.now() - start) - this.settings.drift(ttl);
-    if (this.quorum.reached(perNode.length) && validity > 0) {
+    if (perNode.length >= need && validity > 0) {
       const taken = (fences: readonly number[]): Taken => ({
         kind: 'ok',
         fences,
@@ -484,6 +570,10 @@ export class LockProtocol {
         spare: 0,
         uncontended,
       });
+      // Every node had to agree (permits): the first node minted every holder's fence, in the
+      // order it admitted them, so those are unique and increasing. The largest of each node's
+      // (a majority's rule) could repeat: two holders minting on the nodes in different orders.
+      if (everyNode) return taken(perNode[0]);
       const settled = this.settleFences(keys, perNode);
       return settled instanceof Promise ? settled.then(taken) : taken(settled);
     }
@@ -495,12 +585,14 @@ export class LockProtocol {
     });
     const errors: Error[] = [];
     let pttl: number | undefined;
+    let conflict: SharedOutcome | undefined;
     for (const v of votes) {
       if (v?.kind === 'error') errors.push(v.error);
       else if (v?.kind === 'busy') pttl = pttl === undefined ? v.pttl : Math.min(pttl, v.pttl);
+      else if (v?.kind === 'conflict') conflict = v;
     }
-    if (this.quorum.impossible(errors.length)) throw new LockBackendError(keys, errors);
-    return { kind: 'busy', pttl: pttl ?? 0 };
+    if (errors.length > this.nodes.length - need) throw new LockBackendError(keys, errors);
+    return conflict ?? { kind: 'busy', pttl: pttl ?? 0 };
   }
 
   /**
@@ -537,11 +629,16 @@ export class LockProtocol {
     ttl: number,
     repair: '0' | '1',
     acks: ReplicaAcks | undefined,
+    share: ShareArg | undefined,
   ): Promise<ExtendReply> {
     const replies = await Promise.all(
       this.space
         .units(keys)
-        .map((u) => this.runner.runAcked(node, EXTEND, u, [token, ttl, repair], acks)),
+        .map((u) =>
+          share === undefined
+            ? this.runner.runAcked(node, EXTEND, u, [token, ttl, repair], acks)
+            : this.runner.runAcked(node, EXTEND_SHARED, u, [token, ttl, repair, share], acks),
+        ),
     );
     if (replies.includes('lost')) return 'lost';
     return replies.includes('repaired') ? 'repaired' : 'renewed';

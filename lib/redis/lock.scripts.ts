@@ -8,14 +8,17 @@ import {
 
 /**
  * The lock protocol, one atomic Lua script per step. Every script takes its keys in groups of
- * five per lock key, in the order `KeySpace` names them (TRY_SCRIPT, FREE_SCRIPT and
+ * six per lock key, in the order `KeySpace` names them (TRY_SCRIPT, FREE_SCRIPT and
  * TAKE_ANY_SCRIPT take two of them), all sharing one Redis Cluster hash tag:
  *   KEYS[i]     the lock, value = the holder's token, with a PX lease
  *   KEYS[i + 1] the fencing counter (started from the server clock, lives a day)
  *   KEYS[i + 2] the wait flag, set while anyone waits (queued or racing): a release that finds
  *               it grants or publishes, one without it DELs
  *   KEYS[i + 3] waiting process heads in arrival order (zset)
- *   KEYS[i + 4] per queued token: "<lease ms>:<deadline ms>" (hash)
+ *   KEYS[i + 4] per queued token: "<lease ms>:<deadline ms>" (hash), with ":r" (a reader) or
+ *               ":<N>" (a permit of N) appended for a shared waiter
+ *   KEYS[i + 5] shared holders (zset): token -> lease end (server ms), while the lock holds a
+ *               shared marker instead of a token (see SHARED below)
  * A release publishes `r` on the key's release channel when racing waiters wait for a free key,
  * and a grant `g <token> <fence> <spare> <lock key>` on the grant channel of the process that
  * queued the token (channel names and message words: `key-space.ts`).
@@ -27,6 +30,9 @@ import {
  *
  * Single-node groups queue (fair, FIFO across processes, the lock granted by the release itself
  * with no extra round trip); quorum groups race (each node would order its queue differently).
+ * Shared holds (read locks, permits: see SHARED, ACQUIRE_SHARED_SCRIPT, EXTEND_SHARED_SCRIPT) put
+ * a marker in the lock key and their tokens in KEYS[i + 5]; the exclusive scripts see the marker
+ * as a busy key (TRY, FREE and the fast paths of ACQUIRE and RELEASE are unchanged).
  * The uncontended cycle (a first try, a release nobody waits for) runs TRY_SCRIPT and
  * FREE_SCRIPT: the least Lua, the fewest keys.
  * @internal
@@ -77,6 +83,71 @@ local function mint(l, block)
 end`;
 
 /**
+ * Shared Lua of shared holds (read locks and permits), part of GRANT_OR_FREE: while shared
+ * holders exist the lock key holds a marker, a NUL byte and the kind ('\0r' readers, '\0<N>'
+ * permits of N), which no token can equal, so every exclusive script sees the key as busy or not
+ * its own; KEYS[l + 5] maps each holder's token to its lease end (server ms), and the marker and
+ * the zset live as long as the longest lease. Needs MINT, now_ms and entry defined before it.
+ */
+const SHARED = `
+local function marker_of(kind) return '\\0' .. kind end
+local function room_of(kind)
+  if kind == 'r' then return math.huge end
+  return tonumber(kind)
+end
+-- A reader's fence: the counter as it is (>= the last writer's fence, < the next one).
+local function read_fence(l)
+  local v = redis.call('GET', KEYS[l + 1])
+  if v then return tonumber(v) end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+-- The marker and the zset live as long as the longest lease; false when no holder is left.
+local function sync(l, now)
+  local top = redis.call('ZRANGE', KEYS[l + 5], -1, -1, 'WITHSCORES')
+  if #top == 0 then return false end
+  local ms = math.max(1, tonumber(top[2]) - now)
+  redis.call('PEXPIRE', KEYS[l], ms)
+  redis.call('PEXPIRE', KEYS[l + 5], ms)
+  return true
+end
+-- One queued shared waiter gets its share for the claim window, and is told.
+local function grant_one(l, token, ttl, kind, now, block)
+  local claim = math.min(tonumber(ttl), ${GRANT_CLAIM_MS})
+  redis.call('ZADD', KEYS[l + 5], now + claim, token)
+  if redis.call('PTTL', KEYS[l]) < claim then redis.call('PEXPIRE', KEYS[l], claim) end
+  if redis.call('PTTL', KEYS[l + 5]) < claim then redis.call('PEXPIRE', KEYS[l + 5], claim) end
+  local fence
+  if kind == 'r' then fence = read_fence(l) else fence = mint(l, block < 0 and -1 or 1) end
+  redis.call('PUBLISH', '${GRANT_CHANNEL_PREFIX}' .. string.match(token, '^(.*)%${TOKEN_SEPARATOR}'),
+    '${GRANT_WORD} ' .. token .. ' ' .. string.format('%.0f', fence) .. ' 0 ' .. KEYS[l])
+  return fence
+end
+-- Grants the queued shared waiters of kind at the head of the queue, up to room of them (a
+-- waiter of another kind stops the run: a writer is not overtaken). The first fence, or 0.
+local function grant_room(l, kind, room, block)
+  local first, now = 0, now_ms()
+  while room > 0 do
+    local head = redis.call('ZRANGE', KEYS[l + 3], 0, 0)
+    if #head == 0 then break end
+    local token = head[1]
+    local meta = redis.call('HGET', KEYS[l + 4], token)
+    local ttl, deadline, k = nil, 0, nil
+    if meta then ttl, deadline, k = entry(meta) end
+    if deadline > now and k ~= kind then break end
+    redis.call('ZREM', KEYS[l + 3], token)
+    redis.call('HDEL', KEYS[l + 4], token)
+    if deadline > now then
+      local fence = grant_one(l, token, ttl, kind, now, block)
+      if first == 0 then first = fence end
+      room = room - 1
+    end
+  end
+  return first
+end
+`;
+
+/**
  * Shared Lua: free the lock at KEYS[l] (which the caller holds): grant it to the oldest queued
  * token whose deadline has not passed, or delete it and wake the racing waiters. The wait flag
  * is set whenever anyone waits (queued or racing), so with nobody waiting this is one DEL.
@@ -90,10 +161,34 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 local function flag(l, ms)
-  if redis.call('PTTL', KEYS[l + 2]) < ms then
+  local left = redis.call('PTTL', KEYS[l + 2])
+  if left < ms then
     redis.call('SET', KEYS[l + 2], '1', 'PX', ms)
+  elseif redis.call('GET', KEYS[l + 2]) ~= '1' then
+    -- A racing reader's flag ('r'): a writer (or a permit waiter) waits now.
+    redis.call('SET', KEYS[l + 2], '1', 'PX', left)
   end
 end
+-- A racing reader waits (quorum groups): flagged 'r' unless a writer's '1' is there, so later
+-- readers can tell a waiting writer (whom they do not overtake) from waiting readers.
+local function reader_flag(l, ms)
+  local left = redis.call('PTTL', KEYS[l + 2])
+  if left == -2 then
+    redis.call('SET', KEYS[l + 2], 'r', 'PX', ms)
+  elseif left < ms then
+    redis.call('PEXPIRE', KEYS[l + 2], ms)
+  end
+end
+-- A queue entry: lease ms (string), deadline ms, and the kind of a shared waiter ('r' or N).
+local function entry(meta)
+  local a = string.find(meta, ':', 1, true)
+  local b = string.find(meta, ':', a + 1, true)
+  if b then
+    return string.sub(meta, 1, a - 1), tonumber(string.sub(meta, a + 1, b - 1)), string.sub(meta, b + 1)
+  end
+  return string.sub(meta, 1, a - 1), tonumber(string.sub(meta, a + 1)), nil
+end
+${SHARED}
 -- After the lock and its wait flag were deleted with the flag there (someone waits).
 local function pass_on(l, block)
   local now = nil
@@ -102,27 +197,33 @@ local function pass_on(l, block)
     if #head == 0 then break end
     local token = head[1]
     local meta = redis.call('HGET', KEYS[l + 4], token)
+    now = now or now_ms()
+    local ttl, deadline, kind = nil, 0, nil
+    if meta then ttl, deadline, kind = entry(meta) end
+    if kind and deadline > now then
+      -- Shared waiters at the head: as many of them as the key admits, together.
+      redis.call('SET', KEYS[l], marker_of(kind), 'PX', ${GRANT_CLAIM_MS})
+      redis.call('DEL', KEYS[l + 5])
+      local fence = grant_room(l, kind, room_of(kind), block)
+      flag(l, math.max(redis.call('PTTL', KEYS[l + 3]), 1000))
+      return fence
+    end
     redis.call('ZREM', KEYS[l + 3], token)
     redis.call('HDEL', KEYS[l + 4], token)
-    if meta then
-      local sep = string.find(meta, ':', 1, true)
-      local ttl = string.sub(meta, 1, sep - 1)
-      now = now or now_ms()
-      -- Skip waiters that gave up (or died): their deadline passed.
-      if tonumber(string.sub(meta, sep + 1)) > now then
-        -- A claim, not the full lease: the waiter's process turns it into its lease when the
-        -- grant reaches it, so a grant to a process that died costs the claim, not a ttl.
-        redis.call('SET', KEYS[l], token, 'PX', math.min(tonumber(ttl), ${GRANT_CLAIM_MS}))
-        local fence = mint(l, block)
-        -- The others still queued (or racing) keep the flag, as long as the queue lives.
-        flag(l, math.max(redis.call('PTTL', KEYS[l + 3]), 1000))
-        -- Told to the waiter's process only, on its own channel (its token's prefix).
-        -- Fences are formatted whole: Lua's own number-to-text keeps only 14 digits.
-        redis.call('PUBLISH', '${GRANT_CHANNEL_PREFIX}' .. string.match(token, '^(.*)%${TOKEN_SEPARATOR}'),
-          '${GRANT_WORD} ' .. token .. ' ' .. string.format('%.0f', fence) .. ' '
-          .. (math.abs(block) - 1) .. ' ' .. KEYS[l])
-        return fence
-      end
+    -- Skip waiters that gave up (or died): their deadline passed.
+    if deadline > now then
+      -- A claim, not the full lease: the waiter's process turns it into its lease when the
+      -- grant reaches it, so a grant to a process that died costs the claim, not a ttl.
+      redis.call('SET', KEYS[l], token, 'PX', math.min(tonumber(ttl), ${GRANT_CLAIM_MS}))
+      local fence = mint(l, block)
+      -- The others still queued (or racing) keep the flag, as long as the queue lives.
+      flag(l, math.max(redis.call('PTTL', KEYS[l + 3]), 1000))
+      -- Told to the waiter's process only, on its own channel (its token's prefix).
+      -- Fences are formatted whole: Lua's own number-to-text keeps only 14 digits.
+      redis.call('PUBLISH', '${GRANT_CHANNEL_PREFIX}' .. string.match(token, '^(.*)%${TOKEN_SEPARATOR}'),
+        '${GRANT_WORD} ' .. token .. ' ' .. string.format('%.0f', fence) .. ' '
+        .. (math.abs(block) - 1) .. ' ' .. KEYS[l])
+      return fence
     end
   end
   -- Nobody queued: wake the racing waiters.
@@ -134,10 +235,48 @@ local function grant_or_free(l, block)
   if redis.call('DEL', KEYS[l], KEYS[l + 2]) < 2 then return 0 end
   return pass_on(l, block)
 end
-local function enqueue(l, token, ttl, wait_ms)
+-- A shared holder lets go (nil when the token held no share): the others hold on, a freed
+-- permit goes to the next permit waiter, and the last one out frees the key as a writer would.
+local function release_shared(l, token, block)
+  if redis.call('ZREM', KEYS[l + 5], token) == 0 then return nil end
+  local now = now_ms()
+  redis.call('ZREMRANGEBYSCORE', KEYS[l + 5], '-inf', now)
+  if not sync(l, now) then
+    redis.call('DEL', KEYS[l + 5])
+    if redis.call('ZCARD', KEYS[l + 3]) == 0 and redis.call('GET', KEYS[l + 2]) == '1' then
+      -- A racing writer waits (quorum, several keys): the key frees with its flag kept, so the
+      -- readers the release wakes too stay out of it until the writer had it.
+      redis.call('DEL', KEYS[l])
+      redis.call('PUBLISH', KEYS[l] .. '${RELEASE_CHANNEL_SUFFIX}', '${RELEASED_MESSAGE}')
+      return -1
+    end
+    return grant_or_free(l, block)
+  end
+  local kind = string.sub(redis.call('GET', KEYS[l]), 2)
+  if kind == 'r' then return 0 end
+  local fence = grant_room(l, kind, room_of(kind) - redis.call('ZCARD', KEYS[l + 5]), block)
+  if fence > 0 then return fence end
+  -- Racing permit waiters (quorum groups) look again.
+  if redis.call('EXISTS', KEYS[l + 2]) == 1 then
+    redis.call('PUBLISH', KEYS[l] .. '${RELEASE_CHANNEL_SUFFIX}', '${RELEASED_MESSAGE}')
+    return -1
+  end
+  return 0
+end
+-- A waiter left the queue: shared waiters it held up may fit now.
+local function after_leave(l, block)
+  local owner = redis.call('GET', KEYS[l])
+  if not owner or string.byte(owner, 1) ~= 0 then return end
+  redis.call('ZREMRANGEBYSCORE', KEYS[l + 5], '-inf', now_ms())
+  local kind = string.sub(owner, 2)
+  grant_room(l, kind, room_of(kind) - redis.call('ZCARD', KEYS[l + 5]), block)
+end
+local function enqueue(l, token, ttl, wait_ms, kind)
   local now = now_ms()
   redis.call('ZADD', KEYS[l + 3], 'NX', now, token)
-  redis.call('HSET', KEYS[l + 4], token, ttl .. ':' .. (now + wait_ms))
+  local meta = ttl .. ':' .. (now + wait_ms)
+  if kind then meta = meta .. ':' .. kind end
+  redis.call('HSET', KEYS[l + 4], token, meta)
   -- The queue disappears by itself once every waiter's deadline has passed.
   local keep = wait_ms + 1000
   if redis.call('PTTL', KEYS[l + 3]) < keep then
@@ -160,7 +299,7 @@ end
 export const ACQUIRE_SCRIPT = `${MINT}
 -- One key, free: a single SET NX (the uncontended path), first, before the other shared
 -- functions below are even defined: the common case runs the least Lua.
-if #KEYS == 5 and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+if #KEYS == 6 and redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   -- The fence is minted in the same round trip as the lock: no extra command per cycle.
   local fence = mint(1, tonumber(ARGV[5]))
   -- A waiter that queued earlier leaves the queue (a first try never queued).
@@ -173,7 +312,7 @@ ${GRANT_OR_FREE}
 local block = tonumber(ARGV[5])
 local function taken()
   local out = {1}
-  for i = 1, #KEYS, 5 do
+  for i = 1, #KEYS, 6 do
     redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
     out[#out + 1] = mint(i, block)
     -- A waiter that queued earlier leaves the queue (a first try never queued).
@@ -183,7 +322,7 @@ local function taken()
   end
   return out
 end
-for i = 1, #KEYS, 5 do
+for i = 1, #KEYS, 6 do
   local owner = redis.call('GET', KEYS[i])
   if owner and owner ~= ARGV[1] then
     local wait_ms = tonumber(ARGV[3])
@@ -259,7 +398,7 @@ return {0, shortest}
  */
 export const EXTEND_SCRIPT = `
 local missing = 0
-for i = 1, #KEYS, 5 do
+for i = 1, #KEYS, 6 do
   local owner = redis.call('GET', KEYS[i])
   if not owner then
     if ARGV[3] ~= '1' then return 0 end
@@ -268,7 +407,7 @@ for i = 1, #KEYS, 5 do
     return 0
   end
 end
-for i = 1, #KEYS, 5 do
+for i = 1, #KEYS, 6 do
   redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
 end
 if missing > 0 then return 2 end
@@ -277,18 +416,23 @@ return 1
 
 /**
  * Give back the keys the token holds (compare-and-delete: never someone else's lock), each to
- * its oldest queued waiter or to nobody. ARGV[1] token; ARGV[2] '1' when a waiter gives up: also
+ * its oldest queued waiter or to nobody; a shared hold (read or permit) gives back its share. ARGV[1] token; ARGV[2] '1' when a waiter gives up: also
  * take the token out of the queue; ARGV[3] fences to reserve for a grant.
  * Returns {keys released, keys granted to a queued waiter, keys freed with a published wake-up}.
  */
 export const RELEASE_SCRIPT = `
 -- One key nobody waits for (the uncontended path): GET and one DEL, before the shared functions
--- below are defined. When the DEL finds the wait flag too, the key is passed on below.
+-- below are defined. When the DEL finds the wait flag too, the key is passed on below; a shared
+-- marker (a NUL byte first) goes to the loop below.
 local waited = false
-if #KEYS == 5 and ARGV[2] ~= '1' then
-  if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0, 0, 0} end
-  if redis.call('DEL', KEYS[1], KEYS[3]) < 2 then return {1, 0, 0} end
-  waited = true
+if #KEYS == 6 and ARGV[2] ~= '1' then
+  local owner = redis.call('GET', KEYS[1])
+  if owner == ARGV[1] then
+    if redis.call('DEL', KEYS[1], KEYS[3]) < 2 then return {1, 0, 0} end
+    waited = true
+  elseif not owner or string.byte(owner, 1) ~= 0 then
+    return {0, 0, 0}
+  end
 end
 ${MINT}
 ${GRANT_OR_FREE}
@@ -297,15 +441,22 @@ if waited then
   return {1, r > 0 and 1 or 0, r < 0 and 1 or 0}
 end
 local released, granted, published = 0, 0, 0
-for i = 1, #KEYS, 5 do
-  if redis.call('GET', KEYS[i]) == ARGV[1] then
+for i = 1, #KEYS, 6 do
+  local owner = redis.call('GET', KEYS[i])
+  local r = nil
+  if owner == ARGV[1] then
+    r = grant_or_free(i, tonumber(ARGV[3]))
+  elseif owner and string.byte(owner, 1) == 0 then
+    r = release_shared(i, ARGV[1], tonumber(ARGV[3]))
+  end
+  if r then
     released = released + 1
-    local r = grant_or_free(i, tonumber(ARGV[3]))
     if r > 0 then granted = granted + 1 elseif r < 0 then published = published + 1 end
   end
   if ARGV[2] == '1' then
-    redis.call('ZREM', KEYS[i + 3], ARGV[1])
+    local left = redis.call('ZREM', KEYS[i + 3], ARGV[1])
     redis.call('HDEL', KEYS[i + 4], ARGV[1])
+    if left == 1 then after_leave(i, tonumber(ARGV[3])) end
   end
 end
 return {released, granted, published}
@@ -343,11 +494,11 @@ return {3, mint(1, tonumber(ARGV[5]))}
  * Returns {1, fence1, ...} or {0} when the old token no longer holds every key.
  */
 export const HANDOFF_SCRIPT = `${MINT}
-for i = 1, #KEYS, 5 do
+for i = 1, #KEYS, 6 do
   if redis.call('GET', KEYS[i]) ~= ARGV[1] then return {0} end
 end
 local out = {1}
-for i = 1, #KEYS, 5 do
+for i = 1, #KEYS, 6 do
   redis.call('SET', KEYS[i], ARGV[2], 'PX', ARGV[3])
   out[#out + 1] = mint(i, tonumber(ARGV[4]))
   -- The new holder may have queued for a grant before: it must not be granted the key again.
@@ -363,8 +514,8 @@ return out
  * holder's fence is larger on every node of any majority. ARGV[n] is the fence of key n.
  */
 export const RAISE_FENCE_SCRIPT = `
-for i = 1, #KEYS, 5 do
-  local want = ARGV[(i + 4) / 5]
+for i = 1, #KEYS, 6 do
+  local want = ARGV[(i + 5) / 6]
   local have = redis.call('GET', KEYS[i + 1])
   if not have then
     redis.call('SET', KEYS[i + 1], want, 'PX', ${FENCE_COUNTER_LIFETIME_MS})
@@ -384,11 +535,135 @@ return 1
  */
 export const LET_EXPIRE_SCRIPT = `
 local kept = 0
-for i = 1, #KEYS, 5 do
+for i = 1, #KEYS, 6 do
   if redis.call('GET', KEYS[i]) == ARGV[1] then
     redis.call('PEXPIRE', KEYS[i], ARGV[2])
     kept = kept + 1
   end
 end
 return kept
+`;
+
+/**
+ * Take a shared hold (read lock or permit) of every key, or none.
+ * ARGV[1] token, ARGV[2] lease ms, ARGV[3] how long this caller will wait (ms; '0' = one try),
+ * ARGV[4] '1' to queue for a grant (single key, single node), '0' to race (flag the key),
+ * ARGV[5] kind: 'r' (read) or N (permits of N), ARGV[6] fences to reserve (permits),
+ * ARGV[7] '1' on a single node: a live waiter queued ahead keeps the caller out (a writer or a
+ * permit waiter; readers ahead of a reader join too), so a waiting writer is never overtaken.
+ * Racing (quorum, several keys) readers stay out of a key readers hold, or that the last reader
+ * freed, while a writer's wait flag ('1') is there (it lives until the writer's deadline at
+ * most), and flag their own wait 'r'.
+ * Returns {1, fence1, ...} (a reader's fence is the counter's value, a permit's a new one),
+ * {0, ms} busy (ms until the first share may end), or {2, held} when the key is held as another
+ * kind: 0 read, N permits of N.
+ */
+export const ACQUIRE_SHARED_SCRIPT = `${MINT}
+${GRANT_OR_FREE}
+local token, ttl, wait_ms, kind = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[5]
+local block, queue, fair = tonumber(ARGV[6]), ARGV[4] == '1', ARGV[7] == '1'
+local marker, room, now = marker_of(kind), room_of(kind), now_ms()
+local function held_up(l)
+  local rank = redis.call('ZRANK', KEYS[l + 3], token)
+  if rank == 0 then return false end
+  local ahead = redis.call('ZRANGE', KEYS[l + 3], 0, rank and rank - 1 or -1)
+  for _, t in ipairs(ahead) do
+    local meta = redis.call('HGET', KEYS[l + 4], t)
+    local ttl_left, deadline, k = nil, 0, nil
+    if meta then ttl_left, deadline, k = entry(meta) end
+    if deadline > now then
+      if kind ~= 'r' or k ~= 'r' then return true end
+    else
+      redis.call('ZREM', KEYS[l + 3], t)
+      redis.call('HDEL', KEYS[l + 4], t)
+    end
+  end
+  return false
+end
+for i = 1, #KEYS, 6 do
+  local owner = redis.call('GET', KEYS[i])
+  local busy, mine = false, false
+  if owner == marker then
+    redis.call('ZREMRANGEBYSCORE', KEYS[i + 5], '-inf', now)
+    mine = redis.call('ZSCORE', KEYS[i + 5], token) ~= false
+    busy = not mine and redis.call('ZCARD', KEYS[i + 5]) >= room
+  elseif owner then
+    if string.byte(owner, 1) == 0 then
+      local held = string.sub(owner, 2)
+      if held == 'r' then return {2, 0} end
+      return {2, tonumber(held)}
+    end
+    busy = true
+  end
+  if not busy and not mine then
+    if fair then
+      busy = held_up(i)
+    elseif kind == 'r' and (owner == marker or not owner) then
+      -- Racing (quorum, several keys): a waiting writer's flag keeps later readers out of a key
+      -- readers hold, and out of the key the last of them freed.
+      busy = redis.call('GET', KEYS[i + 2]) == '1'
+    end
+  end
+  if busy then
+    if wait_ms > 0 then
+      if queue then
+        enqueue(i, token, ARGV[2], wait_ms, kind)
+      elseif kind == 'r' then
+        reader_flag(i, wait_ms)
+      else
+        flag(i, wait_ms)
+      end
+    end
+    local first = owner == marker and redis.call('ZRANGE', KEYS[i + 5], 0, 0, 'WITHSCORES') or {}
+    if #first == 2 then return {0, math.max(0, tonumber(first[2]) - now)} end
+    return {0, redis.call('PTTL', KEYS[i])}
+  end
+end
+local out = {1}
+for i = 1, #KEYS, 6 do
+  if redis.call('EXISTS', KEYS[i]) == 0 then
+    redis.call('DEL', KEYS[i + 5])
+    redis.call('SET', KEYS[i], marker, 'PX', ttl)
+  end
+  redis.call('ZADD', KEYS[i + 5], now + ttl, token)
+  sync(i, now)
+  if kind == 'r' then out[#out + 1] = read_fence(i) else out[#out + 1] = mint(i, block) end
+  if redis.call('ZREM', KEYS[i + 3], token) == 1 then redis.call('HDEL', KEYS[i + 4], token) end
+end
+return out
+`;
+
+/**
+ * Renew (or set, for a release by expiry) a shared hold of every key to ARGV[2] ms from now,
+ * only if the token still holds a share of each (its lease not over). ARGV[1] token, ARGV[3] '1'
+ * to put the share back where it is missing (quorum repair), ARGV[4] kind ('r' or N).
+ * Returns 1 renewed, 2 renewed with missing shares put back, 0 lost.
+ */
+export const EXTEND_SHARED_SCRIPT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local token, ttl, marker = ARGV[1], tonumber(ARGV[2]), '\\0' .. ARGV[4]
+local missing = 0
+for i = 1, #KEYS, 6 do
+  local owner = redis.call('GET', KEYS[i])
+  if owner and owner ~= marker then return 0 end
+  local ends = redis.call('ZSCORE', KEYS[i + 5], token)
+  if not owner or not ends or tonumber(ends) <= now then
+    if ARGV[3] ~= '1' then return 0 end
+    missing = missing + 1
+  end
+end
+for i = 1, #KEYS, 6 do
+  if redis.call('EXISTS', KEYS[i]) == 0 then
+    redis.call('DEL', KEYS[i + 5])
+    redis.call('SET', KEYS[i], marker, 'PX', ttl)
+  end
+  redis.call('ZADD', KEYS[i + 5], now + ttl, token)
+  local top = redis.call('ZRANGE', KEYS[i + 5], -1, -1, 'WITHSCORES')
+  local ms = math.max(1, tonumber(top[2]) - now)
+  redis.call('PEXPIRE', KEYS[i], ms)
+  redis.call('PEXPIRE', KEYS[i + 5], ms)
+end
+if missing > 0 then return 2 end
+return 1
 `;

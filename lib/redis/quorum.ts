@@ -22,16 +22,17 @@ export class Quorum {
   }
 
   /**
-   * Asks every node at once and settles, in one promise, once `yes` holds for a majority, or can
-   * no longer hold for one, or every node answered, with what `conclude` makes of the answers.
-   * Answers still out are `undefined` then; they arrive later and are dropped (their effect in
-   * Redis is the caller's to undo if needed).
+   * Asks every node at once and settles, in one promise, once `yes` holds for a majority (or
+   * `need` nodes), or can no longer hold for one, or every node answered, with what `conclude`
+   * makes of the answers. Answers still out are `undefined` then; they arrive later and are
+   * dropped (their effect in Redis is the caller's to undo if needed).
    */
   collect<N, T, R = (T | undefined)[]>(
     nodes: readonly N[],
     ask: (node: N, answer: (v: T) => void) => void,
     yes: (v: T) => boolean,
     conclude: (answers: (T | undefined)[]) => R | Promise<R> = (a) => a as R,
+    need = this.size,
   ): Promise<R> {
     const n = nodes.length;
     const answers = new Array<T | undefined>(n).fill(undefined);
@@ -45,7 +46,7 @@ export class Quorum {
           answers[i] = v;
           if (yes(v)) ayes++;
           else noes++;
-          if (this.reached(ayes) || this.impossible(noes) || ayes + noes === n) {
+          if (ayes >= need || noes > n - need || ayes + noes === n) {
             done = true;
             try {
               resolve(conclude(answers));

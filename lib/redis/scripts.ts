@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import {
   ACQUIRE_SCRIPT,
+  ACQUIRE_SHARED_SCRIPT,
   EXTEND_SCRIPT,
+  EXTEND_SHARED_SCRIPT,
   FREE_SCRIPT,
   HANDOFF_SCRIPT,
   LET_EXPIRE_SCRIPT,
@@ -50,6 +52,15 @@ function acquireReply(reply: unknown): AcquireReply {
   if (r[0] !== 1) return { kind: 'busy', pttl: r[1] };
   return { kind: 'ok', fences: r.slice(1) };
 }
+
+/**
+ * A shared acquire's answer: also `conflict` when the key is held as another kind of shared
+ * hold (`held`: 0 read, N permits of N).
+ */
+export type SharedReply = AcquireReply | { readonly kind: 'conflict'; readonly held: number };
+
+/** How a shared hold is asked for in the scripts: `'r'` (read) or the number of permits. */
+export type ShareArg = string;
 
 /** What FREE did: not our lock, freed, left for RELEASE (someone waits), freed and published. */
 export type FreeReply = 'notOurs' | 'freed' | 'waited' | 'published';
@@ -171,4 +182,24 @@ export const LET_EXPIRE = defineScript<[Token, number], number>(
   'LET_EXPIRE',
   LET_EXPIRE_SCRIPT,
   (r) => Number(r),
+);
+
+/**
+ * `[token, lease ms, wait ms, queue mode, kind ('r' or N), fences to reserve, '1' on a single
+ * node]`.
+ */
+export const ACQUIRE_SHARED = defineScript<
+  [Token, LeaseMs, number, QueueMode, ShareArg, Block, '0' | '1'],
+  SharedReply
+>('ACQUIRE_SHARED', ACQUIRE_SHARED_SCRIPT, (reply) => {
+  const r = numbers(reply);
+  if (r[0] === 2) return { kind: 'conflict', held: r[1] };
+  return acquireReply(reply);
+});
+
+/** `[token, lease ms, '1' to put back missing shares, kind ('r' or N)]`. */
+export const EXTEND_SHARED = defineScript<[Token, LeaseMs, '0' | '1', ShareArg], ExtendReply>(
+  'EXTEND_SHARED',
+  EXTEND_SHARED_SCRIPT,
+  (r) => EXTEND_REPLIES[Number(r)] ?? 'lost',
 );

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { LockBackendError, LockNotAcquiredError } from '../errors';
+import { LockBackendError, LockConfigError, LockNotAcquiredError } from '../errors';
 import { DeadlineTimer } from '../engine/deadline-timer';
 import { type Lease, type LeaseTaker, Leases } from '../engine/lease';
 import {
@@ -7,8 +7,10 @@ import {
   type LockBackend,
   type LockClientStats,
   noStats,
+  type Share,
 } from '../engine/lock-backend';
 import { abortReason } from '../engine/wait-rules';
+import { MODE_MISMATCH, PERMITS_MISMATCH } from '../redlock.messages';
 
 /** A lease held in memory, shared by every key it holds (several keys: all or nothing). */
 interface Held {
@@ -18,15 +20,19 @@ interface Held {
   timer?: NodeJS.Timeout;
 }
 
-/** One key: its fence counter (kept for the backend's life: fences never go back) and holder. */
+/**
+ * One key: its fence counter (kept for the backend's life: fences never go back) and holders:
+ * one exclusive holder, or shared ones of one kind (readers, or permits of one N).
+ */
 interface KeyState {
   fence: number;
-  held?: Held;
+  holders: Held[];
 }
 
 /** A caller waiting for its keys, in arrival order. */
 interface MemoryWaiter extends LeaseTaker {
   readonly keys: readonly string[];
+  readonly share?: Share;
   /** The backend was down while it waited: at the deadline it fails with this, not as busy. */
   outage?: LockBackendError;
   settle(lease: Lease | undefined, reason?: unknown): void;
@@ -46,12 +52,16 @@ const SLICE = /^(.*):seg:\d+$/;
  * `LockBackend` contract the Redis engine keeps, without a server, plus the faults a test sets
  * (a busy key, a backend that is down, a lost lock).
  *
- * - Exclusion per key; several keys are taken all or nothing.
- * - FIFO: a caller never takes a key an earlier caller waits for; a waiter for several keys
- *   holds its place in each key's line, so nobody starves and nothing deadlocks.
+ * - Exclusion per key; several keys are taken all or nothing. Shared holds: readers share a
+ *   key, permits of N admit N holders; another kind than the current holders' (another N, read
+ *   against permits) is a LockConfigError.
+ * - FIFO: a caller never takes a key an earlier caller waits for (so a waiting writer is never
+ *   overtaken by later readers); readers waiting together are granted together; a waiter for
+ *   several keys holds its place in each key's line, so nobody starves and nothing deadlocks.
  * - A waiter never gives up before its deadline (`DeadlineTimer`), then fails with
  *   `LockNotAcquiredError`, or with `LockBackendError` if the backend went down meanwhile.
- * - Fences: one counter per key, +1 at every acquisition.
+ * - Fences: one counter per key, +1 at every acquisition but a read hold's, which gets the
+ *   counter as it is (the last writer's fence).
  * - Leases: a key frees by itself `ttl` ms after it was taken or last renewed; the watchdog
  *   renews it through `extend`, which answers false once it is lost.
  * @internal
@@ -114,12 +124,14 @@ export class InMemoryBackend implements LockBackend {
       this.spend(rule);
       throw new LockNotAcquiredError(keys, 0, rule.retryAfterMs ?? ttl);
     }
+    const { share } = request;
+    this.checkKind(keys, share);
     const taker: LeaseTaker = { token: this.nextToken(), ttl, startedAt, acks };
-    if (this.free(keys)) return this.take(keys, taker, true);
+    if (this.free(keys, share)) return this.take(keys, taker, true, share);
     if (waitTimeout <= 0) {
       throw new LockNotAcquiredError(keys, performance.now() - startedAt, this.pttl(keys, ttl));
     }
-    return this.wait(keys, taker, startedAt + waitTimeout, signal);
+    return this.wait(keys, taker, startedAt + waitTimeout, signal, share);
   }
 
   async tryAcquire(keys: readonly string[], ttl: number): Promise<Lease | number> {
@@ -210,7 +222,9 @@ export class InMemoryBackend implements LockBackend {
 
   async close(): Promise<void> {
     this.abortWaits();
-    for (const state of this.states.values()) clearTimeout(state.held?.timer);
+    for (const state of this.states.values()) {
+      for (const held of state.holders) clearTimeout(held.timer);
+    }
   }
 
   // ---------------------------------------------------------------- controls (tests)
@@ -236,7 +250,8 @@ export class InMemoryBackend implements LockBackend {
   /**
    * Takes the held lock of `key` away from its holder (as an expiry or another client would):
    * the key frees for the next caller, with a larger fence, and the holder's lease proves
-   * nothing any more. The lease, or undefined if nobody holds the key.
+   * nothing any more. The lease, or undefined if nobody holds the key. With shared holders
+   * (read or permits), the oldest one loses its share.
    */
   lose(key: string): Lease | undefined {
     const state = this.states.get(key);
@@ -263,33 +278,66 @@ export class InMemoryBackend implements LockBackend {
 
   private state(key: string): KeyState {
     let state = this.states.get(key);
-    if (!state) this.states.set(key, (state = { fence: 0 }));
+    if (!state) this.states.set(key, (state = { fence: 0, holders: [] }));
     return state;
   }
 
   /**
-   * The key's holder at `now`. A lease run out no longer counts, though its timer may not have
+   * The key's holders at `now`. A lease run out no longer counts, though its timer may not have
    * fired yet: that timer still runs, to serve the waiters.
    */
+  private live(state: KeyState, now: number): Held[] {
+    for (const held of [...state.holders]) if (held.expiresAt <= now) this.unlink(held);
+    return state.holders;
+  }
+
+  /** The key's (oldest) holder at `now`, if any. */
   private heldAt(state: KeyState, now: number): Held | undefined {
-    const held = state.held;
-    if (held && held.expiresAt <= now) this.unlink(held);
-    return state.held;
+    return this.live(state, now)[0];
   }
 
   private heldBy(lease: Lease, now: number): Held | undefined {
     const state = this.states.get(lease.keys[0]);
-    const held = state && this.heldAt(state, now);
-    return held?.lease === lease ? held : undefined;
+    return state && this.live(state, now).find((h) => h.lease === lease);
   }
 
-  /** Every key unheld and awaited by nobody (a newcomer never passes a waiter). */
-  private free(keys: readonly string[]): boolean {
+  /** Whether a hold of kind `share` fits beside the key's current holders. */
+  private fits(state: KeyState, share: Share | undefined, now: number): boolean {
+    const holders = this.live(state, now);
+    if (holders.length === 0) return true;
+    if (share === undefined || holders[0].lease.share !== share) return false;
+    return share === 'read' || holders.length < share;
+  }
+
+  /**
+   * Every key fits a hold of kind `share` and is awaited by nobody (a newcomer never passes a
+   * waiter).
+   */
+  private free(keys: readonly string[], share?: Share): boolean {
     const now = performance.now();
     return keys.every(
       (key) =>
-        !this.waiters.some((w) => w.keys.includes(key)) && !this.heldAt(this.state(key), now),
+        !this.waiters.some((w) => w.keys.includes(key)) && this.fits(this.state(key), share, now),
     );
+  }
+
+  /** @throws LockConfigError when a key is held as another kind of shared hold */
+  private checkKind(keys: readonly string[], share: Share | undefined): void {
+    if (share === undefined) return;
+    const now = performance.now();
+    for (const key of keys) {
+      const held = this.heldAt(this.state(key), now)?.lease.share;
+      if (held === undefined || held === share) continue;
+      if (share !== 'read' && held !== 'read') {
+        throw new LockConfigError(PERMITS_MISMATCH(key, share, held), 'permits');
+      }
+      const asked = share === 'read' ? 'read' : `permits: ${share}`;
+      const holders = held === 'read' ? 'read' : `permits: ${held}`;
+      throw new LockConfigError(
+        MODE_MISMATCH(key, asked, holders),
+        share === 'read' ? 'mode' : 'permits',
+      );
+    }
   }
 
   /** The longest lease left among the holders of `keys` (a Retry-After estimate). */
@@ -297,15 +345,24 @@ export class InMemoryBackend implements LockBackend {
     const now = performance.now();
     let left = 0;
     for (const key of keys) {
-      const held = this.heldAt(this.state(key), now);
-      if (held) left = Math.max(left, held.expiresAt - now);
+      for (const held of this.live(this.state(key), now)) {
+        left = Math.max(left, held.expiresAt - now);
+      }
     }
     return left > 0 ? left : fallback;
   }
 
-  private take(keys: readonly string[], taker: LeaseTaker, uncontended: boolean): Lease {
+  private take(
+    keys: readonly string[],
+    taker: LeaseTaker,
+    uncontended: boolean,
+    share?: Share,
+  ): Lease {
     const start = performance.now();
-    const fences = keys.map((key) => ++this.state(key).fence);
+    // A reader gets the fence as it is: the version it reads.
+    const fences = keys.map((key) =>
+      share === 'read' ? this.state(key).fence : ++this.state(key).fence,
+    );
     const lease = this.leases.taken(keys, taker, {
       kind: 'ok',
       fences,
@@ -313,8 +370,9 @@ export class InMemoryBackend implements LockBackend {
       spare: 0,
       uncontended,
     });
+    lease.share = share;
     const held: Held = { lease, expiresAt: start + taker.ttl };
-    for (const key of keys) this.state(key).held = held;
+    for (const key of keys) this.state(key).holders.push(held);
     this.arm(held);
     return lease;
   }
@@ -343,7 +401,8 @@ export class InMemoryBackend implements LockBackend {
   private unlink(held: Held): void {
     for (const key of held.lease.keys) {
       const state = this.states.get(key);
-      if (state?.held === held) state.held = undefined;
+      const at = state ? state.holders.indexOf(held) : -1;
+      if (at >= 0) state!.holders.splice(at, 1);
     }
   }
 
@@ -356,10 +415,10 @@ export class InMemoryBackend implements LockBackend {
     const now = performance.now();
     const claimed = new Set<string>();
     for (const w of [...this.waiters]) {
-      const ready = w.keys.every((k) => !claimed.has(k) && !this.heldAt(this.state(k), now));
+      const ready = w.keys.every((k) => !claimed.has(k) && this.fits(this.state(k), w.share, now));
       if (ready) {
         this.stats.grants++;
-        w.settle(this.take(w.keys, w, false));
+        w.settle(this.take(w.keys, w, false, w.share));
       } else for (const k of w.keys) claimed.add(k);
     }
   }
@@ -369,6 +428,7 @@ export class InMemoryBackend implements LockBackend {
     taker: LeaseTaker,
     deadline: number,
     signal: AbortSignal | undefined,
+    share: Share | undefined,
   ): Promise<Lease> {
     return new Promise<Lease>((resolve, reject) => {
       const onAbort = () => waiter.settle(undefined, signal!.reason);
@@ -380,6 +440,7 @@ export class InMemoryBackend implements LockBackend {
       const waiter: MemoryWaiter = {
         ...taker,
         keys,
+        share,
         settle: (lease, reason) => {
           const at = this.waiters.indexOf(waiter);
           if (at < 0) return;

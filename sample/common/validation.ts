@@ -25,6 +25,20 @@ export function intField(
 
 const ID = /^[A-Za-z0-9_-]{1,64}$/;
 
+/** One of `values` (a query parameter such as `?mode=`); absent or empty -> `fallback`. */
+export function oneOf<T extends string>(
+  value: string | undefined,
+  name: string,
+  values: readonly T[],
+  fallback: T,
+): T {
+  if (value === undefined || value === '') return fallback;
+  if (!(values as readonly string[]).includes(value)) {
+    throw new BadRequestException(`${name} must be one of ${values.join(', ')}, got "${value}".`);
+  }
+  return value as T;
+}
+
 /** A short identifier: letters, digits, `_` and `-`, 1 to 64 of them. */
 export function idField(value: unknown, name: string): string {
   if (typeof value !== 'string' || !ID.test(value)) {

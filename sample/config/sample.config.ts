@@ -24,6 +24,15 @@ export interface SampleConfig {
   readonly lockWaitMs: number;
   /** `SAMPLE_LOG`: comma-separated Nest log levels (`log,warn,error` by default). */
   readonly logLevels: LogLevel[];
+  /**
+   * `SAMPLE_GATEWAY_REDIS_URL`: where the simulated payment gateway keeps its count of calls in
+   * progress, seen by every instance (default: the first `REDIS_URL`).
+   */
+  readonly gatewayRedisUrl: string;
+  /** `SAMPLE_GATEWAY_LIMIT`: calls at once the gateway accepts; it refuses the ones beyond. */
+  readonly gatewayLimit: number;
+  /** `SAMPLE_GATEWAY_LATENCY_MS`: how long one call to the gateway takes. */
+  readonly gatewayLatencyMs: number;
 }
 
 export const SAMPLE_CONFIG = Symbol('SAMPLE_CONFIG');
@@ -86,5 +95,9 @@ export function loadSampleConfig(env: Env = process.env): SampleConfig {
     cron: cronScheduleFromEnv(env),
     lockWaitMs: int(env, 'SAMPLE_LOCK_WAIT_MS', 10_000, 0, 600_000),
     logLevels,
+    gatewayRedisUrl:
+      env.SAMPLE_GATEWAY_REDIS_URL?.trim() || redisUrls[0] || 'redis://127.0.0.1:6379',
+    gatewayLimit: int(env, 'SAMPLE_GATEWAY_LIMIT', 3, 1, 1_000),
+    gatewayLatencyMs: int(env, 'SAMPLE_GATEWAY_LATENCY_MS', 20, 0, 10_000),
   });
 }

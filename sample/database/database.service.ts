@@ -10,6 +10,9 @@ CREATE TABLE IF NOT EXISTS products (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   name TEXT NOT NULL,
   stock INTEGER NOT NULL,
+  price INTEGER NOT NULL DEFAULT 100,
+  stock_version INTEGER NOT NULL DEFAULT 0,
+  price_version INTEGER NOT NULL DEFAULT 0,
   updated_at INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS orders (
@@ -19,7 +22,10 @@ CREATE TABLE IF NOT EXISTS orders (
   mode TEXT NOT NULL,
   instance TEXT NOT NULL,
   fence INTEGER,
-  created_at INTEGER NOT NULL
+  created_at INTEGER NOT NULL,
+  payment_state TEXT,
+  payment_id TEXT,
+  paid_at INTEGER
 );
 CREATE INDEX IF NOT EXISTS orders_by_product ON orders (product_id);
 CREATE TABLE IF NOT EXISTS product_slices (
@@ -71,6 +77,16 @@ CREATE TABLE IF NOT EXISTS cron_runs (
 CREATE INDEX IF NOT EXISTS cron_runs_by_job ON cron_runs (job, tick);
 `;
 
+/** Columns added since the first release of the sample: a shop.sqlite from then gets them. */
+const ADDED_COLUMNS: readonly { table: string; column: string; definition: string }[] = [
+  { table: 'products', column: 'price', definition: 'INTEGER NOT NULL DEFAULT 100' },
+  { table: 'products', column: 'stock_version', definition: 'INTEGER NOT NULL DEFAULT 0' },
+  { table: 'products', column: 'price_version', definition: 'INTEGER NOT NULL DEFAULT 0' },
+  { table: 'orders', column: 'payment_state', definition: 'TEXT' },
+  { table: 'orders', column: 'payment_id', definition: 'TEXT' },
+  { table: 'orders', column: 'paid_at', definition: 'INTEGER' },
+];
+
 /**
  * The SQLite file every instance of the sample shares, standing in for the shop's database.
  *
@@ -91,7 +107,21 @@ export class DatabaseService implements OnApplicationShutdown {
     this.db.pragma('busy_timeout = 10000');
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
-    this.db.exec(SCHEMA);
+    // One instance at a time (IMMEDIATE takes the write lock first): instances starting together
+    // would otherwise both see a column missing and both add it.
+    this.db
+      .transaction(() => {
+        this.db.exec(SCHEMA);
+        for (const { table, column, definition } of ADDED_COLUMNS) {
+          const columns = this.db.prepare(`PRAGMA table_info(${table})`).all() as {
+            name: string;
+          }[];
+          if (!columns.some((c) => c.name === column)) {
+            this.db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${definition}`);
+          }
+        }
+      })
+      .immediate();
   }
 
   /**

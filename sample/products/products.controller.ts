@@ -1,8 +1,8 @@
 import {
-  BadRequestException,
   Body,
   Controller,
   Get,
+  HttpCode,
   NotFoundException,
   Param,
   ParseIntPipe,
@@ -10,8 +10,16 @@ import {
   Query,
   Res,
 } from '@nestjs/common';
-import { bodyObject, intField, nameField } from '../common/validation';
-import { type Product, type ProductView, ProductsRepository } from './products.repository';
+import { bodyObject, intField, nameField, oneOf } from '../common/validation';
+import {
+  type ProductView,
+  PriceAndStock,
+  READ_LOCKS,
+  RESTOCK_LOCKS,
+  type RestockLock,
+  type RestockResult,
+} from './price-and-stock';
+import { type Product, ProductsRepository } from './products.repository';
 import {
   PURCHASE_MODES,
   type PurchaseMode,
@@ -33,11 +41,13 @@ export class ProductsController {
     private readonly products: ProductsRepository,
     private readonly purchases: PurchaseService,
     private readonly segmented: SegmentedPurchase,
+    private readonly priceAndStock: PriceAndStock,
   ) {}
 
   /**
-   * `{ name?, stock }` creates a product (201); `{ id, stock }` sets the stock of an existing one
-   * (restock, 200). Either way the stock is split into slices for mode=segmented.
+   * `{ name?, stock, price? }` creates a product (201); `{ id, stock }` sets the stock of an
+   * existing one (200, no lock, for resetting a sale). Either way the stock is split into slices
+   * for mode=segmented.
    */
   @Post()
   create(@Body() raw: unknown, @Res({ passthrough: true }) res: StatusSetter): Product {
@@ -51,14 +61,32 @@ export class ProductsController {
       res.status(200);
       return product;
     }
-    return this.products.create(nameField(body.name, 'name', 'product'), stock);
+    const price = intField(body.price, 'price', { min: 0, max: MAX, fallback: 100 });
+    return this.products.create(nameField(body.name, 'name', 'product'), stock, price);
   }
 
+  /** Price and stock as one pair; `?lock=read|write|none` (default `read`, a shared lock). */
   @Get(':id')
-  get(@Param('id', ParseIntPipe) id: number): ProductView {
-    const product = this.products.view(id);
-    if (!product) throw new NotFoundException(`product ${id} does not exist`);
-    return product;
+  get(
+    @Param('id', ParseIntPipe) id: number,
+    @Query('lock') lock: string | undefined,
+  ): Promise<ProductView> {
+    return this.priceAndStock.read(oneOf(lock, 'lock', READ_LOCKS, 'read'), id);
+  }
+
+  /** `{ stock, price }`, written in two steps; `?lock=write|none` (default `write`). */
+  @Post(':id/restock')
+  @HttpCode(200)
+  restock(
+    @Param('id', ParseIntPipe) id: number,
+    @Query('lock') lock: string | undefined,
+    @Body() raw: unknown,
+  ): Promise<RestockResult> {
+    const body = bodyObject(raw);
+    const stock = intField(body.stock, 'stock', { min: 0, max: MAX });
+    const price = intField(body.price, 'price', { min: 0, max: MAX });
+    const mode: RestockLock = oneOf(lock, 'lock', RESTOCK_LOCKS, 'write');
+    return this.priceAndStock.restock(mode, id, stock, price);
   }
 
   /** `?mode=none|product|segmented` (default `product`), body `{ quantity }` (default 1). */
@@ -70,16 +98,7 @@ export class ProductsController {
   ): Promise<PurchaseResult> {
     const body = bodyObject(raw);
     const quantity = intField(body.quantity, 'quantity', { min: 1, max: 1_000_000, fallback: 1 });
-    return this.purchases.purchase(parseMode(mode), id, quantity);
+    const purchaseMode: PurchaseMode = oneOf(mode, 'mode', PURCHASE_MODES, 'product');
+    return this.purchases.purchase(purchaseMode, id, quantity);
   }
-}
-
-function parseMode(mode: string | undefined): PurchaseMode {
-  if (mode === undefined || mode === '') return 'product';
-  if (!(PURCHASE_MODES as readonly string[]).includes(mode)) {
-    throw new BadRequestException(
-      `mode must be one of ${PURCHASE_MODES.join(', ')}, got "${mode}".`,
-    );
-  }
-  return mode as PurchaseMode;
 }

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { PriceAndStock } from './price-and-stock';
 import { ProductsController } from './products.controller';
 import { ProductsRepository } from './products.repository';
 import { PurchaseService } from './purchase.service';
@@ -6,7 +7,7 @@ import { SegmentedPurchase } from './segmented-purchase';
 
 @Module({
   controllers: [ProductsController],
-  providers: [ProductsRepository, PurchaseService, SegmentedPurchase],
+  providers: [ProductsRepository, PurchaseService, SegmentedPurchase, PriceAndStock],
   exports: [ProductsRepository],
 })
 export class ProductsModule {}

@@ -10,15 +10,25 @@ export interface Product {
   readonly name: string;
   /** The product's stock: always the sum of its slices while no sale oversold it. */
   readonly stock: number;
+  /** Unit price, in cents. */
+  readonly price: number;
 }
 
 /** A product with what it sold so far (from the orders, not from its stock column). */
-export interface ProductView extends Product {
+export interface StockView extends Omit<Product, 'price'> {
   /** Units sold: the sum of the quantities of its orders. */
   readonly sold: number;
   readonly orders: number;
   /** Stock of each slice (mode=segmented sells from one slice at a time). */
   readonly slices: number[];
+  /** Version the last restock wrote with the stock (the price carries the same one). */
+  readonly stockVersion: number;
+}
+
+/** The price and the version the last restock wrote with it. */
+export interface PriceRow {
+  readonly price: number;
+  readonly priceVersion: number;
 }
 
 export interface Sale {
@@ -48,17 +58,22 @@ const split = (stock: number): number[] =>
 @Injectable()
 export class ProductsRepository {
   private readonly byId: Statement<[number], Product>;
-  private readonly viewById: Statement<[number], Omit<ProductView, 'slices'>>;
-  private readonly insert: Statement<[string, number, number]>;
+  private readonly viewById: Statement<[number], Omit<StockView, 'slices'>>;
+  private readonly priceById: Statement<[number], PriceRow>;
+  private readonly versionById: Statement<[number], { version: number }>;
+  private readonly insert: Statement<[string, number, number, number]>;
   private readonly setStock: Statement<[number, number, number]>;
+  private readonly setVersionedStock: Statement<[number, number, number, number]>;
+  private readonly setVersionedPrice: Statement<[number, number, number, number]>;
   private readonly decrement: Statement<[number, number, number]>;
   private readonly insertOrder: Statement<[number, number, string, string, number | null, number]>;
   private readonly slicesOf: Statement<[number], { segment: number; stock: number }>;
   private readonly sliceOf: Statement<[number, number], { stock: number }>;
   private readonly putSlice: Statement<[number, number, number]>;
   private readonly takeFromSlice: Statement<[number, number, number]>;
-  private readonly createTx: (name: string, stock: number) => number;
+  private readonly createTx: (name: string, stock: number, price: number) => number;
   private readonly restockTx: (id: number, stock: number) => boolean;
+  private readonly versionedStockTx: (id: number, stock: number, version: number) => boolean;
   private readonly sellTx: (id: number, quantity: number, sale: SaleRecord) => Sale;
   private readonly sellSliceTx: (
     id: number,
@@ -69,15 +84,30 @@ export class ProductsRepository {
 
   constructor(database: DatabaseService) {
     const { db } = database;
-    this.byId = db.prepare('SELECT id, name, stock FROM products WHERE id = ?');
+    this.byId = db.prepare('SELECT id, name, stock, price FROM products WHERE id = ?');
     this.viewById = db.prepare(
       `SELECT p.id, p.name, p.stock,
-              COALESCE(SUM(o.quantity), 0) AS sold, COUNT(o.id) AS orders
+              COALESCE(SUM(o.quantity), 0) AS sold, COUNT(o.id) AS orders,
+              p.stock_version AS stockVersion
          FROM products p LEFT JOIN orders o ON o.product_id = p.id
         WHERE p.id = ? GROUP BY p.id`,
     );
-    this.insert = db.prepare('INSERT INTO products (name, stock, updated_at) VALUES (?, ?, ?)');
+    this.priceById = db.prepare(
+      'SELECT price, price_version AS priceVersion FROM products WHERE id = ?',
+    );
+    this.versionById = db.prepare(
+      'SELECT MAX(stock_version, price_version) AS version FROM products WHERE id = ?',
+    );
+    this.insert = db.prepare(
+      'INSERT INTO products (name, stock, price, updated_at) VALUES (?, ?, ?, ?)',
+    );
     this.setStock = db.prepare('UPDATE products SET stock = ?, updated_at = ? WHERE id = ?');
+    this.setVersionedStock = db.prepare(
+      'UPDATE products SET stock = ?, stock_version = ?, updated_at = ? WHERE id = ?',
+    );
+    this.setVersionedPrice = db.prepare(
+      'UPDATE products SET price = ?, price_version = ?, updated_at = ? WHERE id = ?',
+    );
     // Relative decrement (stock = stock - ?): the statement itself is atomic, so an unlocked
     // race shows as stock below zero rather than as a lost update.
     this.decrement = db.prepare(
@@ -114,13 +144,18 @@ export class ProductsRepository {
       );
       return { orderId: Number(row.lastInsertRowid), remaining: this.byId.get(id)!.stock };
     };
-    this.createTx = db.transaction((name: string, stock: number) => {
-      const id = Number(this.insert.run(name, stock, Date.now()).lastInsertRowid);
+    this.createTx = db.transaction((name: string, stock: number, price: number) => {
+      const id = Number(this.insert.run(name, stock, price, Date.now()).lastInsertRowid);
       putSlices(id, stock);
       return id;
     });
     this.restockTx = db.transaction((id: number, stock: number) => {
       if (this.setStock.run(stock, Date.now(), id).changes === 0) return false;
+      putSlices(id, stock);
+      return true;
+    });
+    this.versionedStockTx = db.transaction((id: number, stock: number, version: number) => {
+      if (this.setVersionedStock.run(stock, version, Date.now(), id).changes === 0) return false;
       putSlices(id, stock);
       return true;
     });
@@ -151,14 +186,37 @@ export class ProductsRepository {
     return this.byId.get(id);
   }
 
-  view(id: number): ProductView | undefined {
+  /** Stock, sales and slices, as of one statement (the price is read on its own: `price`). */
+  view(id: number): StockView | undefined {
     const product = this.viewById.get(id);
     return product && { ...product, slices: this.slices(id) };
   }
 
+  price(id: number): PriceRow | undefined {
+    return this.priceById.get(id);
+  }
+
+  /** The larger of the stock's and the price's version (0 before any restock). */
+  lastVersion(id: number): number {
+    return this.versionById.get(id)?.version ?? 0;
+  }
+
   /** Creates a product, its stock split into `SLICES` slices. */
-  create(name: string, stock: number): Product {
-    return this.find(this.createTx(name, stock))!;
+  create(name: string, stock: number, price: number): Product {
+    return this.find(this.createTx(name, stock, price))!;
+  }
+
+  /**
+   * The first half of a restock: the stock (and its slices) with the restock's version. `false`
+   * if there is no such product.
+   */
+  writeStock(id: number, stock: number, version: number): boolean {
+    return this.versionedStockTx(id, stock, version);
+  }
+
+  /** The second half of a restock: the price with the same version as the stock. */
+  writePrice(id: number, price: number, version: number): boolean {
+    return this.setVersionedPrice.run(price, version, Date.now(), id).changes > 0;
   }
 
   /** Sets the stock (and re-splits the slices); `undefined` if there is no such product. */

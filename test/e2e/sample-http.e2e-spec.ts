@@ -26,6 +26,8 @@ describe('sample app over HTTP (in-process)', () => {
       // Short, so "busy past its wait" answers quickly.
       SAMPLE_LOCK_WAIT_MS: '300',
       SAMPLE_INSTANCE: 'in-process',
+      // Long enough that requests sent together are at the gateway together.
+      SAMPLE_GATEWAY_LATENCY_MS: '50',
     });
     locks = app.get(LockService);
   });
@@ -49,7 +51,7 @@ describe('sample app over HTTP (in-process)', () => {
   describe('products', () => {
     it('POST /products creates a product (201)', async () => {
       const res = await http().post('/products').send({ name: 'phone', stock: 5 }).expect(201);
-      expect(res.body).toEqual({ id: expect.any(Number), name: 'phone', stock: 5 });
+      expect(res.body).toEqual({ id: expect.any(Number), name: 'phone', stock: 5, price: 100 });
     });
 
     it('POST /products with an id sets the stock of that product (200), 404 for an unknown id', async () => {
@@ -75,19 +77,133 @@ describe('sample app over HTTP (in-process)', () => {
       await http().post('/products').send([1, 2]).expect(400);
     });
 
-    it('GET /products/:id answers 200 with stock and sales, 404 unknown, 400 not a number', async () => {
+    it('GET /products/:id answers 200 with price, stock and sales under a read lock, 404 unknown, 400 not a number', async () => {
       const id = await createProduct(3);
       const res = await http().get(`/products/${id}`).expect(200);
       expect(res.body).toEqual({
         id,
         name: 'phone',
         stock: 3,
+        price: 100,
         sold: 0,
         orders: 0,
         slices: [1, 1, 1, 0, 0, 0, 0, 0, 0, 0],
+        stockVersion: 0,
+        priceVersion: 0,
+        torn: false,
+        lock: 'read',
+        fence: expect.any(Number),
       });
       await http().get('/products/999999').expect(404);
       await http().get('/products/abc').expect(400);
+    });
+
+    it('GET /products/:id?lock=write|none reads the same pair under the exclusive lock or none', async () => {
+      const id = await createProduct(3);
+      const exclusive = await http().get(`/products/${id}?lock=write`).expect(200);
+      expect(exclusive.body).toMatchObject({ stock: 3, lock: 'write', fence: expect.any(Number) });
+      const unlocked = await http().get(`/products/${id}?lock=none`).expect(200);
+      expect(unlocked.body).toMatchObject({ stock: 3, lock: 'none', torn: false });
+      expect(unlocked.body.fence).toBeUndefined();
+      const bad = await http().get(`/products/${id}?lock=shared`).expect(400);
+      expect(bad.body.message).toMatch(/lock must be one of read, write, none, got "shared"/);
+    });
+  });
+
+  describe('POST /products/:id/restock and read locks', () => {
+    it("writes stock and price with one version, the write lock's fence (200)", async () => {
+      const id = await createProduct(3);
+      const res = await http()
+        .post(`/products/${id}/restock`)
+        .send({ stock: 40, price: 250 })
+        .expect(200);
+      expect(res.body).toEqual({
+        id,
+        stock: 40,
+        price: 250,
+        version: res.body.fence,
+        lock: 'write',
+        fence: expect.any(Number),
+      });
+      const view = await http().get(`/products/${id}`).expect(200);
+      expect(view.body).toMatchObject({
+        stock: 40,
+        price: 250,
+        stockVersion: res.body.fence,
+        priceVersion: res.body.fence,
+        torn: false,
+      });
+      // A reader holds the key's current fence: at least the last writer's (the version it
+      // reads), below the next writer's.
+      expect(view.body.fence).toBeGreaterThanOrEqual(res.body.fence);
+      const next = await http().post(`/products/${id}/restock`).send({ stock: 1, price: 1 });
+      expect(next.body.fence).toBeGreaterThan(view.body.fence);
+      expect(view.body.slices.reduce((a: number, b: number) => a + b, 0)).toBe(40);
+    });
+
+    it('?lock=none restocks without a lock (200, the next version, no fence)', async () => {
+      const id = await createProduct(3);
+      const res = await http()
+        .post(`/products/${id}/restock?lock=none`)
+        .send({ stock: 5, price: 90 })
+        .expect(200);
+      expect(res.body).toEqual({ id, stock: 5, price: 90, version: 1, lock: 'none' });
+    });
+
+    it.each([
+      [{ price: 10 }, /stock must be an integer >= 0, got nothing/],
+      [{ stock: 1 }, /price must be an integer >= 0, got nothing/],
+      [{ stock: 1, price: -1 }, /price must be an integer >= 0, got -1/],
+    ])('POST /products/:id/restock %j answers 400', async (body, message) => {
+      const id = await createProduct(1);
+      const res = await http().post(`/products/${id}/restock`).send(body).expect(400);
+      expect(res.body.message).toMatch(message);
+    });
+
+    it('answers 404 for an unknown product and 400 for an unknown lock', async () => {
+      await http().post('/products/999999/restock').send({ stock: 1, price: 1 }).expect(404);
+      const id = await createProduct(1);
+      const res = await http()
+        .post(`/products/${id}/restock?lock=read`)
+        .send({ stock: 1, price: 1 })
+        .expect(400);
+      expect(res.body.message).toMatch(/lock must be one of write, none, got "read"/);
+    });
+
+    it('readers share the product while a read hold is held; a restock waits and answers 409', async () => {
+      const id = await createProduct(3);
+      const held = await locks.acquire(`product:${id}`, { mode: 'read', ttl: 5_000 });
+      try {
+        const read = await http().get(`/products/${id}`).expect(200);
+        expect(read.body).toMatchObject({ stock: 3, lock: 'read' });
+        const res = await http()
+          .post(`/products/${id}/restock`)
+          .send({ stock: 9, price: 1 })
+          .expect(409);
+        expect(res.headers['retry-after']).toMatch(/^\d+$/);
+        expect(res.body.code).toBe('LOCK_NOT_ACQUIRED');
+      } finally {
+        await held.release();
+      }
+      const view = await http().get(`/products/${id}`).expect(200);
+      expect(view.body).toMatchObject({ stock: 3, price: 100, stockVersion: 0 });
+    });
+
+    it('a read waits for a restock in progress and sees all of it, never half', async () => {
+      const id = await createProduct(3);
+      const restock = http().post(`/products/${id}/restock`).send({ stock: 7, price: 321 });
+      const restocked = restock.then((r) => r);
+      // The restock is between its two writes for the database round trip (1 ms here) at most;
+      // reads sent meanwhile wait for its write lock.
+      const reads = await Promise.all(
+        Array.from({ length: 5 }, () => http().get(`/products/${id}`)),
+      );
+      expect((await restocked).status).toBe(200);
+      for (const r of reads) {
+        expect(r.status).toBe(200);
+        expect(r.body.torn).toBe(false);
+        expect([100, 321]).toContain(r.body.price);
+      }
     });
   });
 
@@ -375,6 +491,116 @@ describe('sample app over HTTP (in-process)', () => {
       }
       const a = await http().get('/accounts/busy-a').expect(200);
       expect(a.body.balance).toBe(10);
+    });
+  });
+
+  describe('POST /orders/:id/pay', () => {
+    /** A product at `price` and an order of `quantity` of it: the order's id. */
+    const order = async (price = 250, quantity = 2): Promise<number> => {
+      const product = await http().post('/products').send({ stock: 100, price }).expect(201);
+      const res = await http()
+        .post(`/products/${product.body.id}/purchase`)
+        .send({ quantity })
+        .expect(201);
+      return res.body.orderId as number;
+    };
+    const orders = (n: number) => Promise.all(Array.from({ length: n }, () => order()));
+    const gateway = async () => (await http().get('/gateway/stats').expect(200)).body;
+
+    beforeEach(async () => {
+      await http().post('/gateway/stats/reset').expect(200);
+    });
+
+    it('pays under one of 3 permits (200); GET /orders/:id shows the order paid', async () => {
+      const id = await order(250, 2);
+      const res = await http().post(`/orders/${id}/pay`).expect(200);
+      expect(res.body).toEqual({
+        orderId: id,
+        paymentId: expect.stringMatching(/^pay_/),
+        amount: 500,
+        lock: 'permits',
+        instance: 'in-process',
+        inFlight: 1,
+        fence: expect.any(Number),
+        permits: 3,
+      });
+      const stored = await http().get(`/orders/${id}`).expect(200);
+      expect(stored.body).toMatchObject({
+        id,
+        amount: 500,
+        paymentState: 'paid',
+        paymentId: res.body.paymentId,
+        paidAt: expect.any(Number),
+      });
+      expect(await gateway()).toEqual({
+        limit: 3,
+        calls: 1,
+        refused: 0,
+        maxInFlight: 1,
+        inFlight: 0,
+      });
+    });
+
+    it('an order paid already answers 409 ALREADY_PAID without calling the gateway again', async () => {
+      const id = await order();
+      await http().post(`/orders/${id}/pay`).expect(200);
+      const again = await http().post(`/orders/${id}/pay?lock=none`).expect(409);
+      expect(again.body).toMatchObject({ code: 'ALREADY_PAID', orderId: id });
+      expect((await gateway()).calls).toBe(1);
+    });
+
+    it('answers 404 for an unknown order, 400 for an unknown lock or an id not a number', async () => {
+      await http().post('/orders/999999/pay').expect(404);
+      await http().get('/orders/999999').expect(404);
+      await http().post('/orders/abc/pay').expect(400);
+      const id = await order();
+      const res = await http().post(`/orders/${id}/pay?lock=mutex`).expect(400);
+      expect(res.body.message).toMatch(/lock must be one of permits, none, got "mutex"/);
+    });
+
+    it('ten payments at once under permits: all paid, at most 3 at the gateway, none refused', async () => {
+      const ids = await orders(10);
+      const paid = await Promise.all(ids.map((id) => http().post(`/orders/${id}/pay`)));
+      expect(paid.map((r) => r.status)).toEqual(ids.map(() => 200));
+      expect(Math.max(...paid.map((r) => r.body.inFlight as number))).toBeLessThanOrEqual(3);
+      const stats = await gateway();
+      expect(stats).toMatchObject({ calls: 10, refused: 0, inFlight: 0 });
+      // The permits are used: three calls at once, not one.
+      expect(stats.maxInFlight).toBe(3);
+    });
+
+    it('ten at once without permits: the gateway refuses some (503), their orders stay payable', async () => {
+      const ids = await orders(10);
+      const results = await Promise.all(
+        ids.map((id) => http().post(`/orders/${id}/pay?lock=none`)),
+      );
+      const refused = results.filter((r) => r.status === 503);
+      expect(results.every((r) => r.status === 200 || r.status === 503)).toBe(true);
+      expect(refused.length).toBeGreaterThan(0);
+      expect(refused[0].body).toMatchObject({ code: 'PAYMENT_GATEWAY_BUSY', limit: 3 });
+      const stats = await gateway();
+      expect(stats.refused).toBe(refused.length);
+      expect(stats.maxInFlight).toBeGreaterThan(3);
+      const again = refused[0].body.orderId as number;
+      expect((await http().get(`/orders/${again}`).expect(200)).body.paymentState).toBeNull();
+      await http().post(`/orders/${again}/pay`).expect(200);
+    });
+
+    it('answers 409 with Retry-After while all 3 permits are held elsewhere; nothing is charged', async () => {
+      const id = await order();
+      const held = await Promise.all(
+        [0, 1, 2].map(() => locks.acquire('gateway:payments', { permits: 3, ttl: 5_000 })),
+      );
+      try {
+        const res = await http().post(`/orders/${id}/pay`).expect(409);
+        expect(res.headers['retry-after']).toMatch(/^\d+$/);
+        expect(res.body.code).toBe('LOCK_NOT_ACQUIRED');
+      } finally {
+        await Promise.all(held.map((h) => h.release()));
+      }
+      expect((await gateway()).calls).toBe(0);
+      expect((await http().get(`/orders/${id}`).expect(200)).body.paymentState).toBeNull();
+      await http().post(`/orders/${id}/pay`).expect(200);
     });
   });
 

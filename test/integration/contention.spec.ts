@@ -305,7 +305,7 @@ it('leaves the Redis queue when a wait ends while its first queued attempt is in
   // ACQUIRE with [token, ttl, wait ms, queue, block]: the first attempt that may queue.
   const key = await abortedWait(
     'job:inflight',
-    (keys, argv) => keys.length === 5 && argv[2] !== '0' && argv[2] !== 0,
+    (keys, argv) => keys.length === 6 && argv[2] !== '0' && argv[2] !== 0,
   );
   await sleep(50);
   expect(await redis.zcard(`${key}:q`)).toBe(0);
@@ -342,7 +342,7 @@ it('runs an uncontended cycle on two-key scripts, and a release that finds a wai
     const after = waiter.stats();
     // The two-key release saw the wait flag and left the key to the full script, which granted
     // it to the queued waiter: pushed, no retry timer.
-    expect(sent.map((keys) => keys.length)).toEqual([2, 2, 5]);
+    expect(sent.map((keys) => keys.length)).toEqual([2, 2, 6]);
     expect(after.grants - before.grants).toBe(1);
     expect(after.timerWakeups - before.timerWakeups).toBe(0);
     expect(handle.fence).toBeGreaterThan(lock.fence);
@@ -376,9 +376,9 @@ it('queues a segmented call in Redis right after a busy sweep, without another f
       'the sweep and the queued attempt',
     );
     // The sweep (two keys per slice), then straight into the Redis queue of one slice (the full
-    // five keys): no TRY of a slice the sweep has just seen busy.
+    // six keys): no TRY of a slice the sweep has just seen busy.
     expect(sent[0]).toHaveLength(4);
-    expect(sent[1]).toHaveLength(5);
+    expect(sent[1]).toHaveLength(6);
     const line = slices.indexOf(sent[1][0]);
     await held[line].release();
     await expect(running).resolves.toBe(line);

@@ -95,7 +95,7 @@ describe('KeySpace', () => {
   });
 
   describe('keySet', () => {
-    it('the five script keys in the order the scripts take them, and the subsets', () => {
+    it('the six script keys in the order the scripts take them, and the subsets', () => {
       const set = space.keySet('k');
       expect(set.all).toEqual([
         'locks:{k}',
@@ -103,6 +103,7 @@ describe('KeySpace', () => {
         'locks:{k}:wait',
         'locks:{k}:q',
         'locks:{k}:qm',
+        'locks:{k}:h',
       ]);
       expect(set.all).toHaveLength(KEYS_PER_LOCK);
       expect(set.take).toEqual(['locks:{k}', 'locks:{k}:fence']);
@@ -136,7 +137,7 @@ describe('KeySpace', () => {
   });
 
   describe('allKeys and units', () => {
-    it('allKeys: five per key, in the order given', () => {
+    it('allKeys: six per key, in the order given', () => {
       expect(space.allKeys(['a'])).toEqual(space.keySet('a').all);
       expect(space.allKeys(['b', 'a'])).toEqual([
         ...space.keySet('b').all,

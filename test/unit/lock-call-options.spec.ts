@@ -96,7 +96,7 @@ describe('unknown per-call option keys', () => {
     expectConfigError(
       error,
       'LockService.using options.colour',
-      /^Unknown option "colour" in LockService\.using options; valid options are "client", "ttl", "watchdog", "maxHold", "waitTimeout", "replicaAcks", "replicaAckTimeout", "segments", "onBusy", "minHold", "signal"\.$/,
+      /^Unknown option "colour" in LockService\.using options; valid options are "client", "ttl", "watchdog", "maxHold", "waitTimeout", "replicaAcks", "replicaAckTimeout", "segments", "onBusy", "minHold", "mode", "permits", "signal"\.$/,
     );
   });
 
@@ -124,6 +124,8 @@ describe('unknown per-call option keys', () => {
       minHold: 1_000,
       replicaAcks: 0,
       replicaAckTimeout: 500,
+      mode: 'write',
+      permits: 1,
       signal: new AbortController().signal,
     } satisfies Required<LockCallOptions>;
     expect(await using(options)).toBe(REACHED);
@@ -226,5 +228,63 @@ describe('durations are capped at the longest Node.js timer (2^31-1 ms)', () => 
 
   it('waitTimeout Infinity is refused (it would give up at once after the overflow)', async () => {
     expect(await using({ waitTimeout: Infinity })).toBeInstanceOf(LockConfigError);
+  });
+});
+
+describe('mode and permits (shared holds)', () => {
+  it.each([['read'], ['write']])('accepts mode %s', async (mode) => {
+    expect(await using({ mode })).toBe(REACHED);
+    expect(await acquire({ mode })).toBe(REACHED);
+    expect(decorate({ mode })).toBeUndefined();
+  });
+
+  it.each([['READ'], [''], [1], [null], ['shared']])('refuses mode %p', async (mode) => {
+    expectConfigError(
+      await using({ mode }),
+      'LockService.using options.mode',
+      /"LockService\.using options\.mode": got .*expected 'read' or 'write'/,
+    );
+    expectConfigError(decorate({ mode }), '@Locked on Target.m.mode', /expected 'read' or 'write'/);
+  });
+
+  it.each([[1], [5], [1_000]])('accepts permits %p', async (permits) => {
+    expect(await using({ permits })).toBe(REACHED);
+    expect(decorate({ permits })).toBeUndefined();
+  });
+
+  it.each([[0], [-1], [1.5], [Number.NaN], [Infinity], ['5'], [null]])(
+    'refuses permits %p',
+    async (permits) => {
+      expectConfigError(
+        await acquire({ permits }),
+        'LockService.acquire options.permits',
+        /options\.permits": got .*expected an integer >= 1/,
+      );
+      expectConfigError(decorate({ permits }), '@Locked on Target.m.permits', /integer >= 1/);
+    },
+  );
+
+  it("refuses mode: 'read' or permits with segments at decoration", () => {
+    expectConfigError(
+      decorate({ mode: 'read', segments: 4 }),
+      '@Locked on Target.m.mode',
+      /mode: 'read' cannot be combined with "segments"/,
+    );
+    expectConfigError(
+      decorate({ permits: 3, segments: 4 }),
+      '@Locked on Target.m.permits',
+      /"permits" cannot be combined with "segments"/,
+    );
+    // The default, spelt out, is the exclusive lock a slice is anyway.
+    expect(decorate({ mode: 'write', permits: 1, segments: 4 })).toBeUndefined();
+  });
+
+  it("refuses permits > 1 with mode: 'read'", async () => {
+    expectConfigError(
+      await using({ mode: 'read', permits: 3 }),
+      'LockService.using options.permits',
+      /permits: 3 with mode: 'read'/,
+    );
+    expect(await using({ mode: 'read', permits: 1 })).toBe(REACHED);
   });
 });

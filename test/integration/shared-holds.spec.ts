@@ -1,0 +1,395 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { Injectable, type INestApplication } from '@nestjs/common';
+import type { Redis } from 'ioredis';
+import type { LockClient } from '../../lib/engine/lock-client';
+import { LockClientRegistry } from '../../lib/module/lock-client.registry';
+import {
+  LockConfigError,
+  LockContext,
+  Locked,
+  LockNotAcquiredError,
+  LockService,
+  type LockHandle,
+} from 'nest-locked';
+import { findOverlaps, type Interval, maxConcurrency, now } from '../support/intervals';
+import { createLockApp, lockRedisKey, sleep, uniquePrefix, within } from '../support/lock-app';
+import { redisForFile } from '../support/redis-for-file';
+import type { RedisServerHandle } from '../support/redis-server';
+
+jest.setTimeout(30_000);
+
+/**
+ * Read/write locks and permits (PRODUCT.md 2.7) on one redis-server, in one process with two
+ * apps (two lock clients: two "processes" as far as Redis and the grant channels know).
+ */
+let server: RedisServerHandle;
+let redis: Redis;
+redisForFile((s, r) => {
+  server = s;
+  redis = r;
+});
+
+@Injectable()
+class Catalog {
+  readonly trail: string[] = [];
+
+  @Locked('doc:{id}', { mode: 'write', waitTimeout: 5_000 })
+  async write(id: string, inner?: 'read' | 'write'): Promise<string> {
+    const ctx = LockContext.current()!;
+    this.trail.push(`write ${ctx.mode} ${ctx.permits}`);
+    if (inner === 'read') await this.read(id);
+    return ctx.mode;
+  }
+
+  @Locked('doc:{id}', { mode: 'read', waitTimeout: 5_000 })
+  async read(id: string, inner?: 'read' | 'write'): Promise<string> {
+    const ctx = LockContext.current()!;
+    this.trail.push(`read ${ctx.mode} ${ctx.permits}`);
+    if (inner === 'write') await this.write(id);
+    if (inner === 'read') await this.read(id);
+    return ctx.mode;
+  }
+}
+
+let prefix: string;
+let a: INestApplication;
+let b: INestApplication;
+let locksA: LockService;
+let locksB: LockService;
+
+beforeEach(async () => {
+  prefix = uniquePrefix('shared');
+  const options = { clients: [server.url], keyPrefix: prefix, ttl: 2_000 };
+  a = await createLockApp({ options, providers: [Catalog] });
+  b = await createLockApp({ options });
+  locksA = a.get(LockService);
+  locksB = b.get(LockService);
+});
+
+afterEach(async () => {
+  await a.close();
+  await b.close();
+});
+
+const read = { mode: 'read' as const };
+
+describe('read/write locks', () => {
+  it('readers share a key, across clients, each with the current fence; the lock reports it', async () => {
+    const w = await locksA.acquire('r:1');
+    const writerFence = w.fence;
+    expect(w.mode).toBe('write');
+    await w.release();
+    const r1 = await locksA.acquire('r:1', read);
+    const r2 = await locksB.acquire('r:1', read);
+    const r3 = await locksB.acquire('r:1', { ...read, waitTimeout: 0 });
+    expect([r1.mode, r1.permits]).toEqual(['read', 1]);
+    // The counter's value: at least the last writer's fence, below the next writer's.
+    for (const r of [r1, r2, r3]) {
+      expect(r.fence).toBeGreaterThanOrEqual(writerFence);
+      expect(r.fence).toBe(r1.fence);
+    }
+    expect(await locksA.isLocked('r:1')).toBe(true);
+    expect(await redis.zcard(`${lockRedisKey(prefix, 'r:1')}:h`)).toBe(3);
+    await expect(locksB.acquire('r:1', { waitTimeout: 0 })).rejects.toBeInstanceOf(
+      LockNotAcquiredError,
+    );
+    await Promise.all([r1.release(), r2.release(), r3.release()]);
+    expect(await locksA.isLocked('r:1')).toBe(false);
+    const w2 = await locksB.acquire('r:1', { waitTimeout: 0 });
+    expect(w2.fence).toBeGreaterThan(r1.fence);
+    await expect(locksA.acquire('r:1', { ...read, waitTimeout: 0 })).rejects.toBeInstanceOf(
+      LockNotAcquiredError,
+    );
+    await w2.release();
+  });
+
+  it('a writer waiting behind readers is granted by the last reader out, ahead of later readers', async () => {
+    const r1 = await locksA.acquire('r:2', read);
+    const r2 = await locksB.acquire('r:2', read);
+    const order: string[] = [];
+    const writer = locksB.using('r:2', async () => {
+      order.push('writer');
+      await sleep(50);
+    });
+    await sleep(50); // the writer is queued
+    const lateReader = locksA.using('r:2', () => order.push('late reader'), read);
+    await sleep(50);
+    expect(order).toEqual([]);
+    await r1.release();
+    await sleep(20);
+    expect(order).toEqual([]);
+    const before = locksB.stats().grants;
+    await r2.release();
+    await within(Promise.all([writer, lateReader]), 5_000, 'writer and late reader');
+    expect(order).toEqual(['writer', 'late reader']);
+    expect(locksB.stats().grants - before).toBe(1);
+    expect(locksB.stats().timerWakeups).toBe(0);
+  });
+
+  it('readers waiting together behind a writer are granted together', async () => {
+    const w = await locksA.acquire('r:3');
+    const intervals: Interval[] = [];
+    const reader = (locks: LockService) =>
+      locks.using(
+        'r:3',
+        async () => {
+          const start = now();
+          await sleep(100);
+          intervals.push({ key: 'r:3', start, end: now(), fence: 0 });
+        },
+        read,
+      );
+    const readers = [reader(locksA), reader(locksB), reader(locksA), reader(locksB)];
+    await sleep(50);
+    await w.release();
+    await within(Promise.all(readers), 5_000, 'readers');
+    expect(maxConcurrency(intervals)).toBe(4);
+  });
+
+  it('a write holder enters read holds of its key; a read holder asking to write fails at once', async () => {
+    const catalog = a.get(Catalog);
+    await expect(catalog.write('d1', 'read')).resolves.toBe('write');
+    // The nested read ran inside the write hold: it reports the write hold.
+    expect(catalog.trail).toEqual(['write write 1', 'read write 1']);
+    await expect(catalog.read('d1', 'read')).resolves.toBe('read');
+    const started = performance.now();
+    const error = await catalog.read('d1', 'write').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockConfigError);
+    expect((error as Error).message).toMatch(/holds it for reading and asked for the write lock/);
+    expect(performance.now() - started).toBeLessThan(2_000);
+    expect(await locksA.isLocked('doc:d1')).toBe(false);
+  });
+
+  it('a lost reader lease aborts its signal and frees its share', async () => {
+    const r = await locksA.acquire('r:4', { ...read, ttl: 300, watchdog: false });
+    await sleep(400);
+    expect(r.signal.aborted).toBe(true);
+    const w = await locksB.acquire('r:4', { waitTimeout: 0 });
+    await w.release();
+    await r.release();
+  });
+});
+
+describe('release by expiry, several keys, shutdown', () => {
+  it('a read hold with minHold stays until minHold, then frees by itself', async () => {
+    await locksA.using('m:1', () => undefined, { ...read, minHold: 300 });
+    expect(await locksB.isLocked('m:1')).toBe(true);
+    await expect(locksB.acquire('m:1', { waitTimeout: 0 })).rejects.toBeInstanceOf(
+      LockNotAcquiredError,
+    );
+    const w = await locksB.acquire('m:1', { waitTimeout: 2_000 });
+    await w.release();
+  });
+
+  it('a read hold of several keys, all or nothing; a writer of one of them waits for it', async () => {
+    const r1 = await locksA.acquire(['s:a', 's:b'], read);
+    const r2 = await locksB.acquire(['s:b', 's:a'], { ...read, waitTimeout: 0 });
+    const w = await locksB.acquire(['s:b', 's:c'], { waitTimeout: 0 }).catch((e: unknown) => e);
+    expect(w).toBeInstanceOf(LockNotAcquiredError);
+    // Nothing of the refused call stayed behind.
+    expect(await locksA.isLocked('s:c')).toBe(false);
+    const writer = locksB.acquire('s:b', { waitTimeout: 3_000 });
+    await sleep(30);
+    await r1.release();
+    await r2.release();
+    const held = await writer;
+    expect(held.fence).toBeGreaterThan(r1.fences['s:b']);
+    await held.release();
+  });
+
+  it('counts shared waits and holds in stats().queues, and none once they are over', async () => {
+    const w = await locksA.acquire('st:1');
+    const waiting = locksB.acquire('st:1', read);
+    await sleep(30);
+    expect(locksB.stats().queues).toBe(1);
+    await w.release();
+    const r = await waiting;
+    expect(locksB.stats().queues).toBe(1);
+    await r.release();
+    expect(locksB.stats().queues).toBe(0);
+  });
+
+  it('shutdown releases shared holds and aborts their signals', async () => {
+    const other = await createLockApp({
+      options: { clients: [server.url], keyPrefix: prefix, ttl: 30_000 },
+    });
+    const r = await other.get(LockService).acquire('sd:1', read);
+    const p = await other.get(LockService).acquire('sd:2', { permits: 2 });
+    await other.close();
+    expect(r.signal.aborted).toBe(true);
+    expect(p.signal.aborted).toBe(true);
+    expect(await locksA.isLocked('sd:1')).toBe(false);
+    expect(await locksA.isLocked('sd:2')).toBe(false);
+  });
+});
+
+describe('permits', () => {
+  it('admits N holders at once, each with a new, larger fence, FIFO after that', async () => {
+    const held: LockHandle[] = [];
+    for (let i = 0; i < 3; i++) {
+      held.push(await (i % 2 ? locksB : locksA).acquire('p:1', { permits: 3, waitTimeout: 0 }));
+    }
+    const fences = held.map((h) => h.fence);
+    expect([...fences].sort((x, y) => x - y)).toEqual(fences);
+    expect(new Set(fences).size).toBe(3);
+    expect(held[0].permits).toBe(3);
+    expect(held[0].mode).toBe('write');
+    await expect(locksB.acquire('p:1', { permits: 3, waitTimeout: 0 })).rejects.toBeInstanceOf(
+      LockNotAcquiredError,
+    );
+    const next = locksB.acquire('p:1', { permits: 3 });
+    await sleep(30);
+    await held[1].release();
+    const fourth = await within(next, 2_000, 'the fourth permit');
+    expect(fourth.fence).toBeGreaterThan(Math.max(...fences));
+    for (const h of [held[0], held[2], fourth]) await h.release();
+    expect(await locksA.isLocked('p:1')).toBe(false);
+  });
+
+  it('a lost permit aborts its holder signal at the next renewal; the others keep theirs', async () => {
+    const lost = await locksA.acquire('p:4', { permits: 2, ttl: 1_500 });
+    const kept = await locksB.acquire('p:4', { permits: 2, ttl: 1_500 });
+    const lockKey = lockRedisKey(prefix, 'p:4');
+    const [token] = await redis.zrange(`${lockKey}:h`, 0, 0);
+    // Its share is gone (as if another client had taken it away).
+    await redis.zrem(`${lockKey}:h`, token);
+    await within(
+      (async () => {
+        while (!lost.signal.aborted && !kept.signal.aborted) await sleep(10);
+      })(),
+      4_000,
+      'the lost signal',
+    );
+    await sleep(700); // past the other holder's next renewal too
+    expect([lost.signal.aborted, kept.signal.aborted].sort()).toEqual([false, true]);
+    expect((lost.signal.aborted ? lost : kept).signal.reason).toMatchObject({
+      name: 'LockLostError',
+    });
+    await lost.release();
+    await kept.release();
+    expect(await locksA.isLocked('p:4')).toBe(false);
+  });
+
+  it('refuses a call with another N than the current holders, naming both', async () => {
+    const h = await locksA.acquire('p:2', { permits: 3 });
+    const error = await locksB.acquire('p:2', { permits: 5 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockConfigError);
+    expect((error as Error).message).toMatch(/permits: 5.*permits: 3/);
+    const asReader = await locksB.acquire('p:2', read).catch((e: unknown) => e);
+    expect(asReader).toBeInstanceOf(LockConfigError);
+    await h.release();
+  });
+
+  it('never more than N at once, and N reached, under load from two clients', async () => {
+    const intervals: Interval[] = [];
+    const call = (locks: LockService) =>
+      locks.using(
+        'p:3',
+        async ({ fence }) => {
+          const start = now();
+          await sleep(5 + Math.random() * 10);
+          intervals.push({ key: 'p:3', start, end: now(), fence });
+        },
+        { permits: 3, waitTimeout: 10_000 },
+      );
+    const calls: Promise<void>[] = [];
+    for (let i = 0; i < 30; i++) calls.push(call(i % 2 ? locksA : locksB));
+    await within(Promise.all(calls), 20_000, 'permit calls');
+    expect(maxConcurrency(intervals)).toBe(3);
+    expect(new Set(intervals.map((i) => i.fence)).size).toBe(30);
+    expect(locksA.stats().queues + locksB.stats().queues).toBe(0);
+  });
+});
+
+it('keeps write holds exclusive of read holds under load (no overlap, readers overlap)', async () => {
+  const writes: Interval[] = [];
+  const reads: Interval[] = [];
+  const section = async (into: Interval[], fence: number) => {
+    const start = now();
+    await sleep(2 + Math.random() * 5);
+    into.push({ key: 'rw', start, end: now(), fence });
+  };
+  const calls: Promise<void>[] = [];
+  for (let i = 0; i < 60; i++) {
+    const locks = i % 2 ? locksA : locksB;
+    calls.push(
+      i % 4 === 0
+        ? locks.using('rw', ({ fence }) => section(writes, fence), { waitTimeout: 15_000 })
+        : locks.using('rw', ({ fence }) => section(reads, fence), { ...read, waitTimeout: 15_000 }),
+    );
+  }
+  await within(Promise.all(calls), 25_000, 'read/write calls');
+  const cross = findOverlaps([
+    ...writes.map((w) => ({ ...w, by: 'write' })),
+    ...reads.map((r) => ({ ...r, by: 'read' })),
+  ]).filter(([x, y]) => x.by === 'write' || y.by === 'write');
+  expect(cross).toEqual([]);
+  expect(maxConcurrency(reads)).toBeGreaterThan(1);
+});
+
+it('keeps the exclusive path: an uncontended cycle is TRY + FREE (two keys each), hot sections pass on in memory, while other keys have readers and permits', async () => {
+  const node = (a.get(LockClientRegistry).get('default') as LockClient).nodes[0] as Redis;
+  const evalsha = node.evalsha.bind(node);
+  const sent: string[][] = [];
+  const key = lockRedisKey(prefix, 'excl:1');
+  node.evalsha = ((...args: Parameters<Redis['evalsha']>) => {
+    const [, numkeys, ...rest] = args as unknown as [string, number, ...string[]];
+    if (rest[0] === key) sent.push(rest.slice(0, Number(numkeys)));
+    return evalsha(...args);
+  }) as Redis['evalsha'];
+  const readers = await Promise.all([
+    locksA.acquire('other:r', read),
+    locksB.acquire('other:r', read),
+  ]);
+  const permit = await locksA.acquire('other:p', { permits: 4 });
+  try {
+    for (let i = 0; i < 3; i++) await locksA.using('excl:1', () => undefined);
+    expect(sent).toEqual(
+      Array.from({ length: 3 }, () => [
+        [key, `${key}:fence`],
+        [key, `${key}:wait`],
+      ]).flat(),
+    );
+    // A hot key: callers of this process pass it on in memory (no script per section).
+    sent.length = 0;
+    await Promise.all(Array.from({ length: 4 }, () => locksA.using('excl:1', () => sleep(1))));
+    expect(sent.length).toBeLessThanOrEqual(2);
+  } finally {
+    node.evalsha = evalsha;
+    for (const h of [...readers, permit]) await h.release();
+  }
+});
+
+it('a shared grant read after its claim ran out is not a hold (defect 14, for readers)', async () => {
+  const key = 'claim:1';
+  const rk = lockRedisKey(prefix, key);
+  const held = await locksA.acquire(key, { ttl: 5_000 });
+  const waiting = locksB
+    .acquire(key, { ...read, ttl: 5_000, waitTimeout: 6_000 })
+    .then(async (h) => {
+      const owner = await redis.get(rk);
+      await h.release();
+      return owner;
+    });
+  await sleep(200);
+  // Another client takes the key once the grant's claim (1 s) ran out.
+  const intruder = spawn(
+    'sh',
+    ['-c', `sleep 1.4; redis-cli -h 127.0.0.1 -p ${server.port} SET '${rk}' intruder NX PX 1500`],
+    { stdio: ['ignore', 'pipe', 'ignore'] },
+  );
+  let said = '';
+  intruder.stdout.on('data', (d: Buffer) => (said += d.toString()));
+  const done = once(intruder, 'exit');
+  await held.release();
+  // The grant message waits in the socket while this process is stalled past the claim.
+  const end = performance.now() + 2_200;
+  while (performance.now() < end) {
+    // spin
+  }
+  const ownerWhenReaderRan = await waiting;
+  await done;
+  expect(said.trim()).toBe('OK');
+  expect(ownerWhenReaderRan).toBe('\0r');
+});
