@@ -55,9 +55,10 @@ export const PERMITS = 5;
 
 /**
  * seq: blocks of cycles; hot: callers on one key; rw: the same with reads and writes mixed;
- * mem: cycles on distinct keys with heap samples.
+ * mem: cycles on distinct keys with heap samples; holds: many keys held at once; waiters: a long
+ * line on one key.
  */
-export type Mode = 'seq' | 'hot' | 'rw' | 'mem';
+export type Mode = 'seq' | 'hot' | 'rw' | 'mem' | 'holds' | 'waiters';
 
 export interface WorkerSpec {
   mode: Mode;
@@ -96,6 +97,75 @@ export interface WorkerSpec {
   ttl: number;
   /** The worker stops starting new iterations after this many ms from `go`. */
   budgetMs: number;
+  /** hot: also time each handoff's grant message (a pub/sub probe in every process). */
+  probe?: boolean;
+  /** holds: distinct keys held at once; waiters: callers queued on one key. */
+  count?: number;
+  /** holds: how long every hold is kept (ms) after the last one was taken. */
+  holdMs?: number;
+}
+
+/** holds / waiters: one sample of the process over time (not collected: no forced gc). */
+export interface TimeSample {
+  /** ms since the phase began. */
+  t: number;
+  heapUsed: number;
+  /** Event-loop delay over the interval since the previous sample, ms (p99 / max). */
+  loopP99: number;
+  loopMax: number;
+  /** Client-sent commands over the interval. */
+  commands: number;
+}
+
+/** holds mode: `count` distinct keys held at once with the watchdog on, then released. */
+export interface HoldsResult {
+  kind: 'holds';
+  count: number;
+  taken: number;
+  ttl: number;
+  holdMs: number;
+  acquireMs: number;
+  /** heapUsed after gc: before the first hold, with every hold taken, after the release. */
+  heapBefore: number;
+  heapHeld: number;
+  heapAfter: number;
+  /** Over the hold phase (after the last acquire, until the release starts). */
+  holdPhaseMs: number;
+  commandsInHold: CommandCounts;
+  /** Event-loop delay over the hold phase, ms. */
+  loopP50: number;
+  loopP99: number;
+  loopMax: number;
+  lost: number;
+  releaseMs: number;
+  releaseFailures: number;
+  /** Lock keys (not fence counters) of this run still in Redis after the release. */
+  leftInRedis: number;
+  samples: TimeSample[];
+}
+
+/** waiters mode: `count` callers queued behind one holder on one key. */
+export interface WaitersResult {
+  kind: 'waiters';
+  count: number;
+  /** Callers given a short wait on purpose (they must time out, nothing else). */
+  shortWaits: number;
+  heapBefore: number;
+  heapQueued: number;
+  granted: number;
+  timedOut: number;
+  otherErrors: Record<string, number>;
+  /** Granted callers that entered before one that arrived (and was still waiting) earlier. */
+  outOfOrder: number;
+  /** Mean ms per grant in 10 slices of the line, first (longest line) to last. */
+  grantMsBySlice: number[];
+  /** Line length at the start of each slice. */
+  lineAtSlice: number[];
+  drainMs: number;
+  cpuUsPerGrant: number;
+  leftInRedis: number;
+  loopP99: number;
+  samples: TimeSample[];
 }
 
 /** Client-sent commands by name, counted by wrapping ioredis `sendCommand`. */
@@ -147,6 +217,13 @@ export interface WorkerResult {
   timedOut: boolean;
   mem?: MemSample[];
   blocks?: SeqBlock[];
+  /** hot: arrival (call) time of each section, same order as `sections`. */
+  arrivals?: number[];
+  /** hot with `probe`: when this process's probe heard each grant message (monotonic ms). */
+  grantHeard?: number[];
+  /** hot: when each section's release had resolved (same order as `sections`). */
+  released?: number[];
+  scale?: HoldsResult | WaitersResult;
 }
 
 export type ToWorker = { type: 'go' } | { type: 'stop' };

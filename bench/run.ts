@@ -24,8 +24,10 @@ import {
   UNCONTENDED_PEERS,
   type CommandCounts,
   type FromWorker,
+  type HoldsResult,
   type MemSample,
   type PeerName,
+  type WaitersResult,
   type ToWorker,
   type WorkerResult,
   type WorkerSpec,
@@ -40,8 +42,11 @@ import {
 import { writeReport } from './report';
 import {
   handoffGaps,
+  handoffSplit,
+  type HandoffSplit,
   maxConcurrent,
   median,
+  outOfOrder,
   percentile,
   max,
   min,
@@ -53,7 +58,18 @@ import {
 
 // ------------------------------------------------------------------ options
 
-const SCENARIOS = ['uncontended', 'hot', 'segmented', 'readheavy', 'permits', 'memory'] as const;
+const SCENARIOS = [
+  'uncontended',
+  'hot',
+  'segmented',
+  'readheavy',
+  'permits',
+  'memory',
+  'handoff',
+  'many',
+  'holds',
+  'waiters',
+] as const;
 
 /** Options set from a plain numeric flag. */
 type NumericOption =
@@ -66,7 +82,13 @@ type NumericOption =
   | 'memConcurrency'
   | 'memRuns'
   | 'childTimeoutMs'
-  | 'memTimeoutMs';
+  | 'memTimeoutMs'
+  | 'handoffIterations'
+  | 'manyRounds'
+  | 'holdCount'
+  | 'holdMs'
+  | 'waiterCount'
+  | 'scaleRuns';
 type Scenario = (typeof SCENARIOS)[number];
 
 export interface Options {
@@ -91,6 +113,17 @@ export interface Options {
   memRuns: number;
   childTimeoutMs: number;
   memTimeoutMs: number;
+  /** handoff: sections per caller (2 processes x 1 caller). */
+  handoffIterations: number;
+  /** many: rounds of one block per peer (each block 8 cycles per caller). */
+  manyRounds: number;
+  /** holds: distinct keys held at once, and for how long (ms) after the last was taken. */
+  holdCount: number;
+  holdMs: number;
+  /** waiters: callers queued on one key. */
+  waiterCount: number;
+  /** Runs of the holds and waiters scenarios (default 1: each is long). */
+  scaleRuns: number;
   out: string;
   /** The built library to benchmark (default: ./dist). */
   lib: string;
@@ -118,6 +151,13 @@ function usage(): never {
   --mem-runs N         runs of the memory scenario (default: as --runs)
   --child-timeout MS   hard wall-clock cap per worker process (default 60000)
   --mem-timeout MS     hard cap for the memory worker (default 300000)
+  --handoff-iterations N  handoff: sections per caller, 2 processes x 1 caller (default 200)
+  --many-rounds N      many keys: rounds of one block per peer (default 5)
+  --hold-count N       holds: distinct keys held at once (default 100000; --quick: 10000)
+  --hold-ms MS         holds: how long they are held after the last was taken (default 40000,
+                       4 renewals at ttl 30 s; the issue's full figure is 120000; --quick: 12000)
+  --waiter-count N     waiters: callers queued on one key (default 10000; --quick: 2000)
+  --scale-runs N       runs of the holds and waiters scenarios (default 1)
   --out DIR            where latest.{md,json,svg} go (default bench/results)
   --lib DIR            benchmark this built library (a dist/ directory; default ./dist)`);
   process.exit(0);
@@ -148,6 +188,12 @@ export function parseArgs(argv: string[]): Options {
     memRuns: 0,
     childTimeoutMs: 60_000,
     memTimeoutMs: 300_000,
+    handoffIterations: quick ? 50 : 200,
+    manyRounds: quick ? 2 : 5,
+    holdCount: quick ? 10_000 : 100_000,
+    holdMs: quick ? 12_000 : 40_000,
+    waiterCount: quick ? 2_000 : 10_000,
+    scaleRuns: 1,
     out: path.join(ROOT, 'bench', 'results'),
     lib: path.join(ROOT, 'dist'),
   };
@@ -162,6 +208,12 @@ export function parseArgs(argv: string[]): Options {
     '--mem-runs': 'memRuns',
     '--child-timeout': 'childTimeoutMs',
     '--mem-timeout': 'memTimeoutMs',
+    '--handoff-iterations': 'handoffIterations',
+    '--many-rounds': 'manyRounds',
+    '--hold-count': 'holdCount',
+    '--hold-ms': 'holdMs',
+    '--waiter-count': 'waiterCount',
+    '--scale-runs': 'scaleRuns',
   };
   const num = (flag: string, v: string | undefined) => {
     const n = Number(v);
@@ -221,7 +273,26 @@ export function parseArgs(argv: string[]): Options {
 // ------------------------------------------------------------------ cases
 
 export type CaseScenario =
-  'uncontended' | 'serial' | 'hot' | 'segmented' | 'readheavy' | 'permits' | 'memory';
+  | 'uncontended'
+  | 'serial'
+  | 'hot'
+  | 'segmented'
+  | 'readheavy'
+  | 'permits'
+  | 'memory'
+  | 'handoff'
+  | 'many'
+  | 'holds'
+  | 'waiters';
+
+/** Peers of the many-keys scenario (the floor first: every block is paired with its block). */
+const MANY_PEERS: PeerName[] = ['floor', 'redlock', 'mutex', 'nest-redlock', 'ours-locked'];
+/** Peers that can keep a lock renewed until told (holds). */
+const HOLD_PEERS: PeerName[] = ['ours-locked', 'redlock', 'mutex'];
+/** Peers of the handoff scenario (redlock defaults would measure its 200 ms retry delay). */
+const HANDOFF_PEERS: PeerName[] = ['redlock-tuned', 'mutex', 'ours-locked'];
+/** Lease of the holds scenario (the issue's: 30 s, renewed every 10 s). */
+const HOLD_TTL = 30_000;
 
 export interface CaseDef {
   /** Summary id (one peer); a multi-peer job's runs are split into one summary per peer. */
@@ -397,6 +468,105 @@ export function buildCases(o: Options): CaseDef[] {
       }
     }
   }
+  if (o.only.includes('handoff')) {
+    // Cross-process handoff: 2 processes x 1 caller on one key, so every handoff crosses.
+    for (const peer of HANDOFF_PEERS.filter(want)) {
+      cases.push({
+        id: `handoff:2x1:${peer}`,
+        scenario: 'handoff',
+        config: '2x1',
+        peer,
+        peers: [peer],
+        servers: 1,
+        procs: 2,
+        spec: {
+          ...base,
+          mode: 'hot',
+          iterations: o.handoffIterations,
+          warmup: 200,
+          contendedWarmup: o.hotWarmup,
+          concurrency: 1,
+          probe: true,
+        },
+        runs: o.runs,
+        capMs: o.childTimeoutMs,
+      });
+    }
+  }
+  if (o.only.includes('many')) {
+    const peers = MANY_PEERS.filter(want);
+    if (peers.length && !peers.includes('floor')) peers.unshift('floor');
+    for (const callers of peers.length ? [64, 1024] : []) {
+      cases.push({
+        id: `many:${callers}`,
+        scenario: 'many',
+        config: `${callers} callers`,
+        peer: 'floor',
+        peers,
+        servers: 1,
+        procs: 1,
+        spec: {
+          ...base,
+          mode: 'seq',
+          iterations: o.manyRounds,
+          block: callers * 8,
+          warmup: o.seqWarmup,
+          concurrency: callers,
+        },
+        runs: o.runs,
+        capMs: o.childTimeoutMs * 2,
+      });
+    }
+  }
+  const scaleCap = (ms: number) => ms + 240_000;
+  if (o.only.includes('holds')) {
+    for (const peer of HOLD_PEERS.filter(want)) {
+      cases.push({
+        id: `holds:${peer}`,
+        scenario: 'holds',
+        config: `${o.holdCount} holds, ttl ${HOLD_TTL / 1000} s, ${o.holdMs / 1000} s`,
+        peer,
+        peers: [peer],
+        servers: 1,
+        procs: 1,
+        spec: {
+          ...base,
+          mode: 'holds',
+          iterations: 1,
+          warmup: 200,
+          concurrency: 256,
+          ttl: HOLD_TTL,
+          count: o.holdCount,
+          holdMs: o.holdMs,
+          budgetMs: scaleCap(o.holdMs) - 60_000,
+        },
+        runs: o.scaleRuns,
+        capMs: scaleCap(o.holdMs),
+      });
+    }
+  }
+  if (o.only.includes('waiters') && want('ours-locked')) {
+    cases.push({
+      id: 'waiters:ours-locked',
+      scenario: 'waiters',
+      config: `${o.waiterCount} waiters on one key`,
+      peer: 'ours-locked',
+      peers: ['ours-locked'],
+      servers: 1,
+      procs: 1,
+      spec: {
+        ...base,
+        mode: 'waiters',
+        iterations: 1,
+        warmup: 200,
+        concurrency: 1,
+        count: o.waiterCount,
+        budgetMs: 120_000,
+      },
+      runs: o.scaleRuns,
+      capMs: 180_000,
+    });
+  }
   if (o.only.includes('readheavy')) {
     for (const [procs, callers] of TOPOLOGIES) {
       for (const peer of READ_HEAVY_PEERS.filter(want)) {
@@ -511,9 +681,14 @@ export interface RunRecord {
   maxConcurrent?: number;
   busyFraction?: number;
   segmentsUsed?: number;
+  /** hot: share of sections that entered before a caller that had arrived (and waited) earlier. */
+  outOfOrder?: number;
+  /** handoff: where the time of a cross-process handoff goes (see HandoffSplit). */
+  handoff?: HandoffSplit;
   clientCommands: CommandCounts;
   serverCommands: CommandCounts;
   mem?: MemSample[];
+  scale?: HoldsResult | WaitersResult;
   /** seq: median over rounds of this peer's block rate / the floor's block rate that round. */
   vsFloor?: number;
 }
@@ -659,7 +834,7 @@ async function runCase(
     clientCommands: {},
     serverCommands: {},
   };
-  const execArgv = def.spec.mode === 'mem' ? ['--expose-gc'] : [];
+  const execArgv = ['mem', 'holds', 'waiters'].includes(def.spec.mode) ? ['--expose-gc'] : [];
   const workers = Array.from({ length: def.procs }, (_, proc) =>
     spawnWorker({ ...def.spec, peer: def.peer, peers: def.peers, ports, key, proc }, execArgv),
   );
@@ -739,6 +914,26 @@ async function runCase(
         });
       }
     }
+    record.outOfOrder = outOfOrder(
+      results.flatMap((r) =>
+        r.sections
+          .filter((_, i) => i % 3 === 1)
+          .map((enter, i) => ({
+            arrival: r.arrivals?.[i] ?? NaN,
+            enter,
+          })),
+      ),
+    );
+    if (def.spec.probe) {
+      record.handoff = handoffSplit(
+        results.map((r) => ({
+          proc: r.proc,
+          sections: r.sections,
+          released: r.released ?? [],
+          heard: r.grantHeard ?? [],
+        })),
+      );
+    }
     const s = streaks(sections);
     record.streakMax = s.max;
     record.streakMean = s.mean;
@@ -764,6 +959,7 @@ async function runCase(
     }
   }
   if (def.spec.mode === 'mem') record.mem = results[0].mem;
+  if (def.spec.mode === 'holds' || def.spec.mode === 'waiters') record.scale = results[0].scale;
   return [record];
 }
 
@@ -839,6 +1035,10 @@ export interface CaseSummary {
   maxConcurrent: number;
   busyFraction: number;
   segmentsUsed: number;
+  outOfOrder: number;
+  /** handoff: medians over the runs of each part. */
+  handoff?: HandoffSplit;
+  scale?: (HoldsResult | WaitersResult)[];
   /** Failed acquires: total over the runs, and the attempts per run. */
   failures: Record<string, number>;
   attemptsPerRun: number;
@@ -903,13 +1103,25 @@ export function summarize(def: CaseDef, records: RunRecord[]): CaseSummary {
     maxConcurrent: max(ok.map((r) => r.maxConcurrent ?? NaN)),
     busyFraction: m((r) => r.busyFraction),
     segmentsUsed: m((r) => r.segmentsUsed),
+    outOfOrder: m((r) => r.outOfOrder),
+    handoff: ok.some((r) => r.handoff)
+      ? (Object.fromEntries(
+          Object.keys(ok.find((r) => r.handoff)!.handoff!).map((k) => [
+            k,
+            m((r) => r.handoff?.[k as keyof HandoffSplit]),
+          ]),
+        ) as unknown as HandoffSplit)
+      : undefined,
+    scale: ok.some((r) => r.scale) ? ok.map((r) => r.scale!).filter(Boolean) : undefined,
     failures,
     attemptsPerRun:
       def.spec.mode === 'hot' || def.spec.mode === 'rw'
         ? attempts
-        : def.spec.mode === 'seq'
-          ? def.spec.iterations * def.spec.block
-          : def.spec.iterations,
+        : def.spec.mode === 'holds' || def.spec.mode === 'waiters'
+          ? (def.spec.count ?? 0)
+          : def.spec.mode === 'seq'
+            ? def.spec.iterations * def.spec.block
+            : def.spec.iterations,
     clientPerOp: client.total,
     clientByCommand: client.by,
     serverPerOp: server.total,

@@ -151,3 +151,94 @@ export function writeOverlaps(
   }
   return count;
 }
+
+/**
+ * Share of sections that entered before a caller that arrived earlier and was still waiting
+ * (it was overtaken): 0 for a strict FIFO. Callers that arrive and enter at once never count.
+ */
+export function outOfOrder(calls: readonly { arrival: number; enter: number }[]): number {
+  const v = calls.filter((c) => Number.isFinite(c.arrival));
+  if (v.length === 0) return NaN;
+  const byArrival = [...v].sort((a, b) => a.arrival - b.arrival);
+  let latestEnter = -Infinity;
+  let overtaking = 0;
+  for (const c of byArrival) {
+    // Someone who arrived earlier entered after this one, and had arrived before this one entered.
+    if (latestEnter > c.enter) overtaking++;
+    latestEnter = Math.max(latestEnter, c.enter);
+  }
+  return overtaking / v.length;
+}
+
+/** Where a cross-process handoff's time goes, ms (p50 / p99 over every such handoff). */
+export interface HandoffSplit {
+  n: number;
+  /** Section end in one process -> the next section's start in another. */
+  gapP50: number;
+  gapP99: number;
+  /** Section end -> the releasing call resolved in the releasing process (its round trip). */
+  releaseP50: number;
+  /** Section end -> the grant message heard by a probe subscriber in the next holder's process. */
+  heardP50: number;
+  heardP99: number;
+  /** Grant message heard -> the next section starts (the waiter's own event loop and code). */
+  enterP50: number;
+  enterP99: number;
+}
+
+/**
+ * Cross-process handoffs of a run with one caller per process: for each section followed by
+ * one in another process, the gap split at the moment that process heard the grant message.
+ */
+export function handoffSplit(
+  procs: readonly { proc: number; sections: number[]; released: number[]; heard: number[] }[],
+): HandoffSplit {
+  const all: { proc: number; enter: number; exit: number; released: number }[] = [];
+  for (const p of procs) {
+    for (let i = 0; i * 3 < p.sections.length; i++) {
+      all.push({
+        proc: p.proc,
+        enter: p.sections[i * 3 + 1],
+        exit: p.sections[i * 3 + 2],
+        released: p.released[i] ?? NaN,
+      });
+    }
+  }
+  all.sort((a, b) => a.enter - b.enter);
+  const heardBy = new Map(procs.map((p) => [p.proc, [...p.heard].sort((a, b) => a - b)]));
+  const gap: number[] = [];
+  const release: number[] = [];
+  const heard: number[] = [];
+  const enter: number[] = [];
+  for (let i = 1; i < all.length; i++) {
+    const prev = all[i - 1];
+    const next = all[i];
+    if (prev.proc === next.proc) continue;
+    gap.push(next.enter - prev.exit);
+    if (Number.isFinite(prev.released)) release.push(prev.released - prev.exit);
+    const times = heardBy.get(next.proc) ?? [];
+    // The first grant heard there after the section ended.
+    let lo = 0;
+    let hi = times.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (times[mid] < prev.exit) lo = mid + 1;
+      else hi = mid;
+    }
+    const t = times[lo];
+    if (t !== undefined && t <= next.enter) {
+      heard.push(t - prev.exit);
+      enter.push(next.enter - t);
+    }
+  }
+  return {
+    n: gap.length,
+    gapP50: percentile(gap, 50),
+    gapP99: percentile(gap, 99),
+    releaseP50: percentile(release, 50),
+    heardP50: percentile(heard, 50),
+    heardP99: percentile(heard, 99),
+    enterP50: percentile(enter, 50),
+    enterP99: percentile(enter, 99),
+  };
+}

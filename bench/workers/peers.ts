@@ -21,10 +21,26 @@ import { type CommandCounts, PERMITS, type PeerName } from '../protocol';
 /** The critical section; gets the slice index under a segmented lock. */
 export type Body = (segment?: number) => Promise<void>;
 
+/** A lock kept until `release()` (holds and waiters scenarios). */
+export interface Held {
+  release(): Promise<void>;
+  /** Whether the peer reported the lock lost while it was held. */
+  lost(): boolean;
+}
+
+/** How long a held lock lasts and how long its caller waits for it. */
+export interface HoldOptions {
+  ttl: number;
+  /** ms to wait while the key is busy. */
+  waitTimeout: number;
+}
+
 /** One way of taking a lock, behind one interface, so every peer runs the same loop. */
 export interface Peer {
   /** Takes `key`, runs `body`, releases; resolves once the release is done. */
   run(key: string, body: Body): Promise<void>;
+  /** Takes `key` and keeps it (renewed, where the peer renews) until `release()`. */
+  hold?(key: string, options: HoldOptions): Promise<Held>;
   /** The same as a reader (a shared hold); peers without one read under `run`'s lock. */
   runRead?(key: string, body: Body): Promise<void>;
   close(): Promise<void>;
@@ -262,6 +278,28 @@ async function redlockPeer(ports: number[], ttl: number, tuned: boolean): Promis
         await lock.release().catch(() => undefined);
       }
     },
+    // `using` is redlock 5's only auto-extension (a timer per lock, extends ~500 ms before the
+    // end): the hold is a `using` whose routine waits for release().
+    async hold(key, o) {
+      let open!: () => void;
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      let lost = false;
+      let started!: () => void;
+      const running = new Promise<void>((resolve) => (started = resolve));
+      const done = redlock.using([key], o.ttl, async (signal) => {
+        started();
+        await gate;
+        if (signal.aborted) lost = true;
+      });
+      await Promise.race([running, done]);
+      return {
+        release: async () => {
+          open();
+          await done.catch(() => undefined);
+        },
+        lost: () => lost,
+      };
+    },
     close: () => quitAll(clients),
   };
 }
@@ -279,6 +317,21 @@ async function mutexPeer(ports: number[]): Promise<Peer> {
       } finally {
         await m.release();
       }
+    },
+    // lockTimeout = ttl: it refreshes itself every 0.8 x ttl (its own setInterval per mutex).
+    async hold(key, o) {
+      let lost = false;
+      const options = {
+        lockTimeout: o.ttl,
+        acquireTimeout: Math.max(1, o.waitTimeout),
+        onLockLost: () => (lost = true),
+      };
+      const m =
+        clients.length === 1
+          ? new Mutex(clients[0], key, options)
+          : new RedlockMutex(clients, key, options);
+      await m.acquire();
+      return { release: () => m.release(), lost: () => lost };
     },
     close: () => quitAll(clients),
   };
@@ -337,7 +390,16 @@ async function oursLockedPeer(
   }
   const app = await oursApp(ports, [Runner], options);
   const runner = app.get(Runner);
-  return { run: (key, body) => runner.run(key, body), close: () => app.close() };
+  const locks = app.get(LockService);
+  return {
+    run: (key, body) => runner.run(key, body),
+    // LockService.acquire: a handle, renewed by the watchdog until release().
+    async hold(key, o) {
+      const handle = await locks.acquire(key, { ttl: o.ttl, waitTimeout: o.waitTimeout });
+      return { release: () => handle.release(), lost: () => handle.signal.aborted };
+    },
+    close: () => app.close(),
+  };
 }
 
 /** Ours: `LockService.using(key, fn)`, module defaults. */

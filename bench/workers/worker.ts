@@ -15,6 +15,7 @@ import type {
   WorkerSpec,
 } from '../protocol';
 import { commandCounter, createPeer, SkipError, type Peer } from './peers';
+import { runHolds, runWaiters } from './scale';
 
 /** CLOCK_MONOTONIC in ms: one clock for every process of the machine. */
 const now = () => Number(process.hrtime.bigint()) / 1e6;
@@ -127,7 +128,19 @@ async function runSeq(peers: Map<PeerName, Peer>, stats: Redis[], r: WorkerResul
       commandCounter.enabled = true;
       const cpu = process.cpuUsage();
       const t = now();
-      for (let i = 0; i < spec.block; i++) await peer.run(key, body);
+      if (spec.concurrency <= 1) {
+        for (let i = 0; i < spec.block; i++) await peer.run(key, body);
+      } else {
+        // Many keys at once: `concurrency` loops, each on a key of its own, sharing the block.
+        const c = spec.concurrency;
+        await Promise.all(
+          Array.from({ length: c }, async (_, l) => {
+            const own = `${key}:${l}`;
+            const mine = Math.floor(spec.block / c) + (l < spec.block % c ? 1 : 0);
+            for (let i = 0; i < mine; i++) await peer.run(own, body);
+          }),
+        );
+      }
       const ms = now() - t;
       const used = process.cpuUsage(cpu);
       commandCounter.enabled = false;
@@ -173,6 +186,17 @@ function shuffled<T>(items: readonly T[], seed: number): T[] {
 /** `concurrency` async workers on the same key: acquire -> section -> release -> think. */
 async function runHot(peer: Peer, r: WorkerResult): Promise<void> {
   const stopAt = now() + spec.budgetMs;
+  r.arrivals = [];
+  r.released = [];
+  let probe: Redis | undefined;
+  if (spec.probe) {
+    // Hears every grant message of every process, on a connection of its own: when a grant
+    // reached this process, apart from when the library's subscriber acted on it.
+    const heard: number[] = (r.grantHeard = []);
+    probe = new Redis({ host: '127.0.0.1', port: spec.ports[0] });
+    probe.on('pmessage', () => heard.push(now()));
+    await probe.psubscribe('nest-locked:g:*');
+  }
   r.startedAt = now();
   const one = async (w: number) => {
     const id = spec.proc * 1000 + w;
@@ -189,7 +213,9 @@ async function runHot(peer: Peer, r: WorkerResult): Promise<void> {
           await sleep(spec.sectionMs);
           r.sections.push(id, t1, now());
           r.segments.push(typeof segment === 'number' ? segment : -1);
+          r.arrivals!.push(t0);
         });
+        r.released!.push(now());
         r.done++;
       } catch (err) {
         const name = errorName(err);
@@ -200,6 +226,7 @@ async function runHot(peer: Peer, r: WorkerResult): Promise<void> {
   };
   await Promise.all(Array.from({ length: spec.concurrency }, (_, w) => one(w)));
   r.endedAt = now();
+  if (probe) await probe.quit().catch(() => probe.disconnect());
 }
 
 /**
@@ -322,6 +349,8 @@ async function main(): Promise<void> {
   try {
     if (spec.mode === 'seq') await runSeq(peers, stats, r);
     else if (spec.mode === 'hot') await runHot(peer, r);
+    else if (spec.mode === 'holds') await runHolds(peer, spec, r);
+    else if (spec.mode === 'waiters') await runWaiters(peer, spec, r);
     else if (spec.mode === 'rw') await runRw(peer, r);
     else await runMem(peer, r);
   } catch (err) {

@@ -39,9 +39,9 @@ export class HoldScope implements LockScope {
 /** What `LockContext.current()` and an acquire handle tell about a hold. @internal */
 export class HoldInfo implements LockContextInfo {
   readonly #hold: ActiveHold;
+  #fences?: Readonly<Record<string, number>>;
   readonly keys: readonly string[];
   readonly fence: number;
-  readonly fences: Readonly<Record<string, number>>;
   readonly segment?: number;
   readonly acquiredAt: number;
   readonly waitedMs: number;
@@ -50,17 +50,28 @@ export class HoldInfo implements LockContextInfo {
 
   constructor(hold: ActiveHold, segment?: number) {
     const { lease } = hold;
-    const fences: Record<string, number> = {};
-    lease.keys.forEach((k, i) => (fences[k] = lease.fences[i]));
     this.#hold = hold;
     this.keys = lease.keys;
     this.fence = lease.fences[0];
-    this.fences = fences;
     this.segment = segment;
     this.acquiredAt = lease.acquiredAt;
     this.waitedMs = lease.waitedMs;
     this.mode = hold.mode;
     this.permits = hold.permits;
+  }
+
+  /**
+   * Built on first use: an object keyed by the lock keys gets a hidden class of its own per
+   * key (~0.3 KiB each), which most holders never look at.
+   */
+  get fences(): Readonly<Record<string, number>> {
+    if (!this.#fences) {
+      const { lease } = this.#hold;
+      const fences: Record<string, number> = {};
+      lease.keys.forEach((k, i) => (fences[k] = lease.fences[i]));
+      this.#fences = fences;
+    }
+    return this.#fences;
   }
 
   /** Created on first use. */

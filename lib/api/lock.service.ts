@@ -22,16 +22,15 @@ import type { AcquireRequest, Lease, LockBackend, Share } from '../engine/lock-b
 import type { ReplicaAcks } from '../redis/lock-protocol';
 import { Chain } from '../chain';
 import { ActiveHold } from './active-hold';
-import { HoldInfo, HoldScope } from './hold-scope';
+import { HoldHandle } from './hold-handle';
+import { HoldScope } from './hold-scope';
 import { HoldTimes, withRetryEstimate } from './hold-times';
 import { LockClientRegistry } from '../module/lock-client.registry';
 import { holdId, holderInScope, holdsInScope, LockContext, type LockScope } from './lock-context';
 import { type ResolvedRedlockOptions, validateBehaviour } from '../module/redlock-options';
-import { DEFAULT_CLIENT, MAX_TIMER_MS, RESOLVED_OPTIONS } from '../redlock.constants';
+import { DEFAULT_CLIENT, RESOLVED_OPTIONS } from '../redlock.constants';
 import {
   ACQUIRE_TAKES_NO_SEGMENTS,
-  BAD_OPTION,
-  EXPECTED,
   LOCK_EVENT_LISTENER_FAILED,
   MODE_MISMATCH,
   READ_TO_WRITE,
@@ -182,29 +181,7 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     const list = rawKeys(keys, 'LockService.acquire');
     const b = this.resolveBehaviour(options);
     const hold = await this.take(sortUnique(list), b, options.signal);
-    const { lease, client } = hold;
-    const release = () => this.finish(hold);
-    const info = new HoldInfo(hold);
-    return {
-      keys: info.keys,
-      fence: info.fence,
-      fences: info.fences,
-      segment: info.segment,
-      signal: info.signal,
-      acquiredAt: info.acquiredAt,
-      waitedMs: info.waitedMs,
-      mode: info.mode,
-      permits: info.permits,
-      release,
-      extend: async (ms: number) => {
-        if (!(Number.isInteger(ms) && ms >= 10 && ms <= MAX_TIMER_MS)) {
-          throw new LockConfigError(BAD_OPTION('extend(ms)', ms, EXPECTED.ttl), 'extend');
-        }
-        if (!(await client.extend(lease, ms))) {
-          throw new LockLostError(lease.keys, 'lost');
-        }
-      },
-    };
+    return new HoldHandle(hold, () => this.finish(hold));
   }
 
   /** Whether `key` (a rendered key, without keyPrefix) is locked right now. */

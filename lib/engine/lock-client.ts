@@ -245,7 +245,7 @@ export class LockClient implements LockBackend {
    * @returns false when the lock is no longer held by this lease
    * @throws LockBackendError when too many nodes fail to tell
    */
-  async extend(lease: Lease, ttl: number): Promise<boolean> {
+  async extend(lease: Lease, ttl: number, batched = false): Promise<boolean> {
     const start = performance.now();
     const ok = await this.protocol.extend(
       lease.keys,
@@ -253,6 +253,8 @@ export class LockClient implements LockBackend {
       ttl,
       lease.acks,
       shareArg(lease.share),
+      true,
+      batched,
     );
     if (ok) lease.renewed(start, ttl, this.leases.drift(ttl));
     else this.leaseEnded(lease);

@@ -129,4 +129,13 @@ export class KeySpace {
     if (!this.clustered || keys.length === 1) return [this.allKeys(keys)];
     return keys.map((k) => this.keySet(k).all);
   }
+
+  /**
+   * The lock keys alone, when they can go in one script (as `units` would group them), else
+   * undefined. Builds no key set: renewals of many distinct keys leave the cache alone.
+   */
+  lockKeysInOneUnit(keys: readonly string[]): string[] | undefined {
+    if (this.clustered && keys.length > 1) return undefined;
+    return keys.map((k) => this.lockKey(k));
+  }
 }

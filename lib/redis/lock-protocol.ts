@@ -3,6 +3,7 @@ import { LockBackendError } from '../errors';
 import { type KeySpace, KEYS_PER_LOCK } from './key-space';
 import { Quorum } from './quorum';
 import type { RedisNode } from './redis-node';
+import { RenewalBatcher } from './renewal-batcher';
 import { asError, type ReplicaAcks, type ScriptRunner } from './script-runner';
 
 export type { ReplicaAcks } from './script-runner';
@@ -102,6 +103,8 @@ export interface ProtocolCounters {
  */
 export class LockProtocol {
   readonly quorum: Quorum;
+  /** Watchdog renewals due together, sent as one script call per node. */
+  readonly renewals: RenewalBatcher;
 
   constructor(
     readonly nodes: readonly RedisNode[],
@@ -111,6 +114,7 @@ export class LockProtocol {
     private readonly counters: ProtocolCounters,
   ) {
     this.quorum = new Quorum(nodes.length);
+    this.renewals = new RenewalBatcher(runner, nodes.length > 1 ? '1' : '0');
   }
 
   /**
@@ -262,7 +266,9 @@ export class LockProtocol {
    * Renews every key of `token` to `ttl` ms from now. On a quorum, nodes that lost the lock (a
    * restart without persistence) get it back while the token still holds a majority elsewhere,
    * so rolling restarts never leave it on a minority; without that majority the put-back is
-   * given back at once.
+   * given back at once. `batched` (the watchdog's renewals): it joins the renewals due within a
+   * short window, one script call per node (`RenewalBatcher`), unless replicas must acknowledge
+   * it or its keys span Cluster slots.
    * @returns false when the lock is no longer held by the token on a majority
    * @throws LockBackendError when too many nodes fail to tell
    */
@@ -273,14 +279,21 @@ export class LockProtocol {
     acks?: ReplicaAcks,
     share?: ShareArg,
     repairs = true,
+    batched = false,
   ): Promise<boolean> {
     const repair = repairs && this.nodes.length > 1 ? '1' : '0';
+    // Exclusive holds with the group's repair rule only: shared holds renew with their own script.
+    const lockKeys =
+      batched && !acks && !share && repairs ? this.space.lockKeysInOneUnit(keys) : undefined;
     const votes = await this.quorum.collect<RedisNode, ExtendReply | Error>(
       this.nodes,
       (node, answer) =>
-        void this.extendOn(node, keys, token, ttl, repair, acks, share).then(answer, (e: unknown) =>
-          answer(asError(e)),
-        ),
+        lockKeys
+          ? this.renewals.add(node, lockKeys, token, ttl, answer)
+          : void this.extendOn(node, keys, token, ttl, repair, acks, share).then(
+              answer,
+              (e: unknown) => answer(asError(e)),
+            ),
       (v) => v === 'renewed',
     );
     if (this.quorum.reached(votes.filter((v) => v === 'renewed').length)) return true;

@@ -2,6 +2,9 @@ import { performance } from 'node:perf_hooks';
 import { LockLostError, type LockLostReason } from '../errors';
 import { Chain } from '../chain';
 
+/** Watchdogs one timer wakes at most (their renewals go out batched, see RenewalBatcher). */
+const WAKE_UPS_PER_PASS = 256;
+
 /** The watchdogs sleeping for one interval, in the order they went to sleep, and its timer. */
 class Group extends Chain<Watchdog> {
   timer?: NodeJS.Timeout;
@@ -44,12 +47,20 @@ class WakeUps {
     // One pass wakes those that were asleep when it began: one that goes back to sleep at once
     // (due "now" again on a clock that has not moved) waits for the next timer.
     const last = group.last;
+    let woken = 0;
     for (let dog = group.first; dog; dog = group.first) {
       if (dog.due > now) {
         if (!group.timer) this.arm(ms, group, dog.due - now + 1);
         return;
       }
+      // Many due at once (100,000 holds taken within seconds, or a pause): the rest wake at the
+      // next timer, 1 ms on, so timers and I/O get their turn in between.
+      if (woken === WAKE_UPS_PER_PASS) {
+        if (!group.timer) this.arm(ms, group, 1);
+        return;
+      }
       group.remove(dog);
+      woken++;
       dog.wake();
       if (dog === last) break;
     }
@@ -63,8 +74,11 @@ const wakeUps = new WakeUps();
 
 /** All a watchdog needs of the lock engine. @internal */
 export interface LeaseRenewer {
-  /** Renews the lease to `ttl` ms from now; false when it is no longer held. */
-  extend(lease: WatchedLease, ttl: number): Promise<boolean>;
+  /**
+   * Renews the lease to `ttl` ms from now; false when it is no longer held. `batched`: it may
+   * wait a few ms to go out with other renewals (the watchdog's own renewals only).
+   */
+  extend(lease: WatchedLease, ttl: number, batched?: boolean): Promise<boolean>;
 }
 
 /** What a watchdog watches: the keys (for errors) and until when the lease is certainly ours. */
@@ -167,7 +181,7 @@ export class Watchdog {
     this.schedule(this.untilExpiry(now), now);
     let ok: boolean;
     try {
-      ok = await this.renewer.extend(this.lease, next);
+      ok = await this.renewer.extend(this.lease, next, true);
     } catch (error) {
       this.renewing = false;
       if (this.stopped) return;

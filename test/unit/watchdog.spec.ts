@@ -79,13 +79,27 @@ describe('Watchdog', () => {
       expect(r.extend).not.toHaveBeenCalled();
       await advance(1);
       expect(r.extend).toHaveBeenCalledTimes(1);
-      expect(r.extend).toHaveBeenLastCalledWith(lease, TTL);
+      expect(r.extend).toHaveBeenLastCalledWith(lease, TTL, true);
       await advance(9_000);
       expect(r.at).toEqual([1_000, 2_000, 3_000, 4_000, 5_000, 6_000, 7_000, 8_000, 9_000, 10_000]);
-      for (const call of r.extend.mock.calls) expect(call).toEqual([lease, TTL]);
+      for (const call of r.extend.mock.calls) expect(call).toEqual([lease, TTL, true]);
       expect(lost).toEqual([]);
       // Renewed in time: the lease never ran out.
       expect(lease.validUntil).toBeGreaterThan(time.now());
+    });
+
+    it('1,000 due at once wake 256 per timer, 1 ms apart, and all renew', async () => {
+      const r = renewing();
+      const leases1k = Array.from({ length: 1_000 }, () => leaseFor());
+      const lost = leases1k.map((lease) => watch(r, lease).lost);
+      await advance(999);
+      expect(r.extend).not.toHaveBeenCalled();
+      await advance(1);
+      expect(r.at).toHaveLength(256);
+      await advance(3);
+      expect(r.at).toHaveLength(1_000);
+      expect(new Set(r.at)).toEqual(new Set([1_000, 1_001, 1_002, 1_003]));
+      expect(lost.flat()).toEqual([]);
     });
 
     it('a ttl not divisible by 3: renews at most ttl / 3 (rounded up to the ms) apart', async () => {
@@ -292,7 +306,7 @@ describe('Watchdog', () => {
       const { lost } = watch(r, lease);
       await time.pause(2_500);
       expect(r.at).toEqual([2_500]);
-      expect(r.extend).toHaveBeenLastCalledWith(lease, TTL);
+      expect(r.extend).toHaveBeenLastCalledWith(lease, TTL, true);
       await advance(5_000);
       expect(lost).toEqual([]);
     });

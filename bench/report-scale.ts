@@ -1,0 +1,358 @@
+/**
+ * The report of the scale scenarios (issue 16): cross-process handoff, many keys at once,
+ * 100,000 holds in one process, 10,000 waiters on one key. Target rows, markdown sections and a
+ * chart of heap and event-loop delay over time (latest-scale.svg).
+ */
+import type { HoldsResult, PeerName, TimeSample, WaitersResult } from './protocol';
+import type { CaseSummary } from './run';
+
+/** PRODUCT.md section 4, the scale targets. */
+export const SCALE_TARGETS = {
+  handoffP50Ms: 0.3,
+  handoffP99Ms: 1,
+  manyVsFloor: 0.95,
+  heapPerHoldBytes: 1024,
+  /** Renewal commands per second at most this share of holds / (ttl / 3) ("batched"). */
+  renewalShare: 0.1,
+  loopP99Ms: 10,
+  /** Flat grant cost: the slowest tenth of the line at most this many times the fastest. */
+  grantSpread: 2,
+  /** Uncontended client CPU per cycle within this many µs of the floor's. */
+  cpuOverFloorUs: 10,
+};
+
+const LABEL: Partial<Record<PeerName, string>> = {
+  floor: 'raw ioredis floor (SET NX PX + EVALSHA)',
+  redlock: 'redlock 5 defaults',
+  'redlock-tuned': 'redlock 5 tuned (10/10/-1)',
+  mutex: 'redis-semaphore Mutex',
+  'nest-redlock': '@anchan828/nest-redlock @Redlock',
+  'ours-locked': '**ours: @Locked**',
+};
+const label = (p: PeerName) => LABEL[p] ?? p;
+
+const fmt = (n: number | undefined, d = 0): string =>
+  n === undefined || !Number.isFinite(n)
+    ? '-'
+    : n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
+const pf = (ok: boolean | undefined): string => (ok === undefined ? '-' : ok ? 'PASS' : '**FAIL**');
+const kib = (b: number) => `${fmt(b / 1024, 2)} KiB`;
+const sum = (c: Record<string, number>) => Object.values(c).reduce((a, b) => a + b, 0);
+
+const holdsOf = (s: CaseSummary) =>
+  (s.scale ?? []).filter((x): x is HoldsResult => x.kind === 'holds');
+const waitersOf = (s: CaseSummary) =>
+  (s.scale ?? []).filter((x): x is WaitersResult => x.kind === 'waiters');
+
+/** What a holds run shows, derived. */
+export function holdFigures(h: HoldsResult) {
+  const perHold = (h.heapHeld - h.heapBefore) / Math.max(1, h.taken);
+  const commandsPerS = (sum(h.commandsInHold) / h.holdPhaseMs) * 1000;
+  const unbatched = h.taken / (h.ttl / 3 / 1000);
+  return { perHold, commandsPerS, unbatched, share: commandsPerS / unbatched };
+}
+
+/** What a waiters run shows, derived. */
+export function waiterFigures(w: WaitersResult) {
+  const perWaiter = (w.heapQueued - w.heapBefore) / Math.max(1, w.count);
+  const slices = w.grantMsBySlice.filter((x) => Number.isFinite(x) && x > 0);
+  const spread = slices.length ? Math.max(...slices) / Math.min(...slices) : NaN;
+  const accounted =
+    w.granted + w.timedOut === w.count && w.timedOut === w.shortWaits && sum(w.otherErrors) === 0;
+  return { perWaiter, spread, accounted };
+}
+
+/** Target rows (markdown table lines) for the scale scenarios, ours only. */
+export function scaleTargetRows(summaries: CaseSummary[]): string[] {
+  const L: string[] = [];
+  const get = (id: string) => summaries.find((s) => s.def.id === id && s.n > 0);
+  const t = SCALE_TARGETS;
+  for (const servers of [1, 3]) {
+    const ours = get(`uncontended:${servers}:ours-locked`);
+    const floor = get(`uncontended:${servers}:floor`);
+    if (ours && floor) {
+      const over = ours.cpuUsPerOp - floor.cpuUsPerOp;
+      L.push(
+        `| uncontended, ${servers} server(s): client CPU per cycle within ~${t.cpuOverFloorUs} µs of the floor | ` +
+          `${fmt(ours.cpuUsPerOp, 1)} vs ${fmt(floor.cpuUsPerOp, 1)} µs (+${fmt(over, 1)}) | ${pf(over <= t.cpuOverFloorUs)} |`,
+      );
+    }
+  }
+  const h = get('handoff:2x1:ours-locked')?.handoff;
+  if (h) {
+    L.push(
+      `| cross-process handoff (2 x 1, one node): p50 <= ${t.handoffP50Ms} ms | ${fmt(h.gapP50, 3)} ms | ${pf(h.gapP50 <= t.handoffP50Ms)} |`,
+      `| cross-process handoff (2 x 1, one node): p99 <= ${t.handoffP99Ms} ms | ${fmt(h.gapP99, 3)} ms | ${pf(h.gapP99 <= t.handoffP99Ms)} |`,
+    );
+  }
+  for (const callers of [64, 1024]) {
+    const s = get(`many:${callers}:ours-locked`);
+    const f = get(`many:${callers}:floor`);
+    if (s && f) {
+      L.push(
+        `| many keys, ${callers} callers each on its own key: >= ${t.manyVsFloor} x raw floor (same concurrency, one connection) | ` +
+          `${fmt(s.vsFloor, 2)} x (${fmt(s.rate.median)} vs ${fmt(f.rate.median)} cycles/s) | ${pf((s.vsFloor ?? 0) >= t.manyVsFloor)} |`,
+      );
+    }
+  }
+  const holds = get('holds:ours-locked');
+  for (const run of holds ? holdsOf(holds).slice(0, 1) : []) {
+    const f = holdFigures(run);
+    const tag = `${fmt(run.taken)} holds (ttl ${run.ttl / 1000} s, held ${fmt(run.holdPhaseMs / 1000, 0)} s)`;
+    L.push(
+      `| ${tag}: heap per hold <= 1 KiB | ${kib(f.perHold)} | ${pf(f.perHold <= t.heapPerHoldBytes)} |`,
+      `| ${tag}: renewals batched, commands/s <= ${t.renewalShare} x holds / (ttl / 3) = ${fmt(t.renewalShare * f.unbatched)} | ` +
+        `${fmt(f.commandsPerS, 1)} /s (${fmt(f.share, 3)} x ${fmt(f.unbatched)}) | ${pf(f.share <= t.renewalShare)} |`,
+      `| ${tag}: event-loop delay p99 <= ${t.loopP99Ms} ms while renewals run | ${fmt(run.loopP99, 1)} ms (max ${fmt(run.loopMax, 0)}) | ${pf(run.loopP99 <= t.loopP99Ms)} |`,
+      `| ${tag}: none lost, all released, nothing left in Redis | lost ${run.lost}, release failures ${run.releaseFailures}, ${run.leftInRedis} lock keys left | ${pf(run.lost === 0 && run.releaseFailures === 0 && run.leftInRedis === 0 && run.taken === run.count)} |`,
+    );
+  }
+  const waiters = get('waiters:ours-locked');
+  for (const run of waiters ? waitersOf(waiters).slice(0, 1) : []) {
+    const f = waiterFigures(run);
+    const tag = `${fmt(run.count)} waiters on one key`;
+    L.push(
+      `| ${tag}: flat grant cost (slowest tenth of the line <= ${t.grantSpread} x the fastest) | ${fmt(f.spread, 2)} x (ms per grant ${run.grantMsBySlice.map((x) => fmt(x, 3)).join(' / ')}) | ${pf(f.spread <= t.grantSpread)} |`,
+      `| ${tag}: FIFO kept | ${run.outOfOrder} granted out of arrival order | ${pf(run.outOfOrder === 0)} |`,
+      `| ${tag}: every waiter gets the lock or its timeout, nothing left in Redis | ${fmt(run.granted)} granted + ${fmt(run.timedOut)} timed out (of ${fmt(run.shortWaits)} short waits) of ${fmt(run.count)}; other errors ${sum(run.otherErrors)}; ${run.leftInRedis} keys left | ${pf(f.accounted && run.leftInRedis === 0)} |`,
+      `| ${tag}: heap per waiter (no target; includes the bench's own promise per call) | ${kib(f.perWaiter)} | - |`,
+    );
+  }
+  return L;
+}
+
+/** The markdown sections of the scale scenarios. */
+export function scaleMarkdown(summaries: CaseSummary[]): string[] {
+  const L: string[] = [];
+  const of = (scenario: string) => summaries.filter((s) => s.def.scenario === scenario);
+  const handoff = of('handoff');
+  if (handoff.length) {
+    L.push('', '## Cross-process handoff (one node, 2 processes x 1 caller, 1 ms section)', '');
+    L.push(
+      'Every handoff crosses processes. Gap = section end (before its release) -> the next section ' +
+        'starts in the other process, on the shared monotonic clock. Split: the releasing call ' +
+        'resolved in the releasing process (its round trip); the grant message heard by a probe ' +
+        "subscriber (a connection of its own, `PSUBSCRIBE nest-locked:g:*`) in the next holder's " +
+        'process (Redis: the release script, PUBLISH, delivery); heard -> the next section starts ' +
+        "(the waiter's event loop and our code). Peers that poll have no grant message (`-`).",
+      '',
+      '| peer | sections/s | gap p50 ms | gap p99 ms | release resolved p50 | grant heard p50 / p99 | heard -> section p50 / p99 | handoffs | n |',
+      '|---|---|---|---|---|---|---|---|---|',
+    );
+    for (const s of handoff) {
+      const h = s.handoff;
+      L.push(
+        `| ${label(s.def.peer)} | ${fmt(s.rate.median)} | ${fmt(h?.gapP50, 3)} | ${fmt(h?.gapP99, 3)} | ${fmt(h?.releaseP50, 3)} | ${fmt(h?.heardP50, 3)} / ${fmt(h?.heardP99, 3)} | ${fmt(h?.enterP50, 3)} / ${fmt(h?.enterP99, 3)} | ${fmt(h?.n)} | ${s.n} |`,
+      );
+    }
+  }
+  const many = of('many');
+  if (many.length) {
+    L.push('', '## Many keys at once (each caller on its own key, one process)', '');
+    L.push(
+      'N concurrent callers, each looping lock + unlock on a key of its own (one connection per ' +
+        'server for every peer). Every peer in one process, blocks of 8 cycles per caller, order ' +
+        'shuffled each round; x floor: each block over the floor block of the same round.',
+      '',
+      '| callers | peer | cycles/s | x floor | client CPU µs/cycle | client cmds/cycle | n |',
+      '|---|---|---|---|---|---|---|',
+    );
+    for (const s of many) {
+      L.push(
+        `| ${s.def.spec.concurrency} | ${label(s.def.peer)} | ${fmt(s.rate.median)} (${fmt(s.rate.min)}–${fmt(s.rate.max)}) | ${fmt(s.vsFloor, 2)} | ${fmt(s.cpuUsPerOp, 1)} | ${fmt(s.clientPerOp, 2)} | ${s.n} |`,
+      );
+    }
+  }
+  const holds = of('holds');
+  if (holds.length) {
+    L.push('', '## Many holds in one process', '');
+    L.push(
+      'N distinct keys taken 256 at a time and kept, renewed by each peer as it does (ours: ' +
+        '`LockService.acquire`, watchdog on, ttl 30 s, renewed every 10 s; redlock 5: `using`, ' +
+        'extends ~0.5 s before the end; redis-semaphore: `Mutex` with lockTimeout 30 s, refresh ' +
+        'every 24 s), then all released. Heap per hold: collected heap with every hold minus before ' +
+        'the first. Commands/s: client-sent over the hold phase only (after the last acquire). ' +
+        'Event-loop delay: `monitorEventLoopDelay` over the hold phase. Unbatched = one renewal ' +
+        'per hold per ttl/3.',
+      '',
+      '| peer | holds | acquire s | heap per hold | heap before / held / after release (collected) | commands/s in hold (unbatched) | loop delay p50 / p99 / max ms | lost | release s | left in Redis | n |',
+      '|---|---|---|---|---|---|---|---|---|---|---|',
+    );
+    for (const s of holds) {
+      if (s.n === 0) {
+        L.push(`| ${label(s.def.peer)} | ${s.skipped ?? s.errors[0]?.split('\n')[0] ?? '-'} |`);
+        continue;
+      }
+      for (const h of holdsOf(s)) {
+        const f = holdFigures(h);
+        L.push(
+          `| ${label(s.def.peer)} | ${fmt(h.taken)} / ${fmt(h.count)} | ${fmt(h.acquireMs / 1000, 1)} | ${kib(f.perHold)} | ${[h.heapBefore, h.heapHeld, h.heapAfter].map((b) => fmt(b / 2 ** 20, 1)).join(' / ')} MiB | ${fmt(f.commandsPerS, 1)} (${fmt(f.unbatched)}) | ${fmt(h.loopP50, 1)} / ${fmt(h.loopP99, 1)} / ${fmt(h.loopMax, 0)} | ${h.lost} | ${fmt(h.releaseMs / 1000, 1)} | ${h.leftInRedis} | ${s.n} |`,
+        );
+      }
+    }
+  }
+  const waiters = of('waiters');
+  if (waiters.length) {
+    L.push('', '## Many waiters on one key (ours)', '');
+    L.push(
+      'One holder; then N callers of `LockService.acquire` on the same key in one process (every ' +
+        '10th with `waitTimeout: 200` ms: it must time out in the line), weighed once all are in ' +
+        'line; then the holder releases and each caller takes and releases the key in turn. Grant ' +
+        'cost: mean ms between consecutive grants per tenth of the line, from the longest line to ' +
+        'the shortest. Peers that poll (redlock, redis-semaphore) have no line to measure: not run.',
+      '',
+      '| waiters | heap per waiter | ms per grant by tenth of the line (line length) | CPU µs per grant | out of order | granted / timed out / other | drain s | loop delay p99 (max of 250 ms windows) | left in Redis |',
+      '|---|---|---|---|---|---|---|---|---|',
+    );
+    for (const s of waiters) {
+      for (const w of waitersOf(s)) {
+        const f = waiterFigures(w);
+        L.push(
+          `| ${fmt(w.count)} | ${kib(f.perWaiter)} | ${w.grantMsBySlice.map((x, i) => `${fmt(x, 3)} (${fmt(w.lineAtSlice[i])})`).join(', ')} | ${fmt(w.cpuUsPerGrant, 0)} | ${w.outOfOrder} | ${fmt(w.granted)} / ${fmt(w.timedOut)} / ${sum(w.otherErrors)} | ${fmt(w.drainMs / 1000, 2)} | ${fmt(w.loopP99, 1)} ms | ${w.leftInRedis} |`,
+        );
+      }
+    }
+  }
+  if (holds.length || waiters.length) {
+    L.push('', 'Heap and event-loop delay over time: `latest-scale.svg`.');
+  }
+  return L;
+}
+
+// ------------------------------------------------------------------ chart
+
+const COLORS: Partial<Record<PeerName, string>> = {
+  redlock: '#c9a227',
+  mutex: '#7a8fb8',
+  'ours-locked': '#1b7f3b',
+};
+const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+interface Series {
+  name: string;
+  color: string;
+  points: [number, number][];
+}
+
+function lineChart(
+  title: string,
+  unit: string,
+  series: Series[],
+  x0: number,
+  y0: number,
+  w: number,
+  h: number,
+  limit?: number,
+): string {
+  const out: string[] = [];
+  const padL = 60;
+  const plotW = w - padL - 20;
+  const plotH = h - 70;
+  const xs = series.flatMap((s) => s.points.map((p) => p[0]));
+  const ys = series.flatMap((s) => s.points.map((p) => p[1]));
+  if (limit !== undefined) ys.push(limit);
+  const xmax = Math.max(1, ...xs);
+  const ymax = Math.max(1e-9, ...ys) * 1.1;
+  const X = (x: number) => x0 + padL + (x / xmax) * plotW;
+  const Y = (y: number) => y0 + 30 + plotH * (1 - y / ymax);
+  out.push(
+    `<text x="${x0 + padL}" y="${y0 + 18}" font-size="14" font-weight="bold">${esc(title)}</text>`,
+  );
+  for (let i = 0; i <= 4; i++) {
+    const v = (ymax / 1.1) * (i / 4);
+    out.push(
+      `<line x1="${X(0)}" x2="${X(xmax)}" y1="${Y(v)}" y2="${Y(v)}" stroke="#e5e5e5"/>`,
+      `<text x="${X(0) - 6}" y="${Y(v) + 4}" font-size="11" text-anchor="end">${fmt(v, v < 10 ? 1 : 0)}</text>`,
+    );
+  }
+  for (let i = 0; i <= 5; i++) {
+    const v = (xmax * i) / 5;
+    out.push(
+      `<text x="${X(v)}" y="${y0 + 30 + plotH + 16}" font-size="11" text-anchor="middle">${fmt(v, 0)} s</text>`,
+    );
+  }
+  out.push(
+    `<text x="${x0 + 14}" y="${y0 + 30 + plotH / 2}" font-size="11" transform="rotate(-90 ${x0 + 14} ${y0 + 30 + plotH / 2})" text-anchor="middle">${esc(unit)}</text>`,
+  );
+  if (limit !== undefined) {
+    out.push(
+      `<line x1="${X(0)}" x2="${X(xmax)}" y1="${Y(limit)}" y2="${Y(limit)}" stroke="#d00" stroke-dasharray="5 3"/>`,
+      `<text x="${X(xmax)}" y="${Y(limit) - 3}" font-size="10" fill="#d00" text-anchor="end">target ${fmt(limit, 0)}</text>`,
+    );
+  }
+  series.forEach((s, i) => {
+    if (!s.points.length) return;
+    const d = s.points.map((p, k) => `${k ? 'L' : 'M'}${X(p[0]).toFixed(1)} ${Y(p[1]).toFixed(1)}`);
+    out.push(`<path d="${d.join(' ')}" fill="none" stroke="${s.color}" stroke-width="2"/>`);
+    out.push(
+      `<rect x="${x0 + padL + 10 + i * 220}" y="${y0 + h - 22}" width="12" height="12" fill="${s.color}"/>`,
+      `<text x="${x0 + padL + 26 + i * 220}" y="${y0 + h - 12}" font-size="11">${esc(s.name)}</text>`,
+    );
+  });
+  return out.join('\n');
+}
+
+/** Heap and event-loop delay over time of the holds and waiters runs; undefined if none ran. */
+export function scaleSvg(summaries: CaseSummary[]): string | undefined {
+  const holds = summaries.filter((s) => s.def.scenario === 'holds' && s.n > 0);
+  const waiters = summaries.filter((s) => s.def.scenario === 'waiters' && s.n > 0);
+  if (!holds.length && !waiters.length) return undefined;
+  const series = (
+    list: CaseSummary[],
+    samples: (s: CaseSummary) => TimeSample[] | undefined,
+    y: (x: TimeSample) => number,
+  ): Series[] =>
+    list.map((s) => ({
+      name: (LABEL[s.def.peer] ?? s.def.peer).replace(/\*\*/g, ''),
+      color: COLORS[s.def.peer] ?? '#333',
+      points: (samples(s) ?? []).map((x) => [x.t / 1000, y(x)] as [number, number]),
+    }));
+  const holdSamples = (s: CaseSummary) => holdsOf(s)[0]?.samples;
+  const waiterSamples = (s: CaseSummary) => waitersOf(s)[0]?.samples;
+  const W = 1000;
+  const PH = 280;
+  const charts: string[] = [];
+  const add = (title: string, unit: string, list: Series[], limit?: number) =>
+    charts.push(lineChart(title, unit, list, 0, charts.length * PH, W, PH, limit));
+  if (holds.length) {
+    const n = holdsOf(holds[0])[0]?.count ?? 0;
+    add(
+      `${fmt(n)} holds: heap used (MiB) over time (acquire, hold, release)`,
+      'MiB',
+      series(holds, holdSamples, (x) => x.heapUsed / 2 ** 20),
+    );
+    add(
+      `${fmt(n)} holds: event-loop delay p99 per second (ms)`,
+      'ms',
+      series(holds, holdSamples, (x) => x.loopP99),
+      SCALE_TARGETS.loopP99Ms,
+    );
+    add(
+      `${fmt(n)} holds: commands sent per second`,
+      'commands/s',
+      series(holds, holdSamples, (x) => x.commands),
+    );
+  }
+  if (waiters.length) {
+    const n = waitersOf(waiters[0])[0]?.count ?? 0;
+    add(
+      `${fmt(n)} waiters: heap used (MiB) over time (queue, time-outs, drain)`,
+      'MiB',
+      series(waiters, waiterSamples, (x) => x.heapUsed / 2 ** 20),
+    );
+    add(
+      `${fmt(n)} waiters: event-loop delay p99 per 250 ms (ms)`,
+      'ms',
+      series(waiters, waiterSamples, (x) => x.loopP99),
+      SCALE_TARGETS.loopP99Ms,
+    );
+  }
+  const H = charts.length * PH + 10;
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="Helvetica, Arial, sans-serif">`,
+    `<rect width="${W}" height="${H}" fill="#fff"/>`,
+    ...charts,
+    '</svg>',
+    '',
+  ].join('\n');
+}

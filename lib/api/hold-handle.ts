@@ -1,0 +1,30 @@
+import { LockConfigError, LockLostError } from '../errors';
+import type { LockHandle } from '../interfaces';
+import { MAX_TIMER_MS } from '../redlock.constants';
+import { BAD_OPTION, EXPECTED } from '../redlock.messages';
+import type { ActiveHold } from './active-hold';
+import { HoldInfo } from './hold-scope';
+
+/**
+ * What `LockService.acquire` returns. A class, so every handle shares one hidden class, and its
+ * `signal` and `fences` are built only when read (100,000 handles held at once are normal).
+ * `release` and `extend` are bound: they may be passed around on their own.
+ * @internal
+ */
+export class HoldHandle extends HoldInfo implements LockHandle {
+  readonly release: () => Promise<void>;
+  readonly extend: (ms: number) => Promise<void>;
+
+  constructor(hold: ActiveHold, release: () => Promise<void>) {
+    super(hold);
+    this.release = release;
+    this.extend = async (ms: number) => {
+      if (!(Number.isInteger(ms) && ms >= 10 && ms <= MAX_TIMER_MS)) {
+        throw new LockConfigError(BAD_OPTION('extend(ms)', ms, EXPECTED.ttl), 'extend');
+      }
+      if (!(await hold.client.extend(hold.lease, ms))) {
+        throw new LockLostError(hold.lease.keys, 'lost');
+      }
+    };
+  }
+}

@@ -1,0 +1,251 @@
+import type { INestApplication } from '@nestjs/common';
+import { Cluster, Redis } from 'ioredis';
+import { type LockHandle, LockLostError, LockService } from 'nest-locked';
+import { keySlot } from '../../lib/redis/key-slot';
+import { findOverlaps, type Interval, now } from '../support/intervals';
+import { createLockApp, lockRedisKey, sleep, uniquePrefix, within } from '../support/lock-app';
+import { redisForFile } from '../support/redis-for-file';
+import {
+  type RedisClusterHandle,
+  type RedisServerHandle,
+  startRedisCluster,
+  startRedisServers,
+} from '../support/redis-server';
+
+/**
+ * Watchdog renewals go out batched (RENEW_MANY: one script call per node for the renewals due
+ * together, per slot on a Cluster). Each hold still learns on its own whether it was renewed,
+ * repaired or lost, a quorum's majority rule stays, and exclusion and FIFO order hold while
+ * renewals run in batches.
+ */
+jest.setTimeout(90_000);
+
+/** Scripts run on these servers (EVALSHA and EVAL calls, from INFO commandstats). */
+async function scriptCalls(conns: Redis[]): Promise<number> {
+  let n = 0;
+  for (const c of conns) {
+    const info = await c.info('commandstats');
+    for (const m of info.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)) n += Number(m[1]);
+  }
+  return n;
+}
+
+const TTL = 600; // a renewal every 200 ms
+
+async function takeAll(locks: LockService, keys: string[]): Promise<LockHandle[]> {
+  return Promise.all(keys.map((k) => locks.acquire(k, { ttl: TTL, waitTimeout: 0 })));
+}
+
+/** The reason a hold's signal was aborted with, if it was. */
+const lostReason = (h: LockHandle) =>
+  h.signal.aborted ? (h.signal.reason as LockLostError).reason : undefined;
+
+describe('single node', () => {
+  let server: RedisServerHandle;
+  let redis: Redis;
+  redisForFile((s, r) => {
+    server = s;
+    redis = r;
+  });
+  let app: INestApplication;
+  let other: INestApplication;
+  const keyPrefix = uniquePrefix('batch');
+
+  beforeAll(async () => {
+    app = await createLockApp({ options: { clients: [server.url], keyPrefix } });
+    other = await createLockApp({ options: { clients: [server.url], keyPrefix } });
+  });
+  afterAll(async () => {
+    await app?.close();
+    await other?.close();
+  });
+
+  it('renews 200 holds with a few script calls per round, and tells each hold its own loss', async () => {
+    const locks = app.get(LockService);
+    const keys = Array.from({ length: 200 }, (_, i) => `b:${i}`);
+    const holds = await takeAll(locks, keys);
+    try {
+      const before = await scriptCalls([redis]);
+      await sleep(1_000); // ~5 renewal rounds
+      const calls = (await scriptCalls([redis])) - before;
+      // One EXTEND per hold per round would be ~1,000 calls.
+      expect(calls).toBeGreaterThan(0);
+      expect(calls).toBeLessThan(100);
+      expect(holds.filter((h) => h.signal.aborted)).toEqual([]);
+      for (const k of keys.slice(0, 5)) {
+        expect(await redis.pttl(lockRedisKey(keyPrefix, k))).toBeGreaterThan(TTL / 3);
+      }
+
+      // Hold 7 taken over by someone else, hold 8's key gone: those two, and only those, lost.
+      await redis.set(lockRedisKey(keyPrefix, keys[7]), 'someone-else', 'PX', 10_000);
+      await redis.del(lockRedisKey(keyPrefix, keys[8]));
+      await within(
+        new Promise<void>((resolve) => {
+          const t = setInterval(() => {
+            if (holds[7].signal.aborted && holds[8].signal.aborted) {
+              clearInterval(t);
+              resolve();
+            }
+          }, 10);
+        }),
+        3_000,
+        'holds 7 and 8 learning their loss',
+      );
+      expect(lostReason(holds[7])).toBe('lost');
+      expect(lostReason(holds[8])).toBe('lost');
+      await sleep(500);
+      expect(holds.filter((h) => h.signal.aborted)).toEqual([holds[7], holds[8]]);
+      // Nobody else's lock was touched: the intruder's value is still there.
+      expect(await redis.get(lockRedisKey(keyPrefix, keys[7]))).toBe('someone-else');
+    } finally {
+      await Promise.all(holds.map((h) => h.release().catch(() => undefined)));
+    }
+    const left = await Promise.all(
+      keys.map((k, i) => (i === 7 ? 0 : redis.exists(lockRedisKey(keyPrefix, k)))),
+    );
+    expect(left.filter(Boolean)).toEqual([]);
+  });
+
+  it('keeps exclusion while sections outlive their lease (intervals from two apps)', async () => {
+    const intervals: Interval[] = [];
+    const keys = Array.from({ length: 8 }, (_, i) => `x:${i}`);
+    const run = (locks: LockService, key: string, by: string) =>
+      locks.using(
+        key,
+        async ({ signal }) => {
+          const start = now();
+          // 250-450 ms: each section spans one or more batched renewals of a 300 ms lease.
+          await sleep(250 + Math.floor(Math.random() * 200));
+          intervals.push({ key, start, end: now(), by });
+          if (signal.aborted) throw new Error(`${by} lost ${key}`);
+        },
+        { ttl: 300, waitTimeout: 20_000 },
+      );
+    await Promise.all(
+      keys.flatMap((key) =>
+        [app, other].flatMap((a, ai) =>
+          Array.from({ length: 2 }, (_, c) => run(a.get(LockService), key, `${ai}.${c}`)),
+        ),
+      ),
+    );
+    expect(intervals).toHaveLength(keys.length * 4);
+    expect(findOverlaps(intervals)).toEqual([]);
+  });
+
+  it('keeps FIFO order in a line while the holders renew in batches', async () => {
+    const locks = app.get(LockService);
+    const entered: number[] = [];
+    const calls: Promise<void>[] = [];
+    for (let i = 0; i < 12; i++) {
+      calls.push(
+        locks.using(
+          'fifo',
+          async () => {
+            entered.push(i);
+            await sleep(120); // renewed at 100 ms, batched with the others' renewals
+          },
+          { ttl: 300, waitTimeout: 20_000 },
+        ),
+      );
+      await sleep(3);
+    }
+    await Promise.all(calls);
+    expect(entered).toEqual(Array.from({ length: 12 }, (_, i) => i));
+  });
+});
+
+describe('quorum of 3 nodes', () => {
+  let servers: RedisServerHandle[];
+  let conns: Redis[];
+  let app: INestApplication;
+  const keyPrefix = uniquePrefix('batchq');
+
+  beforeAll(async () => {
+    servers = await startRedisServers(3);
+    conns = servers.map((s) => new Redis(s.url));
+    app = await createLockApp({ options: { clients: servers.map((s) => s.url), keyPrefix } });
+  });
+  afterAll(async () => {
+    await app?.close();
+    for (const c of conns ?? []) c.disconnect();
+    await Promise.all((servers ?? []).map((s) => s.stop()));
+  });
+
+  it('repairs a hold missing on one node, loses one taken on two, and batches the rest', async () => {
+    const locks = app.get(LockService);
+    const keys = Array.from({ length: 60 }, (_, i) => `q:${i}`);
+    const holds = await takeAll(locks, keys);
+    try {
+      const before = await scriptCalls(conns);
+      await sleep(1_000);
+      const calls = (await scriptCalls(conns)) - before;
+      // Unbatched: ~60 holds x 5 rounds x 3 nodes = 900 calls.
+      expect(calls).toBeLessThan(90);
+      expect(holds.filter((h) => h.signal.aborted)).toEqual([]);
+
+      const rk = (i: number) => lockRedisKey(keyPrefix, keys[i]);
+      await conns[0].del(rk(3)); // a minority lost it: put back
+      await conns[0].set(rk(4), 'someone-else', 'PX', 10_000); // majority gone: lost
+      await conns[1].set(rk(4), 'someone-else', 'PX', 10_000);
+      await sleep(700);
+      expect(lostReason(holds[4])).toBe('lost');
+      expect(holds.filter((h) => h.signal.aborted)).toEqual([holds[4]]);
+      const token = await conns[1].get(rk(3));
+      expect(token).not.toBeNull();
+      expect(await conns[0].get(rk(3))).toBe(token);
+    } finally {
+      await Promise.all(holds.map((h) => h.release().catch(() => undefined)));
+    }
+  });
+});
+
+describe('Redis Cluster (3 masters)', () => {
+  let cluster: RedisClusterHandle;
+  let client: Cluster;
+  let app: INestApplication;
+  const keyPrefix = uniquePrefix('batchc');
+
+  beforeAll(async () => {
+    cluster = await startRedisCluster(3);
+    client = new Cluster(cluster.startupNodes, { lazyConnect: false });
+    app = await createLockApp({ options: { clients: [client], keyPrefix } });
+  });
+  afterAll(async () => {
+    await app?.close();
+    await client?.quit().catch(() => client.disconnect());
+    await cluster?.stop();
+  });
+
+  it('computes the slot Redis computes', async () => {
+    for (const key of [
+      'foo',
+      'a{b}c',
+      'foo{}{bar}',
+      'foo{{bar}}zap',
+      lockRedisKey(keyPrefix, 'k:1'),
+    ]) {
+      expect(keySlot(key)).toBe(Number(await client.cluster('KEYSLOT', key)));
+    }
+  });
+
+  it('renews holds spread over slots (one call per slot) and tells each its own loss', async () => {
+    const locks = app.get(LockService);
+    const keys = Array.from({ length: 80 }, (_, i) => `c:${i}`);
+    const slots = new Set(keys.map((k) => keySlot(lockRedisKey(keyPrefix, k))));
+    expect(slots.size).toBeGreaterThan(40);
+    const holds = await takeAll(locks, keys);
+    try {
+      await sleep(800);
+      expect(holds.filter((h) => h.signal.aborted)).toEqual([]);
+      await client.set(lockRedisKey(keyPrefix, keys[11]), 'someone-else', 'PX', 10_000);
+      await sleep(600);
+      expect(lostReason(holds[11])).toBe('lost');
+      expect(holds.filter((h) => h.signal.aborted)).toEqual([holds[11]]);
+      for (const i of [0, 40, 79]) {
+        expect(await client.pttl(lockRedisKey(keyPrefix, keys[i]))).toBeGreaterThan(0);
+      }
+    } finally {
+      await Promise.all(holds.map((h) => h.release().catch(() => undefined)));
+    }
+  });
+});
