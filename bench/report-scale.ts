@@ -3,7 +3,8 @@
  * 100,000 holds in one process, 10,000 waiters on one key. Target rows, markdown sections and a
  * chart of heap and event-loop delay over time (latest-scale.svg).
  */
-import type { HoldsResult, PeerName, TimeSample, WaitersResult } from './protocol';
+import type { HoldsResult, TimeSample, WaitersResult } from './protocol';
+import { esc, fmt, PEER_COLOR, PEER_LABEL, pf } from './report-format';
 import type { CaseSummary } from './run';
 
 /** PRODUCT.md section 4, the scale targets. */
@@ -21,21 +22,6 @@ export const SCALE_TARGETS = {
   cpuOverFloorUs: 10,
 };
 
-const LABEL: Partial<Record<PeerName, string>> = {
-  floor: 'raw ioredis floor (SET NX PX + EVALSHA)',
-  redlock: 'redlock 5 defaults',
-  'redlock-tuned': 'redlock 5 tuned (10/10/-1)',
-  mutex: 'redis-semaphore Mutex',
-  'nest-redlock': '@anchan828/nest-redlock @Redlock',
-  'ours-locked': '**ours: @Locked**',
-};
-const label = (p: PeerName) => LABEL[p] ?? p;
-
-const fmt = (n: number | undefined, d = 0): string =>
-  n === undefined || !Number.isFinite(n)
-    ? '-'
-    : n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
-const pf = (ok: boolean | undefined): string => (ok === undefined ? '-' : ok ? 'PASS' : '**FAIL**');
 const kib = (b: number) => `${fmt(b / 1024, 2)} KiB`;
 const sum = (c: Record<string, number>) => Object.values(c).reduce((a, b) => a + b, 0);
 
@@ -142,7 +128,7 @@ export function scaleMarkdown(summaries: CaseSummary[]): string[] {
     for (const s of handoff) {
       const h = s.handoff;
       L.push(
-        `| ${label(s.def.peer)} | ${fmt(s.rate.median)} | ${fmt(h?.gapP50, 3)} | ${fmt(h?.gapP99, 3)} | ${fmt(h?.releaseP50, 3)} | ${fmt(h?.heardP50, 3)} / ${fmt(h?.heardP99, 3)} | ${fmt(h?.enterP50, 3)} / ${fmt(h?.enterP99, 3)} | ${fmt(h?.n)} | ${s.n} |`,
+        `| ${PEER_LABEL[s.def.peer]} | ${fmt(s.rate.median)} | ${fmt(h?.gapP50, 3)} | ${fmt(h?.gapP99, 3)} | ${fmt(h?.releaseP50, 3)} | ${fmt(h?.heardP50, 3)} / ${fmt(h?.heardP99, 3)} | ${fmt(h?.enterP50, 3)} / ${fmt(h?.enterP99, 3)} | ${fmt(h?.n)} | ${s.n} |`,
       );
     }
   }
@@ -159,7 +145,7 @@ export function scaleMarkdown(summaries: CaseSummary[]): string[] {
     );
     for (const s of many) {
       L.push(
-        `| ${s.def.spec.concurrency} | ${label(s.def.peer)} | ${fmt(s.rate.median)} (${fmt(s.rate.min)}–${fmt(s.rate.max)}) | ${fmt(s.vsFloor, 2)} | ${fmt(s.cpuUsPerOp, 1)} | ${fmt(s.clientPerOp, 2)} | ${s.n} |`,
+        `| ${s.def.spec.concurrency} | ${PEER_LABEL[s.def.peer]} | ${fmt(s.rate.median)} (${fmt(s.rate.min)}–${fmt(s.rate.max)}) | ${fmt(s.vsFloor, 2)} | ${fmt(s.cpuUsPerOp, 1)} | ${fmt(s.clientPerOp, 2)} | ${s.n} |`,
       );
     }
   }
@@ -180,13 +166,15 @@ export function scaleMarkdown(summaries: CaseSummary[]): string[] {
     );
     for (const s of holds) {
       if (s.n === 0) {
-        L.push(`| ${label(s.def.peer)} | ${s.skipped ?? s.errors[0]?.split('\n')[0] ?? '-'} |`);
+        L.push(
+          `| ${PEER_LABEL[s.def.peer]} | ${s.skipped ?? s.errors[0]?.split('\n')[0] ?? '-'} |`,
+        );
         continue;
       }
       for (const h of holdsOf(s)) {
         const f = holdFigures(h);
         L.push(
-          `| ${label(s.def.peer)} | ${fmt(h.taken)} / ${fmt(h.count)} | ${fmt(h.acquireMs / 1000, 1)} | ${kib(f.perHold)} | ${[h.heapBefore, h.heapHeld, h.heapAfter].map((b) => fmt(b / 2 ** 20, 1)).join(' / ')} MiB | ${fmt(f.commandsPerS, 1)} (${fmt(f.unbatched)}) | ${fmt(h.loopP50, 1)} / ${fmt(h.loopP99, 1)} / ${fmt(h.loopMax, 0)} | ${h.lost} | ${fmt(h.releaseMs / 1000, 1)} | ${h.leftInRedis} | ${s.n} |`,
+          `| ${PEER_LABEL[s.def.peer]} | ${fmt(h.taken)} / ${fmt(h.count)} | ${fmt(h.acquireMs / 1000, 1)} | ${kib(f.perHold)} | ${[h.heapBefore, h.heapHeld, h.heapAfter].map((b) => fmt(b / 2 ** 20, 1)).join(' / ')} MiB | ${fmt(f.commandsPerS, 1)} (${fmt(f.unbatched)}) | ${fmt(h.loopP50, 1)} / ${fmt(h.loopP99, 1)} / ${fmt(h.loopMax, 0)} | ${h.lost} | ${fmt(h.releaseMs / 1000, 1)} | ${h.leftInRedis} | ${s.n} |`,
         );
       }
     }
@@ -220,13 +208,6 @@ export function scaleMarkdown(summaries: CaseSummary[]): string[] {
 }
 
 // ------------------------------------------------------------------ chart
-
-const COLORS: Partial<Record<PeerName, string>> = {
-  redlock: '#c9a227',
-  mutex: '#7a8fb8',
-  'ours-locked': '#1b7f3b',
-};
-const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 interface Series {
   name: string;
@@ -303,8 +284,8 @@ export function scaleSvg(summaries: CaseSummary[]): string | undefined {
     y: (x: TimeSample) => number,
   ): Series[] =>
     list.map((s) => ({
-      name: (LABEL[s.def.peer] ?? s.def.peer).replace(/\*\*/g, ''),
-      color: COLORS[s.def.peer] ?? '#333',
+      name: PEER_LABEL[s.def.peer].replace(/\*\*/g, ''),
+      color: PEER_COLOR[s.def.peer],
       points: (samples(s) ?? []).map((x) => [x.t / 1000, y(x)] as [number, number]),
     }));
   const holdSamples = (s: CaseSummary) => holdsOf(s)[0]?.samples;

@@ -4,6 +4,7 @@
  */
 import { PERMITS, type PeerName } from './protocol';
 import type { CaseSummary, Options } from './run';
+import { fmt, oneLine, pf, range, topCommands } from './report-format';
 
 export const SHARED_TARGETS = {
   /** Read-heavy (95% reads): read holds vs the exclusive lock, same load. */
@@ -35,30 +36,12 @@ export interface SharedHoldsDerived {
   permits: Record<string, PermitsFigures>;
 }
 
-const fmt = (n: number | undefined, d = 0): string =>
-  n === undefined || !Number.isFinite(n)
-    ? '-'
-    : n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
-const pf = (ok: boolean | undefined): string => (ok === undefined ? '-' : ok ? 'PASS' : '**FAIL**');
-const range = (r: { median: number; min: number; max: number }, d = 0) =>
-  r.min === r.max || !Number.isFinite(r.min)
-    ? fmt(r.median, d)
-    : `${fmt(r.median, d)} (${fmt(r.min, d)}–${fmt(r.max, d)})`;
-const topCommands = (by: Record<string, number>, n = 4) =>
-  Object.entries(by)
-    .filter(([, v]) => v >= 0.005)
-    .sort((a, b) => b[1] - a[1])
-    .slice(0, n)
-    .map(([k, v]) => `${k} ${fmt(v, 2)}`)
-    .join(', ') || '-';
 const failed = (s: CaseSummary) => {
   const total = Object.values(s.failures).reduce((a, b) => a + b, 0);
   return total ? `${fmt(total / Math.max(1, s.n), 1)} / ${s.attemptsPerRun} per run` : '0';
 };
 const errorCell = (s: CaseSummary) =>
-  (s.skipped ? `skipped: ${s.skipped}` : `error: ${s.errors[0] ?? 'unknown'}`)
-    .split('\n')[0]
-    .slice(0, 300);
+  oneLine(s.skipped ? `skipped: ${s.skipped}` : `error: ${s.errors[0] ?? 'unknown'}`);
 
 /** `floorIdeal`: 1 / (section + handoff), the raw floor with 1 worker, sections/s. */
 export function deriveSharedHolds(
@@ -160,7 +143,7 @@ export function sharedHoldsMarkdown(
       const f = d.readHeavy[s.def.config];
       const isShared = s.def.peer === 'ours-rw';
       L.push(
-        `| ${s.def.config} | ${label} | ${range(s.rate)} | ${isShared && f ? fmt(f.speedup, 2) : '-'} | ${isShared && f ? pf(f.pass) : '-'} | ${fmt(s.waitP50, 2)} | ${range(s.waitP99, 1)} | ${fmt(s.writeWaitP99, 1)} | ${fmt(s.writes)} | ${fmt(s.clientPerOp, 2)} (${topCommands(s.clientByCommand)}) | ${fmt(s.clientCpuPerOp, 0)} / ${fmt(s.serverCpuPerOp, 0)} | ${failed(s)} | ${s.overlaps} | ${s.n} |`,
+        `| ${s.def.config} | ${label} | ${range(s.rate)} | ${isShared && f ? fmt(f.speedup, 2) : '-'} | ${isShared && f ? pf(f.pass) : '-'} | ${fmt(s.waitP50, 2)} | ${range(s.waitP99, 1)} | ${fmt(s.writeWaitP99, 1)} | ${fmt(s.writes)} | ${fmt(s.clientPerOp, 2)} (${topCommands(s.clientByCommand, 4)}) | ${fmt(s.clientCpuPerOp, 0)} / ${fmt(s.serverCpuPerOp, 0)} | ${failed(s)} | ${s.overlaps} | ${s.n} |`,
       );
     }
   }
@@ -191,7 +174,7 @@ export function sharedHoldsMarkdown(
       const p = d.permits[s.def.id];
       const ours = s.def.peer === 'ours-permits5';
       L.push(
-        `| ${s.def.config} | ${label} | ${range(s.rate)} | ${fmt(p?.vsIdeal, 2)} | ${ours ? pf(p?.pass) : '-'} | ${fmt(s.waitP50, 2)} | ${range(s.waitP99, 1)} | ${fmt(s.waitMax, 0)} | ${fmt(s.clientPerOp, 2)} (${topCommands(s.clientByCommand)}) | ${fmt(s.serverPerOp, 1)} | ${fmt(s.clientCpuPerOp, 0)} / ${fmt(s.serverCpuPerOp, 0)} | ${fmt(s.maxConcurrent)} | ${failed(s)} | ${s.n} |`,
+        `| ${s.def.config} | ${label} | ${range(s.rate)} | ${fmt(p?.vsIdeal, 2)} | ${ours ? pf(p?.pass) : '-'} | ${fmt(s.waitP50, 2)} | ${range(s.waitP99, 1)} | ${fmt(s.waitMax, 0)} | ${fmt(s.clientPerOp, 2)} (${topCommands(s.clientByCommand, 4)}) | ${fmt(s.serverPerOp, 1)} | ${fmt(s.clientCpuPerOp, 0)} / ${fmt(s.serverCpuPerOp, 0)} | ${fmt(s.maxConcurrent)} | ${failed(s)} | ${s.n} |`,
       );
     }
   }

@@ -13,6 +13,7 @@ import {
   sharedHoldsTargetRows,
 } from './report-shared-holds';
 import type { CaseSummary, Options } from './run';
+import { esc, fmt, oneLine, PEER_COLOR, PEER_LABEL, pf, range, topCommands } from './report-format';
 import { scaleMarkdown, scaleSvg, scaleTargetRows } from './report-scale';
 
 export interface ReportMeta {
@@ -38,39 +39,6 @@ export const TARGETS = {
   heapGrowthBytes: 1 << 20,
 };
 
-const LABEL: Record<PeerName, string> = {
-  timer: 'timer only (no lock)',
-  floor: 'raw ioredis floor (SET NX PX + EVALSHA)',
-  redlock: 'redlock 5 defaults',
-  'redlock-tuned': 'redlock 5 tuned (10/10/-1)',
-  mutex: 'redis-semaphore Mutex',
-  'nest-redlock': '@anchan828/nest-redlock @Redlock',
-  'ours-locked': '**ours: @Locked**',
-  'ours-using': '**ours: LockService.using**',
-  'ours-locked-seg10': '**ours: @Locked segments: 10**',
-  'floor-wait1': 'raw floor + WAIT 1 1000 after the SET',
-  'ours-locked-acks1': '**ours: @Locked replicaAcks: 1**',
-  'ours-rw': "**ours: @Locked mode: 'read' / 'write'**",
-  'ours-permits5': '**ours: @Locked permits: 5**',
-  semaphore5: 'redis-semaphore Semaphore(5)',
-};
-
-const fmt = (n: number | undefined, d = 0): string =>
-  n === undefined || !Number.isFinite(n)
-    ? '-'
-    : n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
-const pf = (ok: boolean | undefined): string => (ok === undefined ? '-' : ok ? 'PASS' : '**FAIL**');
-const range = (r: { median: number; min: number; max: number }, d = 0) =>
-  r.min === r.max || !Number.isFinite(r.min)
-    ? fmt(r.median, d)
-    : `${fmt(r.median, d)} (${fmt(r.min, d)}–${fmt(r.max, d)})`;
-const topCommands = (by: Record<string, number>, n = 6) =>
-  Object.entries(by)
-    .filter(([, v]) => v >= 0.005)
-    .sort((a, b) => b[1] - a[1])
-    .slice(0, n)
-    .map(([k, v]) => `${k} ${fmt(v, 2)}`)
-    .join(', ') || '-';
 const failures = (s: CaseSummary) => {
   const total = Object.values(s.failures).reduce((a, b) => a + b, 0);
   if (!total) return '0';
@@ -334,7 +302,7 @@ function markdown(summaries: CaseSummary[], d: Derived, meta: ReportMeta): strin
         `| ${tag}: longest same-holder streak; grants out of arrival order (report only) | ${fmt(s.streakMax)} (mean ${fmt(s.streakMean, 2)}); ${fmt(s.outOfOrder * 100, 1)}% of sections overtook an earlier caller | - |`,
       );
       L.push(
-        `| ${tag}: <= ${TARGETS.commandsPerSection} Redis commands per section (client-sent) | ${fmt(s.clientPerOp, 2)} (${topCommands(s.clientByCommand)}) | ${pf(h.passCommands)} |`,
+        `| ${tag}: <= ${TARGETS.commandsPerSection} Redis commands per section (client-sent) | ${fmt(s.clientPerOp, 2)} (${topCommands(s.clientByCommand, 6)}) | ${pf(h.passCommands)} |`,
       );
     }
   }
@@ -395,12 +363,12 @@ function markdown(summaries: CaseSummary[], d: Derived, meta: ReportMeta): strin
     for (const s of unc) {
       const servers = s.def.replica ? '1 + 1 replica' : s.def.servers;
       if (s.n === 0) {
-        L.push(`| ${servers} | ${LABEL[s.def.peer]} | ${errorCell(s)} | | | | | | | 0 |`);
+        L.push(`| ${servers} | ${PEER_LABEL[s.def.peer]} | ${errorCell(s)} | | | | | | | 0 |`);
         continue;
       }
       const u = d.uncontended[s.def.id];
       L.push(
-        `| ${servers} | ${LABEL[s.def.peer]} | ${range(s.rate)} | ${fmt(1e6 / s.rate.median)} | ${fmt(u.vsFloor, 2)} | ${s.def.peer === 'floor' ? '-' : pf(u.pass)} | ${fmt(s.cpuUsPerOp, 1)} | ${fmt(s.clientPerOp, 2)} (${topCommands(s.clientByCommand)}) | ${fmt(s.serverPerOp, 1)} | ${s.n} |`,
+        `| ${servers} | ${PEER_LABEL[s.def.peer]} | ${range(s.rate)} | ${fmt(1e6 / s.rate.median)} | ${fmt(u.vsFloor, 2)} | ${s.def.peer === 'floor' ? '-' : pf(u.pass)} | ${fmt(s.cpuUsPerOp, 1)} | ${fmt(s.clientPerOp, 2)} (${topCommands(s.clientByCommand, 6)}) | ${fmt(s.serverPerOp, 1)} | ${s.n} |`,
       );
     }
     const r = d.replicaAcks;
@@ -454,13 +422,13 @@ function markdown(summaries: CaseSummary[], d: Derived, meta: ReportMeta): strin
     for (const s of hot) {
       if (s.n === 0) {
         L.push(
-          `| ${s.def.config} | ${LABEL[s.def.peer]} | ${errorCell(s)} |${' |'.repeat(14)} 0 |`,
+          `| ${s.def.config} | ${PEER_LABEL[s.def.peer]} | ${errorCell(s)} |${' |'.repeat(14)} 0 |`,
         );
         continue;
       }
       const h = d.hot[s.def.id];
       L.push(
-        `| ${s.def.config} | ${LABEL[s.def.peer]} | ${range(s.rate)} | ${fmt(h.vsTimer, 2)} | ${pf(h.passIdeal)} | ${fmt(h.vsFloor, 2)} | ${fmt(s.waitP50, 2)} | ${range(s.waitP99, 1)} | ${pf(h.passP99)} (${fmt(h.p99Bound)}) | ${fmt(s.waitMax, 0)} | ${fmt(s.clientPerOp, 2)} | ${pf(h.passCommands)} | ${fmt(s.serverPerOp, 1)} | ${fmt(s.streakMax, 0)} / ${fmt(s.streakMean, 2)} | ${fmt(s.outOfOrder * 100, 1)}% | ${failures(s)} | ${s.overlaps}${s.timedOut ? ' (time budget hit)' : ''} | ${s.n} |`,
+        `| ${s.def.config} | ${PEER_LABEL[s.def.peer]} | ${range(s.rate)} | ${fmt(h.vsTimer, 2)} | ${pf(h.passIdeal)} | ${fmt(h.vsFloor, 2)} | ${fmt(s.waitP50, 2)} | ${range(s.waitP99, 1)} | ${pf(h.passP99)} (${fmt(h.p99Bound)}) | ${fmt(s.waitMax, 0)} | ${fmt(s.clientPerOp, 2)} | ${pf(h.passCommands)} | ${fmt(s.serverPerOp, 1)} | ${fmt(s.streakMax, 0)} / ${fmt(s.streakMean, 2)} | ${fmt(s.outOfOrder * 100, 1)}% | ${failures(s)} | ${s.overlaps}${s.timedOut ? ' (time budget hit)' : ''} | ${s.n} |`,
       );
     }
     L.push('', '### Where the time between sections goes (medians)', '');
@@ -481,7 +449,7 @@ function markdown(summaries: CaseSummary[], d: Derived, meta: ReportMeta): strin
     for (const s of hot) {
       if (s.n === 0) continue;
       L.push(
-        `| ${s.def.config} | ${LABEL[s.def.peer]} | ${fmt(s.gapSameP50, 3)} | ${fmt(s.gapOtherP50, 3)} | ${fmt(100 * s.otherShare, 0)}% | ${fmt(100 * s.busyFraction, 0)}% | ${fmt(s.clientCpuPerOp, 0)} | ${fmt(s.serverCpuPerOp, 0)} | ${fmt(100 * s.machineCpuShare, 0)}% |`,
+        `| ${s.def.config} | ${PEER_LABEL[s.def.peer]} | ${fmt(s.gapSameP50, 3)} | ${fmt(s.gapOtherP50, 3)} | ${fmt(100 * s.otherShare, 0)}% | ${fmt(100 * s.busyFraction, 0)}% | ${fmt(s.clientCpuPerOp, 0)} | ${fmt(s.serverCpuPerOp, 0)} | ${fmt(100 * s.machineCpuShare, 0)}% |`,
       );
     }
     L.push('', '### Commands per section by command (medians)', '');
@@ -490,7 +458,7 @@ function markdown(summaries: CaseSummary[], d: Derived, meta: ReportMeta): strin
     for (const s of hot) {
       if (s.n === 0) continue;
       L.push(
-        `| ${s.def.config} | ${LABEL[s.def.peer]} | ${topCommands(s.clientByCommand, 8)} | ${topCommands(s.serverByCommand, 10)} |`,
+        `| ${s.def.config} | ${PEER_LABEL[s.def.peer]} | ${topCommands(s.clientByCommand, 8)} | ${topCommands(s.serverByCommand, 10)} |`,
       );
     }
   }
@@ -511,13 +479,15 @@ function markdown(summaries: CaseSummary[], d: Derived, meta: ReportMeta): strin
     );
     for (const s of seg) {
       if (s.n === 0) {
-        L.push(`| ${s.def.config} | ${LABEL[s.def.peer]} | ${errorCell(s)} |${' |'.repeat(9)} 0 |`);
+        L.push(
+          `| ${s.def.config} | ${PEER_LABEL[s.def.peer]} | ${errorCell(s)} |${' |'.repeat(9)} 0 |`,
+        );
         continue;
       }
       const sp = d.segmented[s.def.config];
       const isSeg = s.def.peer === 'ours-locked-seg10';
       L.push(
-        `| ${s.def.config} | ${LABEL[s.def.peer]} | ${range(s.rate)} | ${isSeg && sp ? fmt(sp.speedup, 2) : '-'} | ${isSeg && sp ? pf(sp.pass) : '-'} | ${fmt(s.waitP50, 2)} | ${range(s.waitP99, 1)} | ${fmt(s.clientPerOp, 2)} (${topCommands(s.clientByCommand, 4)}) | ${fmt(s.clientCpuPerOp, 0)} / ${fmt(s.serverCpuPerOp, 0)} | ${fmt(100 * s.machineCpuShare, 0)}% | ${isSeg ? fmt(s.segmentsUsed) : '-'} | ${s.overlaps} | ${s.n} |`,
+        `| ${s.def.config} | ${PEER_LABEL[s.def.peer]} | ${range(s.rate)} | ${isSeg && sp ? fmt(sp.speedup, 2) : '-'} | ${isSeg && sp ? pf(sp.pass) : '-'} | ${fmt(s.waitP50, 2)} | ${range(s.waitP99, 1)} | ${fmt(s.clientPerOp, 2)} (${topCommands(s.clientByCommand, 4)}) | ${fmt(s.clientCpuPerOp, 0)} / ${fmt(s.serverCpuPerOp, 0)} | ${fmt(100 * s.machineCpuShare, 0)}% | ${isSeg ? fmt(s.segmentsUsed) : '-'} | ${s.overlaps} | ${s.n} |`,
       );
     }
   }
@@ -574,31 +544,12 @@ function markdown(summaries: CaseSummary[], d: Derived, meta: ReportMeta): strin
 
 const signed = (n: number) => (Number.isFinite(n) && n >= 0 ? `+${fmt(n)}` : fmt(n));
 const mb = (b: number) => `${(b / 2 ** 20).toFixed(2)} MiB`;
-const oneLine = (s: string | undefined) => (s ?? '').split('\n')[0].slice(0, 300);
 const errorCell = (s: CaseSummary) =>
   s.skipped ? `skipped: ${oneLine(s.skipped)}` : `error: ${oneLine(s.errors[0])}`;
 
 // ------------------------------------------------------------------ svg
 
-const COLORS: Record<PeerName, string> = {
-  timer: '#999999',
-  floor: '#666666',
-  redlock: '#c9a227',
-  'redlock-tuned': '#e07b39',
-  mutex: '#7a8fb8',
-  'nest-redlock': '#a77bbf',
-  'ours-locked': '#1b7f3b',
-  'ours-using': '#52b069',
-  'ours-locked-seg10': '#0b4f22',
-  'floor-wait1': '#333333',
-  'ours-locked-acks1': '#8fd19e',
-  'ours-rw': '#2e9e57',
-  'ours-permits5': '#146b33',
-  semaphore5: '#5a6f98',
-};
-
-const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-const plain = (p: PeerName) => LABEL[p].replace(/\*\*/g, '');
+const plain = (p: PeerName) => PEER_LABEL[p].replace(/\*\*/g, '');
 
 interface Panel {
   title: string;
@@ -661,7 +612,7 @@ function panel(p: Panel, x0: number, y0: number, w: number, h: number): string {
       const top = y(v);
       const base = y0 + 30 + plotH;
       out.push(
-        `<rect x="${gx + pi * bw}" y="${Math.min(top, base)}" width="${bw - 2}" height="${Math.abs(base - top)}" fill="${COLORS[peer]}"><title>${esc(`${plain(peer)}, ${g}: ${fmt(v, p.digits)} ${p.unit}`)}</title></rect>`,
+        `<rect x="${gx + pi * bw}" y="${Math.min(top, base)}" width="${bw - 2}" height="${Math.abs(base - top)}" fill="${PEER_COLOR[peer]}"><title>${esc(`${plain(peer)}, ${g}: ${fmt(v, p.digits)} ${p.unit}`)}</title></rect>`,
       );
       if (bw >= 16) {
         out.push(
@@ -765,7 +716,7 @@ function svg(summaries: CaseSummary[], d: Derived): string {
   legendPeers.forEach((peer, i) => {
     const x = 10 + i * 140;
     parts.push(
-      `<rect x="${x}" y="10" width="12" height="12" fill="${COLORS[peer]}"/>`,
+      `<rect x="${x}" y="10" width="12" height="12" fill="${PEER_COLOR[peer]}"/>`,
       `<text x="${x + 16}" y="20" font-size="10">${esc(plain(peer).replace(/ \(.*\)$/, ''))}</text>`,
     );
   });
