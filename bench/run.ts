@@ -40,6 +40,7 @@ import {
   startRedis,
 } from '../scripts/redis';
 import { writeReport } from './report';
+import { fmt } from './report-format';
 import {
   handoffGaps,
   handoffSplit,
@@ -1248,11 +1249,6 @@ function versionOf(pkg: string): string {
     return '?';
   }
 }
-
-const fmt = (n: number | undefined, d = 0) =>
-  n === undefined || !Number.isFinite(n)
-    ? '-'
-    : n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
 
 function progress(i: number, total: number, def: CaseDef, rs: RunRecord[]): string {
   const head = `[${String(i).padStart(3)}/${total}] ${def.id} #${rs[0].run}`;
