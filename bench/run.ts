@@ -823,18 +823,7 @@ async function runCase(
   const ports = servers.slice(0, def.servers).map((s) => s.port);
   const statConns = conns.slice(0, def.servers);
   const key = `bench:${def.id}:${run}:${randomBytes(4).toString('hex')}`;
-  const record: RunRecord = {
-    id: def.id,
-    run,
-    ok: false,
-    timedOut: false,
-    wallMs: NaN,
-    done: 0,
-    rate: NaN,
-    failures: {},
-    clientCommands: {},
-    serverCommands: {},
-  };
+  const record = blankRecord(def.id, run);
   const execArgv = ['mem', 'holds', 'waiters'].includes(def.spec.mode) ? ['--expose-gc'] : [];
   const workers = Array.from({ length: def.procs }, (_, proc) =>
     spawnWorker({ ...def.spec, peer: def.peer, peers: def.peers, ports, key, proc }, execArgv),
@@ -848,13 +837,7 @@ async function runCase(
     for (const w of workers) tell(w.child, { type: 'stop' });
     await Promise.all(workers.map((w) => w.exited));
     clearTimeout(cap);
-    // A multi-peer job fails as a whole: every peer's summary gets the error.
-    return def.peers.map((peer) => ({
-      ...record,
-      id: summaryId(def, peer),
-      error: why,
-      skipped,
-    }));
+    return failedRuns(def, run, why, skipped);
   };
   const describe = (o: Outcome, w: Worker) =>
     o.type === 'fatal'
@@ -962,6 +945,31 @@ async function runCase(
   if (def.spec.mode === 'mem') record.mem = results[0].mem;
   if (def.spec.mode === 'holds' || def.spec.mode === 'waiters') record.scale = results[0].scale;
   return [record];
+}
+
+/** A run's record before any result: not ok, nothing done. */
+function blankRecord(id: string, run: number): RunRecord {
+  return {
+    id,
+    run,
+    ok: false,
+    timedOut: false,
+    wallMs: NaN,
+    done: 0,
+    rate: NaN,
+    failures: {},
+    clientCommands: {},
+    serverCommands: {},
+  };
+}
+
+/** A run that failed: a multi-peer job fails as a whole, every peer's summary gets the error. */
+function failedRuns(def: CaseDef, run: number, why: string, skipped?: boolean): RunRecord[] {
+  return def.peers.map((peer) => ({
+    ...blankRecord(summaryId(def, peer), run),
+    error: why,
+    skipped,
+  }));
 }
 
 /** The summary id of one peer of a job. */
@@ -1217,20 +1225,7 @@ async function runWithReplica(
     await attachReplica(replica, conns[0], servers[0].port);
   } catch (err) {
     await detachReplica(replica, conns[0]);
-    const why = String((err as Error)?.message ?? err);
-    return def.peers.map((peer) => ({
-      id: summaryId(def, peer),
-      run,
-      ok: false,
-      error: why,
-      timedOut: false,
-      wallMs: NaN,
-      done: 0,
-      rate: NaN,
-      failures: {},
-      clientCommands: {},
-      serverCommands: {},
-    }));
+    return failedRuns(def, run, String((err as Error)?.message ?? err));
   }
   try {
     return await runCase(def, run, servers, conns);
