@@ -339,107 +339,139 @@ export function buildCases(o: Options): CaseDef[] {
     ttl: TTL,
     budgetMs: budget(o.childTimeoutMs),
   };
+  /** A case of one peer on one server: `o.runs` runs under the child cap unless `limits` says. */
+  const onePeer = (
+    c: Pick<CaseDef, 'id' | 'scenario' | 'config' | 'peer' | 'spec'> & { procs?: number },
+    limits: Pick<CaseDef, 'runs' | 'capMs'> = { runs: o.runs, capMs: o.childTimeoutMs },
+  ): CaseDef => ({
+    id: c.id,
+    scenario: c.scenario,
+    config: c.config,
+    peer: c.peer,
+    peers: [c.peer],
+    servers: 1,
+    procs: c.procs ?? 1,
+    spec: c.spec,
+    ...limits,
+  });
+  /** The spec of a contended case: `callers` per process on one key, after a contended warm-up. */
+  const contended = (
+    callers: number,
+    iterations: number,
+    extra?: Partial<CaseDef['spec']>,
+  ): CaseDef['spec'] => ({
+    ...base,
+    mode: 'hot',
+    iterations,
+    warmup: 50,
+    contendedWarmup: o.hotWarmup,
+    concurrency: callers,
+    ...extra,
+  });
+  /** The peers of `list` asked for, the floor first (a seq job pairs every block with its). */
+  const withFloor = (list: readonly PeerName[]): PeerName[] => {
+    const peers = list.filter(want);
+    if (peers.length && !peers.includes('floor')) peers.unshift('floor');
+    return peers;
+  };
+  /** A seq job: every peer in one process, rounds of one block each, `o.runs` runs. */
+  const seqJob = (
+    c: Pick<CaseDef, 'id' | 'scenario' | 'config' | 'peers' | 'servers' | 'replica' | 'capMs'>,
+    spec: Pick<CaseDef['spec'], 'iterations' | 'block' | 'concurrency'>,
+  ): CaseDef => ({
+    id: c.id,
+    scenario: c.scenario,
+    config: c.config,
+    peer: 'floor',
+    peers: c.peers,
+    servers: c.servers,
+    ...(c.replica ? { replica: true } : {}),
+    procs: 1,
+    spec: {
+      ...base,
+      mode: 'seq',
+      iterations: spec.iterations,
+      block: spec.block,
+      warmup: o.seqWarmup,
+      concurrency: spec.concurrency,
+    },
+    runs: o.runs,
+    capMs: c.capMs,
+  });
   if (o.only.includes('hot') || o.only.includes('permits')) {
     // The ideals, measured in the same run: 1 worker, same loop; no lock / the raw floor.
     for (const peer of ['timer', 'floor'] as PeerName[]) {
-      cases.push({
-        id: `serial:${peer}`,
-        scenario: 'serial',
-        config: '1 worker',
-        peer,
-        peers: [peer],
-        servers: 1,
-        procs: 1,
-        spec: {
-          ...base,
-          mode: 'hot',
-          iterations: o.serialIterations,
-          warmup: peer === 'timer' ? 0 : 200,
-          concurrency: 1,
-        },
-        runs: o.runs,
-        capMs: o.childTimeoutMs,
-      });
+      cases.push(
+        onePeer({
+          id: `serial:${peer}`,
+          scenario: 'serial',
+          config: '1 worker',
+          peer,
+          spec: {
+            ...base,
+            mode: 'hot',
+            iterations: o.serialIterations,
+            warmup: peer === 'timer' ? 0 : 200,
+            concurrency: 1,
+          },
+        }),
+      );
     }
   }
   if (o.only.includes('uncontended')) {
-    const peers = UNCONTENDED_PEERS.filter(want);
-    if (peers.length && !peers.includes('floor')) peers.unshift('floor');
+    const uncontended = { iterations: o.seqRounds, block: o.seqBlock, concurrency: 1 };
+    const peers = withFloor(UNCONTENDED_PEERS);
     // None of their peers asked for (--peers timer, --peers floor-wait1): no case to run (a case
     // with no peers used to crash the orchestrator).
     for (const servers of peers.length ? [1, 3] : []) {
-      cases.push({
-        id: `uncontended:${servers}`,
-        scenario: 'uncontended',
-        config: servers === 1 ? '1 server' : '3 servers',
-        peer: 'floor',
-        peers,
-        servers,
-        procs: 1,
-        spec: {
-          ...base,
-          mode: 'seq',
-          iterations: o.seqRounds,
-          block: o.seqBlock,
-          warmup: o.seqWarmup,
-          concurrency: 1,
-        },
-        runs: o.runs,
-        capMs: o.childTimeoutMs,
-      });
+      cases.push(
+        seqJob(
+          {
+            id: `uncontended:${servers}`,
+            scenario: 'uncontended',
+            config: servers === 1 ? '1 server' : '3 servers',
+            peers,
+            servers,
+            capMs: o.childTimeoutMs,
+          },
+          uncontended,
+        ),
+      );
     }
     // One server with one replica: what waiting for a replica's acknowledgement costs (WAIT
     // after each acquire), raw (floor-wait1) and ours (replicaAcks: 1), next to both without.
-    const replicaPeers = REPLICA_PEERS.filter(want);
+    const replicaPeers = withFloor(REPLICA_PEERS);
     if (replicaPeers.length) {
-      if (!replicaPeers.includes('floor')) replicaPeers.unshift('floor');
-      cases.push({
-        id: 'uncontended:1+replica',
-        scenario: 'uncontended',
-        config: '1 server + 1 replica',
-        peer: 'floor',
-        peers: replicaPeers,
-        servers: 1,
-        replica: true,
-        procs: 1,
-        spec: {
-          ...base,
-          mode: 'seq',
-          iterations: o.seqRounds,
-          block: o.seqBlock,
-          warmup: o.seqWarmup,
-          concurrency: 1,
-        },
-        runs: o.runs,
-        capMs: o.childTimeoutMs,
-      });
+      cases.push(
+        seqJob(
+          {
+            id: 'uncontended:1+replica',
+            scenario: 'uncontended',
+            config: '1 server + 1 replica',
+            peers: replicaPeers,
+            servers: 1,
+            replica: true,
+            capMs: o.childTimeoutMs,
+          },
+          uncontended,
+        ),
+      );
     }
   }
   if (o.only.includes('hot')) {
     for (const thinkMs of [0, 5]) {
       for (const [procs, callers] of TOPOLOGIES) {
         for (const peer of HOT_PEERS.filter(want)) {
-          const config = `${procs}x${callers}${thinkMs ? ` think ${thinkMs} ms` : ''}`;
-          cases.push({
-            id: `hot:${procs}x${callers}:think${thinkMs}:${peer}`,
-            scenario: 'hot',
-            config,
-            peer,
-            peers: [peer],
-            servers: 1,
-            procs,
-            spec: {
-              ...base,
-              thinkMs,
-              mode: 'hot',
-              iterations: o.hotIterations,
-              warmup: 50,
-              contendedWarmup: o.hotWarmup,
-              concurrency: callers,
-            },
-            runs: o.runs,
-            capMs: o.childTimeoutMs,
-          });
+          cases.push(
+            onePeer({
+              id: `hot:${procs}x${callers}:think${thinkMs}:${peer}`,
+              scenario: 'hot',
+              config: `${procs}x${callers}${thinkMs ? ` think ${thinkMs} ms` : ''}`,
+              peer,
+              procs,
+              spec: contended(callers, o.hotIterations, { thinkMs }),
+            }),
+          );
         }
       }
     }
@@ -447,199 +479,159 @@ export function buildCases(o: Options): CaseDef[] {
   if (o.only.includes('segmented')) {
     for (const [procs, callers] of TOPOLOGIES) {
       for (const peer of ['ours-locked', 'ours-locked-seg10'] as PeerName[]) {
-        cases.push({
-          id: `segmented:${procs}x${callers}:${peer}`,
-          scenario: 'segmented',
-          config: `${procs}x${callers}`,
-          peer,
-          peers: [peer],
-          servers: 1,
-          procs,
-          spec: {
-            ...base,
-            mode: 'hot',
-            iterations: o.segIterations,
-            warmup: 50,
-            contendedWarmup: o.hotWarmup,
-            concurrency: callers,
-          },
-          runs: o.runs,
-          capMs: o.childTimeoutMs,
-        });
+        cases.push(
+          onePeer({
+            id: `segmented:${procs}x${callers}:${peer}`,
+            scenario: 'segmented',
+            config: `${procs}x${callers}`,
+            peer,
+            procs,
+            spec: contended(callers, o.segIterations),
+          }),
+        );
       }
     }
   }
   if (o.only.includes('handoff')) {
     // Cross-process handoff: 2 processes x 1 caller on one key, so every handoff crosses.
     for (const peer of HANDOFF_PEERS.filter(want)) {
-      cases.push({
-        id: `handoff:2x1:${peer}`,
-        scenario: 'handoff',
-        config: '2x1',
-        peer,
-        peers: [peer],
-        servers: 1,
-        procs: 2,
-        spec: {
-          ...base,
-          mode: 'hot',
-          iterations: o.handoffIterations,
-          warmup: 200,
-          contendedWarmup: o.hotWarmup,
-          concurrency: 1,
-          probe: true,
-        },
-        runs: o.runs,
-        capMs: o.childTimeoutMs,
-      });
+      cases.push(
+        onePeer({
+          id: `handoff:2x1:${peer}`,
+          scenario: 'handoff',
+          config: '2x1',
+          peer,
+          procs: 2,
+          spec: contended(1, o.handoffIterations, { warmup: 200, probe: true }),
+        }),
+      );
     }
   }
   if (o.only.includes('many')) {
-    const peers = MANY_PEERS.filter(want);
-    if (peers.length && !peers.includes('floor')) peers.unshift('floor');
+    const peers = withFloor(MANY_PEERS);
     for (const callers of peers.length ? [64, 1024] : []) {
-      cases.push({
-        id: `many:${callers}`,
-        scenario: 'many',
-        config: `${callers} callers`,
-        peer: 'floor',
-        peers,
-        servers: 1,
-        procs: 1,
-        spec: {
-          ...base,
-          mode: 'seq',
-          iterations: o.manyRounds,
-          block: callers * 8,
-          warmup: o.seqWarmup,
-          concurrency: callers,
-        },
-        runs: o.runs,
-        capMs: o.childTimeoutMs * 2,
-      });
+      cases.push(
+        seqJob(
+          {
+            id: `many:${callers}`,
+            scenario: 'many',
+            config: `${callers} callers`,
+            peers,
+            servers: 1,
+            capMs: o.childTimeoutMs * 2,
+          },
+          { iterations: o.manyRounds, block: callers * 8, concurrency: callers },
+        ),
+      );
     }
   }
   const scaleCap = (ms: number) => ms + 240_000;
   if (o.only.includes('holds')) {
     for (const peer of HOLD_PEERS.filter(want)) {
-      cases.push({
-        id: `holds:${peer}`,
-        scenario: 'holds',
-        config: `${o.holdCount} holds, ttl ${HOLD_TTL / 1000} s, ${o.holdMs / 1000} s`,
-        peer,
-        peers: [peer],
-        servers: 1,
-        procs: 1,
-        spec: {
-          ...base,
-          mode: 'holds',
-          iterations: 1,
-          warmup: 200,
-          concurrency: 256,
-          ttl: HOLD_TTL,
-          count: o.holdCount,
-          holdMs: o.holdMs,
-          budgetMs: scaleCap(o.holdMs) - 60_000,
-        },
-        runs: o.scaleRuns,
-        capMs: scaleCap(o.holdMs),
-      });
+      cases.push(
+        onePeer(
+          {
+            id: `holds:${peer}`,
+            scenario: 'holds',
+            config: `${o.holdCount} holds, ttl ${HOLD_TTL / 1000} s, ${o.holdMs / 1000} s`,
+            peer,
+            spec: {
+              ...base,
+              mode: 'holds',
+              iterations: 1,
+              warmup: 200,
+              concurrency: 256,
+              ttl: HOLD_TTL,
+              count: o.holdCount,
+              holdMs: o.holdMs,
+              budgetMs: scaleCap(o.holdMs) - 60_000,
+            },
+          },
+          { runs: o.scaleRuns, capMs: scaleCap(o.holdMs) },
+        ),
+      );
     }
   }
   if (o.only.includes('waiters') && want('ours-locked')) {
-    cases.push({
-      id: 'waiters:ours-locked',
-      scenario: 'waiters',
-      config: `${o.waiterCount} waiters on one key`,
-      peer: 'ours-locked',
-      peers: ['ours-locked'],
-      servers: 1,
-      procs: 1,
-      spec: {
-        ...base,
-        mode: 'waiters',
-        iterations: 1,
-        warmup: 200,
-        concurrency: 1,
-        count: o.waiterCount,
-        budgetMs: 120_000,
-      },
-      runs: o.scaleRuns,
-      capMs: 180_000,
-    });
+    cases.push(
+      onePeer(
+        {
+          id: 'waiters:ours-locked',
+          scenario: 'waiters',
+          config: `${o.waiterCount} waiters on one key`,
+          peer: 'ours-locked',
+          spec: {
+            ...base,
+            mode: 'waiters',
+            iterations: 1,
+            warmup: 200,
+            concurrency: 1,
+            count: o.waiterCount,
+            budgetMs: 120_000,
+          },
+        },
+        { runs: o.scaleRuns, capMs: 180_000 },
+      ),
+    );
   }
   if (o.only.includes('readheavy')) {
     for (const [procs, callers] of TOPOLOGIES) {
       for (const peer of READ_HEAVY_PEERS.filter(want)) {
-        cases.push({
-          id: `readheavy:${procs}x${callers}:${peer}`,
-          scenario: 'readheavy',
-          config: `${procs}x${callers}`,
-          peer,
-          peers: [peer],
-          servers: 1,
-          procs,
-          spec: {
-            ...base,
-            mode: 'rw',
-            writeShare: READ_HEAVY_WRITE_SHARE,
-            iterations: peer === 'ours-rw' ? o.rwIterations : o.hotIterations,
-            warmup: 50,
-            contendedWarmup: o.hotWarmup,
-            concurrency: callers,
-          },
-          runs: o.runs,
-          capMs: o.childTimeoutMs,
-        });
+        const iterations = peer === 'ours-rw' ? o.rwIterations : o.hotIterations;
+        cases.push(
+          onePeer({
+            id: `readheavy:${procs}x${callers}:${peer}`,
+            scenario: 'readheavy',
+            config: `${procs}x${callers}`,
+            peer,
+            procs,
+            spec: contended(callers, iterations, {
+              mode: 'rw',
+              writeShare: READ_HEAVY_WRITE_SHARE,
+            }),
+          }),
+        );
       }
     }
   }
   if (o.only.includes('permits')) {
     for (const [procs, callers] of TOPOLOGIES) {
       for (const peer of PERMITS_PEERS.filter(want)) {
-        cases.push({
-          id: `permits:${procs}x${callers}:${peer}`,
-          scenario: 'permits',
-          config: `${procs}x${callers}`,
-          peer,
-          peers: [peer],
-          servers: 1,
-          procs,
-          spec: {
-            ...base,
-            mode: 'hot',
-            iterations: peer === 'ours-permits5' ? o.permitIterations : o.hotIterations,
-            warmup: 50,
-            contendedWarmup: o.hotWarmup,
-            concurrency: callers,
-          },
-          runs: o.runs,
-          capMs: o.childTimeoutMs,
-        });
+        const iterations = peer === 'ours-permits5' ? o.permitIterations : o.hotIterations;
+        cases.push(
+          onePeer({
+            id: `permits:${procs}x${callers}:${peer}`,
+            scenario: 'permits',
+            config: `${procs}x${callers}`,
+            peer,
+            procs,
+            spec: contended(callers, iterations),
+          }),
+        );
       }
     }
   }
   if (o.only.includes('memory')) {
-    cases.push({
-      id: 'memory:ours-locked',
-      scenario: 'memory',
-      config: `${o.memCycles} cycles, ${o.memConcurrency} loops`,
-      peer: 'ours-locked',
-      peers: ['ours-locked'],
-      servers: 1,
-      procs: 1,
-      spec: {
-        ...base,
-        mode: 'mem',
-        iterations: o.memCycles,
-        warmup: 2000,
-        concurrency: o.memConcurrency,
-        sampleEvery: o.memEvery,
-        budgetMs: budget(o.memTimeoutMs),
-      },
-      runs: o.memRuns,
-      capMs: o.memTimeoutMs,
-    });
+    cases.push(
+      onePeer(
+        {
+          id: 'memory:ours-locked',
+          scenario: 'memory',
+          config: `${o.memCycles} cycles, ${o.memConcurrency} loops`,
+          peer: 'ours-locked',
+          spec: {
+            ...base,
+            mode: 'mem',
+            iterations: o.memCycles,
+            warmup: 2000,
+            concurrency: o.memConcurrency,
+            sampleEvery: o.memEvery,
+            budgetMs: budget(o.memTimeoutMs),
+          },
+        },
+        { runs: o.memRuns, capMs: o.memTimeoutMs },
+      ),
+    );
   }
   return cases;
 }
