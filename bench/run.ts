@@ -368,6 +368,28 @@ export function buildCases(o: Options): CaseDef[] {
     concurrency: callers,
     ...extra,
   });
+  /** A contended case per topology and peer, `<scenario>:<procs>x<callers>:<peer>`. */
+  const perTopology = (
+    scenario: CaseScenario,
+    peers: readonly PeerName[],
+    iterations: (peer: PeerName) => number,
+    extra?: Partial<CaseDef['spec']>,
+  ) => {
+    for (const [procs, callers] of TOPOLOGIES) {
+      for (const peer of peers) {
+        cases.push(
+          onePeer({
+            id: `${scenario}:${procs}x${callers}:${peer}`,
+            scenario,
+            config: `${procs}x${callers}`,
+            peer,
+            procs,
+            spec: contended(callers, iterations(peer), extra),
+          }),
+        );
+      }
+    }
+  };
   /** The peers of `list` asked for, the floor first (a seq job pairs every block with its). */
   const withFloor = (list: readonly PeerName[]): PeerName[] => {
     const peers = list.filter(want);
@@ -477,20 +499,7 @@ export function buildCases(o: Options): CaseDef[] {
     }
   }
   if (o.only.includes('segmented')) {
-    for (const [procs, callers] of TOPOLOGIES) {
-      for (const peer of ['ours-locked', 'ours-locked-seg10'] as PeerName[]) {
-        cases.push(
-          onePeer({
-            id: `segmented:${procs}x${callers}:${peer}`,
-            scenario: 'segmented',
-            config: `${procs}x${callers}`,
-            peer,
-            procs,
-            spec: contended(callers, o.segIterations),
-          }),
-        );
-      }
-    }
+    perTopology('segmented', ['ours-locked', 'ours-locked-seg10'], () => o.segIterations);
   }
   if (o.only.includes('handoff')) {
     // Cross-process handoff: 2 processes x 1 caller on one key, so every handoff crosses.
@@ -575,41 +584,17 @@ export function buildCases(o: Options): CaseDef[] {
     );
   }
   if (o.only.includes('readheavy')) {
-    for (const [procs, callers] of TOPOLOGIES) {
-      for (const peer of READ_HEAVY_PEERS.filter(want)) {
-        const iterations = peer === 'ours-rw' ? o.rwIterations : o.hotIterations;
-        cases.push(
-          onePeer({
-            id: `readheavy:${procs}x${callers}:${peer}`,
-            scenario: 'readheavy',
-            config: `${procs}x${callers}`,
-            peer,
-            procs,
-            spec: contended(callers, iterations, {
-              mode: 'rw',
-              writeShare: READ_HEAVY_WRITE_SHARE,
-            }),
-          }),
-        );
-      }
-    }
+    perTopology(
+      'readheavy',
+      READ_HEAVY_PEERS.filter(want),
+      (peer) => (peer === 'ours-rw' ? o.rwIterations : o.hotIterations),
+      { mode: 'rw', writeShare: READ_HEAVY_WRITE_SHARE },
+    );
   }
   if (o.only.includes('permits')) {
-    for (const [procs, callers] of TOPOLOGIES) {
-      for (const peer of PERMITS_PEERS.filter(want)) {
-        const iterations = peer === 'ours-permits5' ? o.permitIterations : o.hotIterations;
-        cases.push(
-          onePeer({
-            id: `permits:${procs}x${callers}:${peer}`,
-            scenario: 'permits',
-            config: `${procs}x${callers}`,
-            peer,
-            procs,
-            spec: contended(callers, iterations),
-          }),
-        );
-      }
-    }
+    perTopology('permits', PERMITS_PEERS.filter(want), (peer) =>
+      peer === 'ours-permits5' ? o.permitIterations : o.hotIterations,
+    );
   }
   if (o.only.includes('memory')) {
     cases.push(
