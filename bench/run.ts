@@ -700,14 +700,11 @@ function takeSnapshot(lib: string): void {
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1000);
     }
   }
-  const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
-    version: string;
-  };
   fs.writeFileSync(
     path.join(dir, 'package.json'),
     JSON.stringify({
       name: 'nest-locked',
-      version: pkg.version,
+      version: ownVersion(),
       private: true,
       main: 'dist/index.js',
       exports: { '.': { types: './dist/index.d.ts', default: './dist/index.js' } },
@@ -1213,6 +1210,12 @@ async function runWithReplica(
 
 // ------------------------------------------------------------------ main
 
+/** The version in this repository's package.json. */
+function ownVersion(): string {
+  const file = path.join(ROOT, 'package.json');
+  return (JSON.parse(fs.readFileSync(file, 'utf8')) as { version: string }).version;
+}
+
 function versionOf(pkg: string): string {
   try {
     const file = path.join(ROOT, 'node_modules', pkg, 'package.json');
@@ -1320,11 +1323,7 @@ async function main(): Promise<void> {
         'redis-semaphore': versionOf('redis-semaphore'),
         '@anchan828/nest-redlock': versionOf('@anchan828/nest-redlock'),
         '@nestjs/core': versionOf('@nestjs/core'),
-        'nest-locked': (
-          JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
-            version: string;
-          }
-        ).version,
+        'nest-locked': ownVersion(),
       },
     });
     console.log(`\n${fs.readFileSync(files.md, 'utf8')}`);
