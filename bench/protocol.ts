@@ -50,6 +50,12 @@ export const READ_HEAVY_PEERS: readonly PeerName[] = ['ours-locked', 'ours-rw'];
 /** The peers of the permits scenario: at most 5 holders of one key at once. */
 export const PERMITS_PEERS: readonly PeerName[] = ['ours-permits5', 'semaphore5'];
 
+/** The contended scenarios' [processes, callers per process]: 1 x 50 and 4 x 12. */
+export const TOPOLOGIES: readonly (readonly [number, number])[] = [
+  [1, 50],
+  [4, 12],
+];
+
 /** How many holders the permits scenario admits at once. */
 export const PERMITS = 5;
 

@@ -2,7 +2,7 @@
  * The shared-hold scenarios of the report (read-heavy and permits): their targets (PRODUCT.md
  * section 4), the figures derived from the summaries and their markdown.
  */
-import { PERMITS, type PeerName } from './protocol';
+import { PERMITS, type PeerName, TOPOLOGIES } from './protocol';
 import type { CaseSummary, Options } from './run';
 import { fmt, oneLine, pf, range, topCommands } from './report-format';
 
@@ -50,7 +50,7 @@ export function deriveSharedHolds(
 ): SharedHoldsDerived {
   const by = (id: string) => summaries.find((s) => s.def.id === id && s.n > 0);
   const d: SharedHoldsDerived = { readHeavy: {}, permits: {} };
-  for (const topo of ['1x50', '4x12']) {
+  for (const topo of TOPOLOGIES.map(([procs, callers]) => `${procs}x${callers}`)) {
     const exclusive = by(`readheavy:${topo}:ours-locked`);
     const shared = by(`readheavy:${topo}:ours-rw`);
     if (exclusive && shared) {
@@ -91,7 +91,7 @@ export function sharedHoldsTargetRows(
         `${fmt(r.speedup, 2)} x (${fmt(r.shared)} vs ${fmt(r.exclusive)} sections/s; writer p99 ${fmt(r.writerP99Shared, 1)} vs ${fmt(r.writerP99Exclusive, 1)} ms) | ${pf(r.pass)} |`,
     );
   }
-  for (const topo of ['1x50', '4x12']) {
+  for (const topo of TOPOLOGIES.map(([procs, callers]) => `${procs}x${callers}`)) {
     const id = `permits:${topo}:ours-permits5`;
     const p = d.permits[id];
     const s = summaries.find((x) => x.def.id === id);

@@ -4,7 +4,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { type PeerName, UNCONTENDED_PEERS } from './protocol';
+import { type PeerName, TOPOLOGIES, UNCONTENDED_PEERS } from './protocol';
 import {
   deriveSharedHolds,
   SHARED_TARGETS,
@@ -184,10 +184,7 @@ function derive(summaries: CaseSummary[]): Derived {
       };
     }
   }
-  for (const [procs, callers] of [
-    [1, 50],
-    [4, 12],
-  ]) {
+  for (const [procs, callers] of TOPOLOGIES) {
     const one = by(`segmented:${procs}x${callers}:ours-locked`);
     const seg = by(`segmented:${procs}x${callers}:ours-locked-seg10`);
     if (one && seg) {
@@ -282,10 +279,7 @@ function markdown(summaries: CaseSummary[], d: Derived, meta: ReportMeta): strin
     }
   }
   for (const think of [0, 5]) {
-    for (const [procs, callers] of [
-      [1, 50],
-      [4, 12],
-    ]) {
+    for (const [procs, callers] of TOPOLOGIES) {
       const id = `hot:${procs}x${callers}:think${think}:ours-locked`;
       const h = d.hot[id];
       const s = main(id);

@@ -21,6 +21,7 @@ import {
   PERMITS_PEERS,
   READ_HEAVY_PEERS,
   REPLICA_PEERS,
+  TOPOLOGIES,
   UNCONTENDED_PEERS,
   type CommandCounts,
   type FromWorker,
@@ -319,10 +320,6 @@ export interface CaseDef {
 const HOT_PEERS = UNCONTENDED_PEERS.filter((p) => p !== 'floor');
 /** Lease for peers that take one: long, because redlock 5 beta counts it from the first try. */
 const TTL = 10_000;
-const TOPOLOGIES: [number, number][] = [
-  [1, 50],
-  [4, 12],
-];
 /** Read-heavy: 5% of the calls write, 95% read. */
 const READ_HEAVY_WRITE_SHARE = 0.05;
 
