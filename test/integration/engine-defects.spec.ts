@@ -1,6 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import * as vm from 'node:vm';
 import type { INestApplication } from '@nestjs/common';
 import { Redis } from 'ioredis';
@@ -18,6 +16,7 @@ import {
 } from '../../lib';
 import { createLockApp, lockRedisKey, sleep, uniquePrefix, within } from '../support/lock-app';
 import { type RedisServerHandle, startRedisServers, stopAll } from '../support/redis-server';
+import { blockEventLoop, setNxFromAnotherProcess } from '../support/stalls';
 
 /**
  * Reproductions of engine defects found at 9fa1524. Every test asserts the behaviour the engine
@@ -553,14 +552,6 @@ describe('defect 12: a wait can be cancelled with an AbortSignal', () => {
 });
 
 describe('defect 13: a lease known to be over is not reported as held', () => {
-  /** Blocks the event loop (a long synchronous computation, a GC pause). */
-  function blockEventLoop(ms: number): void {
-    const end = performance.now() + ms;
-    while (performance.now() < end) {
-      // spin
-    }
-  }
-
   const TTL = 300;
   const keyPrefix = uniquePrefix('d13');
   let stall: RedisServerHandle;
@@ -707,14 +698,6 @@ describe('defect 10: bad per-call options are LockConfigError', () => {
 // ------------------------------------------------------------------------------ grants
 
 describe('defect 14: a grant read after its claim window ran out is not a hold', () => {
-  /** Blocks the event loop (a long synchronous computation, a GC pause, a starved CPU). */
-  function blockEventLoop(ms: number): void {
-    const end = performance.now() + ms;
-    while (performance.now() < end) {
-      // spin
-    }
-  }
-
   const keyPrefix = uniquePrefix('d14');
 
   it('the grantee stalled past the claim while another client took the key: it does not run as holder', async () => {
@@ -731,20 +714,16 @@ describe('defect 14: a grant read after its claim window ran out is not a hold',
     });
     await sleep(200);
     // Another client (a separate OS process) takes the key once the grant's claim ran out.
-    const intruder = spawn(
-      'sh',
-      ['-c', `sleep 1.4; redis-cli -h 127.0.0.1 -p ${server.port} SET '${rk}' intruder NX PX 1500`],
-      { stdio: ['ignore', 'pipe', 'ignore'] },
-    );
-    let intruderSaid = '';
-    intruder.stdout.on('data', (d: Buffer) => (intruderSaid += d.toString()));
-    const intruderDone = once(intruder, 'exit');
+    const intruder = setNxFromAnotherProcess(server.port, rk, 'intruder', {
+      delayMs: 1_400,
+      pxMs: 1_500,
+    });
     // The release grants the key to the grantee; its grant message waits in the socket while
     // this process is stalled past the claim window (1 s).
     await held.release();
     blockEventLoop(2_200);
     const ownerWhenGranteeRan = await waiting;
-    await intruderDone;
+    const intruderSaid = await intruder;
     // The intruder really took the free key (otherwise this test proves nothing)...
     expect(intruderSaid.trim()).toBe('OK');
     // ...so the grantee must not have run while the intruder held it.
