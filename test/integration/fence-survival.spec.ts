@@ -1,7 +1,8 @@
 import type { INestApplication } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { LockService } from 'nest-locked';
-import { createLockApp, lockRedisKey, uniquePrefix } from '../support/lock-app';
+import { strictlyIncreasing } from '../support/faults';
+import { createLockApp, lockRedisKey, sleep, uniquePrefix } from '../support/lock-app';
 import {
   type RedisServerHandle,
   startRedisServer,
@@ -16,9 +17,6 @@ async function fencesOf(locks: LockService, key: string, n: number): Promise<num
   for (let i = 0; i < n; i++) out.push(await locks.using(key, ({ fence }) => fence));
   return out;
 }
-
-const increasing = (fences: number[]): boolean =>
-  fences.every((f, i) => Number.isSafeInteger(f) && (i === 0 || f > fences[i - 1]));
 
 describe('fences never go backwards (single node)', () => {
   let server: RedisServerHandle;
@@ -49,18 +47,18 @@ describe('fences never go backwards (single node)', () => {
     let after: number[] = [];
     for (let i = 0; i < 50 && after.length === 0; i++) {
       after = await fencesOf(locks, 'restart:a', 5).catch(async () => {
-        await new Promise((r) => setTimeout(r, 100));
+        await sleep(100);
         return [];
       });
     }
-    expect(increasing([...before, ...after])).toBe(true);
+    expect(strictlyIncreasing([...before, ...after])).toBe(true);
   });
 
   it('after the fence counter was evicted (deleted), the next fence is larger', async () => {
     const before = await fencesOf(locks, 'evict:a', 3);
     await raw.del(`${lockRedisKey(keyPrefix, 'evict:a')}:fence`);
     const after = await fencesOf(locks, 'evict:a', 3);
-    expect(increasing([...before, ...after])).toBe(true);
+    expect(strictlyIncreasing([...before, ...after])).toBe(true);
   });
 
   it('fence counters expire: an idle key leaves nothing behind for good', async () => {
@@ -96,10 +94,10 @@ describe('fences never go backwards (quorum of 3)', () => {
     let after: number[] = [];
     for (let i = 0; i < 50 && after.length === 0; i++) {
       after = await fencesOf(locks, 'q:a', 5).catch(async () => {
-        await new Promise((r) => setTimeout(r, 100));
+        await sleep(100);
         return [];
       });
     }
-    expect(increasing([...before, ...after])).toBe(true);
+    expect(strictlyIncreasing([...before, ...after])).toBe(true);
   });
 });
