@@ -18,6 +18,21 @@ async function fencesOf(locks: LockService, key: string, n: number): Promise<num
   return out;
 }
 
+/**
+ * Fences of `n` holds of `key` once the lock connections are back after a restart: tried up to 50
+ * times, 100 ms apart; none (an empty list) if every try failed.
+ */
+async function fencesOnceBack(locks: LockService, key: string, n: number): Promise<number[]> {
+  let fences: number[] = [];
+  for (let i = 0; i < 50 && fences.length === 0; i++) {
+    fences = await fencesOf(locks, key, n).catch(async () => {
+      await sleep(100);
+      return [];
+    });
+  }
+  return fences;
+}
+
 describe('fences never go backwards (single node)', () => {
   let server: RedisServerHandle;
   let app: INestApplication;
@@ -44,13 +59,7 @@ describe('fences never go backwards (single node)', () => {
     const before = await fencesOf(locks, 'restart:a', 5);
     await server.restart();
     // The lock connection reconnects by itself; give it a moment.
-    let after: number[] = [];
-    for (let i = 0; i < 50 && after.length === 0; i++) {
-      after = await fencesOf(locks, 'restart:a', 5).catch(async () => {
-        await sleep(100);
-        return [];
-      });
-    }
+    const after = await fencesOnceBack(locks, 'restart:a', 5);
     expect(strictlyIncreasing([...before, ...after])).toBe(true);
   });
 
@@ -91,13 +100,7 @@ describe('fences never go backwards (quorum of 3)', () => {
     const before = await fencesOf(locks, 'q:a', 5);
     await servers[0].restart();
     await servers[1].restart();
-    let after: number[] = [];
-    for (let i = 0; i < 50 && after.length === 0; i++) {
-      after = await fencesOf(locks, 'q:a', 5).catch(async () => {
-        await sleep(100);
-        return [];
-      });
-    }
+    const after = await fencesOnceBack(locks, 'q:a', 5);
     expect(strictlyIncreasing([...before, ...after])).toBe(true);
   });
 });
