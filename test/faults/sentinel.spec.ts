@@ -1,4 +1,3 @@
-import * as net from 'node:net';
 import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import {
@@ -26,7 +25,7 @@ import {
 } from '../support/faults';
 import { byKey, describeOverlaps, findOverlaps } from '../support/intervals';
 import { sleep, uniquePrefix, within } from '../support/lock-app';
-import { type RedisServerHandle, startRedisServer } from '../support/redis-server';
+import { closedPort, type RedisServerHandle, startRedisServer } from '../support/redis-server';
 import { type SentinelGroupHandle, startSentinelGroup } from '../support/redis-sentinel';
 
 /**
@@ -259,15 +258,6 @@ describe('the primary SIGKILLed under load (failover to a replica)', () => {
 });
 
 describe('every sentinel unreachable', () => {
-  /** A loopback port nothing listens on. */
-  async function closedPort(): Promise<number> {
-    const server = net.createServer();
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as net.AddressInfo;
-    await new Promise((resolve) => server.close(resolve));
-    return port;
-  }
-
   it('app startup fails or proceeds within 10 s, and a call then fails fast with LockBackendError', async () => {
     const ports = [await closedPort(), await closedPort()];
     const options = {

@@ -1,6 +1,3 @@
-import { randomBytes } from 'node:crypto';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import * as vm from 'node:vm';
 import type { INestApplication } from '@nestjs/common';
 import { Redis } from 'ioredis';
@@ -16,8 +13,10 @@ import {
   LockService,
   type RedlockModuleOptions,
 } from '../../lib';
+import { describeOutcome, releaseIfHeld, settle, type Settled, uid } from '../support/faults';
 import { createLockApp, lockRedisKey, sleep, uniquePrefix, within } from '../support/lock-app';
 import { type RedisServerHandle, startRedisServers, stopAll } from '../support/redis-server';
+import { blockEventLoop, setNxFromAnotherProcess } from '../support/stalls';
 
 /**
  * Reproductions of engine defects found at 9fa1524. Every test asserts the behaviour the engine
@@ -64,43 +63,6 @@ function rawClient(server: RedisServerHandle): Redis {
   return client;
 }
 
-const uid = (): string => randomBytes(4).toString('hex');
-
-interface Settled<T> {
-  ok: boolean;
-  value?: T;
-  error?: unknown;
-  /** performance.now() when it settled. */
-  at: number;
-  /** ms from the call to its settling. */
-  ms: number;
-}
-
-/** Settles a call, recording when (performance.now()) and after how long. */
-async function settle<T>(call: () => Promise<T>): Promise<Settled<T>> {
-  const start = performance.now();
-  try {
-    const value = await call();
-    const at = performance.now();
-    return { ok: true, value, at, ms: at - start };
-  } catch (error) {
-    const at = performance.now();
-    return { ok: false, error, at, ms: at - start };
-  }
-}
-
-/** 'acquired' or '<ErrorName>: <message>', for readable failures. */
-function outcome(r: Settled<unknown>): string {
-  if (r.ok) return 'acquired';
-  const e = r.error as Error;
-  return `${e?.name ?? typeof e}: ${e?.message ?? String(e)}`;
-}
-
-async function releaseIfHeld(r: Settled<unknown>): Promise<void> {
-  const v = r.value as Partial<LockHandle> | undefined;
-  if (r.ok && v && typeof v.release === 'function') await v.release();
-}
-
 // ------------------------------------------------------------------------------ engine
 
 let server: RedisServerHandle;
@@ -136,7 +98,7 @@ describe('defect 1: a forgotten handle does not poison its key', () => {
 
     // The key is free in Redis: another app takes it at once.
     const elsewhere = await settle(() => other.acquire(key, { waitTimeout: 0 }));
-    expect(outcome(elsewhere)).toBe('acquired');
+    expect(describeOutcome(elsewhere)).toBe('acquired');
     await releaseIfHeld(elsewhere);
 
     // So must this process, without and with waiting.
@@ -144,7 +106,7 @@ describe('defect 1: a forgotten handle does not poison its key', () => {
     await releaseIfHeld(now);
     const waiting = await settle(() => locks.acquire(key, { waitTimeout: 1_000 }));
     await releaseIfHeld(waiting);
-    expect({ now: outcome(now), waiting: outcome(waiting) }).toEqual({
+    expect({ now: describeOutcome(now), waiting: describeOutcome(waiting) }).toEqual({
       now: 'acquired',
       waiting: 'acquired',
     });
@@ -166,7 +128,7 @@ describe('defect 2: a waiter behind an expiring lease of its own process gets th
     await locks.acquire(key, { ttl: 200, watchdog: false }); // never released
     const r = await settle(() => locks.acquire(key, { waitTimeout: 1_000 }));
     await releaseIfHeld(r);
-    expect(outcome(r)).toBe('acquired');
+    expect(describeOutcome(r)).toBe('acquired');
     // Not before the lease ran out (mutual exclusion), and soon after it.
     const gotAt = r.at - start;
     expect(gotAt).toBeGreaterThanOrEqual(150);
@@ -211,7 +173,7 @@ describe('defect 3: quorum wake-ups do not hang on the first node', () => {
       await lock.release();
       const r = await waiting;
       await releaseIfHeld(r);
-      expect(outcome(r)).toBe('acquired');
+      expect(describeOutcome(r)).toBe('acquired');
       expect(r.at).toBeGreaterThanOrEqual(releasedAt);
       // Woken from a live node: far less than commandTimeout after the release.
       expect(r.at - releasedAt).toBeLessThan(1_000);
@@ -236,7 +198,7 @@ describe('defect 3: quorum wake-ups do not hang on the first node', () => {
       const r = await waiting;
       await releaseIfHeld(r);
       // No majority of nodes can answer: a backend failure, not contention.
-      expect(outcome(r)).toMatch(/^LockBackendError/);
+      expect(describeOutcome(r)).toMatch(/^LockBackendError/);
       expect(r.error).toBeInstanceOf(LockBackendError);
     } finally {
       await Promise.all([nodes[0].restart(), nodes[1].restart()]);
@@ -297,7 +259,7 @@ describe('defect 4: a quorum acquire that gives up leaves no token behind', () =
     await sleep(300);
     const onNode1 = await lockKeys(raw[1]);
 
-    expect(outcome(r)).toMatch(/^LockNotAcquiredError/);
+    expect(describeOutcome(r)).toMatch(/^LockNotAcquiredError/);
     // Only the foreign token may be anywhere; the failed caller's token must be gone.
     expect({ node0: onNode0, node1: onNode1, node2: onNode2 }).toEqual({
       node0: { [rk]: 'foreign' },
@@ -328,7 +290,7 @@ describe('defect 6: a key without a TTL is not hammered', () => {
     const r = await settle(() => locks.acquire(key, { waitTimeout: 1_000 }));
     const attempts = locks.stats().attempts - before;
     await releaseIfHeld(r);
-    expect(outcome(r)).toMatch(/^LockNotAcquiredError/);
+    expect(describeOutcome(r)).toMatch(/^LockNotAcquiredError/);
     expect(r.error).toBeInstanceOf(LockNotAcquiredError);
     expect(attempts).toBeLessThan(50);
   });
@@ -467,7 +429,7 @@ describe('defect 9: a stalled Redis leaves no lock that nobody holds', () => {
       stall.kill('SIGCONT');
     }
     for (const f of failures) await releaseIfHeld(f);
-    expect(failures.map(outcome).map((o) => o.split(':')[0])).toEqual(
+    expect(failures.map(describeOutcome).map((o) => o.split(':')[0])).toEqual(
       keys.map(() => 'LockBackendError'),
     );
 
@@ -477,7 +439,7 @@ describe('defect 9: a stalled Redis leaves no lock that nobody holds', () => {
     for (const k of keys) {
       const r = await settle(() => locks.acquire(k, { waitTimeout: 0 }));
       await releaseIfHeld(r);
-      next.push(outcome(r));
+      next.push(describeOutcome(r));
     }
     expect({ left, next }).toEqual({
       left: keys.map(() => null),
@@ -553,14 +515,6 @@ describe('defect 12: a wait can be cancelled with an AbortSignal', () => {
 });
 
 describe('defect 13: a lease known to be over is not reported as held', () => {
-  /** Blocks the event loop (a long synchronous computation, a GC pause). */
-  function blockEventLoop(ms: number): void {
-    const end = performance.now() + ms;
-    while (performance.now() < end) {
-      // spin
-    }
-  }
-
   const TTL = 300;
   const keyPrefix = uniquePrefix('d13');
   let stall: RedisServerHandle;
@@ -631,7 +585,7 @@ describe('defect 5: bad keys passed to acquire / using are LockKeyError', () => 
   ])('%s rejects with LockKeyError', async (_label, call) => {
     const r = await settle(() => call(locks));
     await releaseIfHeld(r);
-    expect(outcome(r)).toMatch(/^LockKeyError/);
+    expect(describeOutcome(r)).toMatch(/^LockKeyError/);
     expect(r.error).toBeInstanceOf(LockKeyError);
   });
 });
@@ -657,7 +611,7 @@ describe('defect 10: bad per-call options are LockConfigError', () => {
       ]) {
         const r = await settle(call);
         await releaseIfHeld(r);
-        expect(outcome(r)).toMatch(/^LockConfigError/);
+        expect(describeOutcome(r)).toMatch(/^LockConfigError/);
         expect((r.error as Error).message).toContain(unknown);
         expect((r.error as Error).message).toContain(suggestion);
       }
@@ -671,7 +625,7 @@ describe('defect 10: bad per-call options are LockConfigError', () => {
     ]) {
       const r = await settle(call);
       await releaseIfHeld(r);
-      expect(outcome(r)).toMatch(/^LockConfigError/);
+      expect(describeOutcome(r)).toMatch(/^LockConfigError/);
     }
   });
 
@@ -685,7 +639,7 @@ describe('defect 10: bad per-call options are LockConfigError', () => {
       expect(r.ms).toBeGreaterThanOrEqual(800);
       return;
     }
-    expect(outcome(r)).toMatch(/^LockConfigError/);
+    expect(describeOutcome(r)).toMatch(/^LockConfigError/);
   }
 
   it('per call waitTimeout 2 ** 31: LockConfigError, or it really waits', async () => {
@@ -707,14 +661,6 @@ describe('defect 10: bad per-call options are LockConfigError', () => {
 // ------------------------------------------------------------------------------ grants
 
 describe('defect 14: a grant read after its claim window ran out is not a hold', () => {
-  /** Blocks the event loop (a long synchronous computation, a GC pause, a starved CPU). */
-  function blockEventLoop(ms: number): void {
-    const end = performance.now() + ms;
-    while (performance.now() < end) {
-      // spin
-    }
-  }
-
   const keyPrefix = uniquePrefix('d14');
 
   it('the grantee stalled past the claim while another client took the key: it does not run as holder', async () => {
@@ -731,20 +677,16 @@ describe('defect 14: a grant read after its claim window ran out is not a hold',
     });
     await sleep(200);
     // Another client (a separate OS process) takes the key once the grant's claim ran out.
-    const intruder = spawn(
-      'sh',
-      ['-c', `sleep 1.4; redis-cli -h 127.0.0.1 -p ${server.port} SET '${rk}' intruder NX PX 1500`],
-      { stdio: ['ignore', 'pipe', 'ignore'] },
-    );
-    let intruderSaid = '';
-    intruder.stdout.on('data', (d: Buffer) => (intruderSaid += d.toString()));
-    const intruderDone = once(intruder, 'exit');
+    const intruder = setNxFromAnotherProcess(server.port, rk, 'intruder', {
+      delayMs: 1_400,
+      pxMs: 1_500,
+    });
     // The release grants the key to the grantee; its grant message waits in the socket while
     // this process is stalled past the claim window (1 s).
     await held.release();
     blockEventLoop(2_200);
     const ownerWhenGranteeRan = await waiting;
-    await intruderDone;
+    const intruderSaid = await intruder;
     // The intruder really took the free key (otherwise this test proves nothing)...
     expect(intruderSaid.trim()).toBe('OK');
     // ...so the grantee must not have run while the intruder held it.

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import {
   Controller,
   Get,
@@ -23,6 +22,7 @@ import {
   type RedlockModuleOptions,
 } from 'nest-locked';
 import request from 'supertest';
+import { uid } from '../support/faults';
 import { createLockApp, lockRedisKey, sleep, timed, uniquePrefix } from '../support/lock-app';
 import {
   type RedisServerHandle,
@@ -47,8 +47,6 @@ afterAll(async () => {
   redis?.disconnect();
   await stopAll([server, ...doomed]);
 });
-
-const uid = () => randomBytes(4).toString('hex');
 
 @Injectable()
 class JobService {

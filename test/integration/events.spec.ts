@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { Injectable, type INestApplication } from '@nestjs/common';
 import { EventEmitterModule, OnEvent } from '@nestjs/event-emitter';
 import { context, metrics, trace } from '@opentelemetry/api';
@@ -26,6 +25,7 @@ import {
   fakeTracerProvider,
   type Measurement,
 } from '../support/fake-otel';
+import { uid } from '../support/faults';
 import { createLockApp, lockRedisKey, sleep, uniquePrefix, within } from '../support/lock-app';
 import { redisForFile } from '../support/redis-for-file';
 import type { RedisServerHandle } from '../support/redis-server';
@@ -38,8 +38,6 @@ redisForFile((s, r) => {
   server = s;
   redis = r;
 });
-
-const id = () => randomBytes(4).toString('hex');
 
 @Injectable()
 class ShopService {
@@ -127,7 +125,7 @@ describe('lock events', () => {
   it('emits acquired then released, once per lock taken, with keys, group, fence, wait and hold times', async () => {
     const events = record(locks);
     try {
-      const p = id();
+      const p = uid();
       const fence = await shop.buy(p, 50);
       expect(events.seen.map(([e]) => e)).toEqual(['acquired', 'released']);
       const [acquired] = events.of('acquired');
@@ -154,7 +152,7 @@ describe('lock events', () => {
 
   it('emits busy when a call gives up, with onBusy: skip too, and the wait it made', async () => {
     const events = record(locks);
-    const key = `product:${id()}`;
+    const key = `product:${uid()}`;
     const handle = await locks.acquire(key);
     try {
       await expect(locks.using(key, () => 'never', { waitTimeout: 100 })).rejects.toBeInstanceOf(
@@ -178,7 +176,7 @@ describe('lock events', () => {
 
   it('emits lost with the fence and the LockLostError when the key vanishes under its holder', async () => {
     const events = record(locks);
-    const key = `product:${id()}`;
+    const key = `product:${uid()}`;
     const handle = await locks.acquire(key, { ttl: 600 });
     try {
       expect(await redis.del(lockRedisKey(keyPrefix, key))).toBe(1);
@@ -223,7 +221,7 @@ describe('lock events', () => {
 
   it('emits them as Nest events nest-locked.<name> to @OnEvent handlers (EventEmitterModule present)', async () => {
     log.seen.length = 0;
-    const p = id();
+    const p = uid();
     const fence = await shop.buy(p);
     const key = `product:${p}`;
     const handle = await locks.acquire(key);
@@ -245,7 +243,7 @@ describe('lock events', () => {
     };
     locks.on('acquired', throwing);
     try {
-      await expect(shop.buy(id())).resolves.toEqual(expect.any(Number));
+      await expect(shop.buy(uid())).resolves.toEqual(expect.any(Number));
     } finally {
       locks.off('acquired', throwing);
     }
@@ -254,7 +252,7 @@ describe('lock events', () => {
   // Last: it stops the server.
   it('emits error (operation release) and still released when the release cannot reach Redis', async () => {
     const events = record(locks);
-    const key = `product:${id()}`;
+    const key = `product:${uid()}`;
     const handle = await locks.acquire(key, { watchdog: false });
     try {
       server.kill();
@@ -295,8 +293,8 @@ describe('nobody listening', () => {
     const refused = jest.spyOn(LockEvents.prototype, 'refused');
     try {
       const locks = app.get(LockService);
-      await shop.buy(id());
-      const key = `product:${id()}`;
+      await shop.buy(uid());
+      const key = `product:${uid()}`;
       const handle = await locks.acquire(key);
       await locks.using(key, () => 'never', { waitTimeout: 0, onBusy: 'skip' });
       await handle.release();
@@ -339,7 +337,7 @@ describe('OpenTelemetry through a real locked call', () => {
   });
 
   it('wraps each locked call in a span and records its wait, hold and outcome', async () => {
-    const p = id();
+    const p = uid();
     const fence = await shop.buy(p, 20);
     // The reentrant inner call (check) gets a span of its own, inside the first, taking nothing.
     expect(spans.map((s) => s.name)).toEqual([
@@ -371,7 +369,7 @@ describe('OpenTelemetry through a real locked call', () => {
   it('names a LockService.using span after the method and counts a busy outcome', async () => {
     spans.length = 0;
     measurements.length = 0;
-    const key = `product:${id()}`;
+    const key = `product:${uid()}`;
     const handle = await locks.acquire(key);
     await expect(locks.using(key, () => 'never', { waitTimeout: 0 })).rejects.toBeInstanceOf(
       LockNotAcquiredError,

@@ -2,7 +2,7 @@ import { Controller, Get, type INestApplication, Module } from '@nestjs/common';
 import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
 import request from 'supertest';
 import { RedlockHealthIndicator, RedlockHealthModule } from 'nest-locked/health';
-import { createLockApp, uniquePrefix } from '../support/lock-app';
+import { createLockApp, sleep, uniquePrefix } from '../support/lock-app';
 import { type RedisServerHandle, startRedisServers, stopAll } from '../support/redis-server';
 
 jest.setTimeout(60_000);
@@ -117,7 +117,7 @@ describe('RedlockHealthIndicator against real redis-servers', () => {
     let status = 'down';
     for (let i = 0; i < 100 && status !== 'up'; i++) {
       status = (await indicator.isHealthy()).redlock.status;
-      if (status !== 'up') await new Promise((r) => setTimeout(r, 100));
+      if (status !== 'up') await sleep(100);
     }
     expect(status).toBe('up');
   });

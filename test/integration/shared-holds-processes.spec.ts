@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import type { INestApplication } from '@nestjs/common';
 import { LockService } from 'nest-locked';
 import type {
@@ -14,7 +13,7 @@ import {
   type Interval,
   maxConcurrency,
 } from '../support/intervals';
-import { createLockApp, sleep, within } from '../support/lock-app';
+import { createLockApp, sleep, uniquePrefix, within } from '../support/lock-app';
 import {
   type RedisServerHandle,
   startRedisServers,
@@ -116,7 +115,7 @@ function describeSuite(name: string, servers: () => Promise<RedisServerHandle[]>
   describe(name, () => {
     let nodes: RedisServerHandle[] = [];
     let clients: string[];
-    const prefix = () => `shp:${randomBytes(4).toString('hex')}:`;
+    const prefix = () => uniquePrefix('shp');
 
     beforeAll(async () => {
       nodes = await servers();
@@ -211,7 +210,7 @@ describe('liveness and dead holders (single node)', () => {
     server = await useRedis();
   });
   beforeEach(async () => {
-    keyPrefix = `shl:${randomBytes(4).toString('hex')}:`;
+    keyPrefix = uniquePrefix('shl');
     app = await createLockApp({ options: { clients: [server.url], keyPrefix } });
     locks = app.get(LockService);
   });

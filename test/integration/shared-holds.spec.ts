@@ -1,5 +1,3 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { Injectable, type INestApplication } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import type { LockClient } from '../../lib/engine/lock-client';
@@ -16,6 +14,7 @@ import { findOverlaps, type Interval, maxConcurrency, now } from '../support/int
 import { createLockApp, lockRedisKey, sleep, uniquePrefix, within } from '../support/lock-app';
 import { redisForFile } from '../support/redis-for-file';
 import type { RedisServerHandle } from '../support/redis-server';
+import { blockEventLoop, setNxFromAnotherProcess } from '../support/stalls';
 
 jest.setTimeout(30_000);
 
@@ -374,22 +373,15 @@ it('a shared grant read after its claim ran out is not a hold (defect 14, for re
     });
   await sleep(200);
   // Another client takes the key once the grant's claim (1 s) ran out.
-  const intruder = spawn(
-    'sh',
-    ['-c', `sleep 1.4; redis-cli -h 127.0.0.1 -p ${server.port} SET '${rk}' intruder NX PX 1500`],
-    { stdio: ['ignore', 'pipe', 'ignore'] },
-  );
-  let said = '';
-  intruder.stdout.on('data', (d: Buffer) => (said += d.toString()));
-  const done = once(intruder, 'exit');
+  const intruder = setNxFromAnotherProcess(server.port, rk, 'intruder', {
+    delayMs: 1_400,
+    pxMs: 1_500,
+  });
   await held.release();
   // The grant message waits in the socket while this process is stalled past the claim.
-  const end = performance.now() + 2_200;
-  while (performance.now() < end) {
-    // spin
-  }
+  blockEventLoop(2_200);
   const ownerWhenReaderRan = await waiting;
-  await done;
+  const said = await intruder;
   expect(said.trim()).toBe('OK');
   expect(ownerWhenReaderRan).toBe('\0r');
 });

@@ -1,19 +1,9 @@
-import * as net from 'node:net';
 import { Logger } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { createLockApp, uniquePrefix, within } from '../support/lock-app';
-import { type RedisServerHandle, startRedisServer } from '../support/redis-server';
+import { closedPort, type RedisServerHandle, startRedisServer } from '../support/redis-server';
 
 jest.setTimeout(30_000);
-
-/** A loopback port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 describe('what startup tells about the lock servers', () => {
   let warn: jest.SpyInstance;

@@ -595,6 +595,9 @@ async function pickFreePort(cluster: boolean): Promise<number> {
   throw new Error(`Found no free port on ${HOST} for redis-server.`);
 }
 
+/** A loopback port nothing listens on (for a client that must find no server there). */
+export const closedPort = (): Promise<number> => pickFreePort(false);
+
 /** Listens on `port` (0: any) and closes again; resolves with the port, or undefined if taken. */
 function listenOnce(port: number): Promise<number | undefined> {
   return new Promise((resolve) => {
