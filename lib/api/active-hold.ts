@@ -1,23 +1,33 @@
 import type { LockLostError } from '../errors';
 import type { Lease, LockBackend } from '../engine/lock-backend';
-import type { Watchdog } from '../watchdog/watchdog';
+import type { WatchedHold, Watchdog } from '../watchdog/watchdog';
 import type { HoldRecord } from './lock-context';
+
+/** What a hold needs of the service that runs it (one object per service, not per hold). */
+export interface HoldOwner {
+  /** The hold's watchdog found the lock lost or run out. */
+  lost(hold: ActiveHold, error: LockLostError): void;
+  /** Stops the watchdog and releases, once. */
+  finish(hold: ActiveHold): Promise<void>;
+}
 
 /**
  * A lock held right now by a call of this process: its lease, the group it lives in, its
  * watchdog, and the holder's lost signal (created on first use: most calls never look at it).
+ * It is its own record for reentrant calls and its watchdog's listener, so a hold allocates no
+ * closure and no extra object (100,000 holds at once are normal).
  * @internal
  */
-export class ActiveHold {
+export class ActiveHold implements HoldRecord, WatchedHold {
   watchdog?: Watchdog;
+  /** Seen by reentrant calls: whether the hold still counts. */
+  active = true;
   /** ms the lock stays held after it was taken, even if the call ends sooner (`minHold`). */
   minHold = 0;
   /** `'read'` for a shared read hold, else `'write'` (exclusive or a permit). */
   mode: 'read' | 'write' = 'write';
   /** How many holders the key admits (`permits`; 1 for exclusive and read holds). */
   permits = 1;
-  /** Seen by reentrant calls: whether the hold still counts. */
-  readonly record: HoldRecord = { active: true };
   /** Its links in the service's chain of holds in progress. */
   prev?: ActiveHold;
   next?: ActiveHold;
@@ -28,6 +38,7 @@ export class ActiveHold {
   constructor(
     readonly lease: Lease,
     readonly client: LockBackend,
+    private readonly owner: HoldOwner,
   ) {}
 
   /** The holder's signal, aborted with a LockLostError once the hold is lost. */
@@ -46,5 +57,15 @@ export class ActiveHold {
     } else {
       this.lostReason ??= reason;
     }
+  }
+
+  /** Called by its watchdog: the lock is lost. */
+  onLost(error: LockLostError): void {
+    this.owner.lost(this, error);
+  }
+
+  /** Stops the watchdog and releases the lock (once). */
+  release(): Promise<void> {
+    return this.owner.finish(this);
   }
 }

@@ -8,23 +8,28 @@ import { HoldInfo } from './hold-scope';
 /**
  * What `LockService.acquire` returns. A class, so every handle shares one hidden class, and its
  * `signal` and `fences` are built only when read (100,000 handles held at once are normal).
- * `release` and `extend` are bound: they may be passed around on their own.
+ * `release` and `extend` are bound: they may be passed around on their own (each is made when
+ * first read, not with every handle).
  * @internal
  */
 export class HoldHandle extends HoldInfo implements LockHandle {
-  readonly release: () => Promise<void>;
-  readonly extend: (ms: number) => Promise<void>;
+  #release?: () => Promise<void>;
+  #extend?: (ms: number) => Promise<void>;
 
-  constructor(hold: ActiveHold, release: () => Promise<void>) {
-    super(hold);
-    this.release = release;
-    this.extend = async (ms: number) => {
-      if (!(Number.isInteger(ms) && ms >= 10 && ms <= MAX_TIMER_MS)) {
-        throw new LockConfigError(BAD_OPTION('extend(ms)', ms, EXPECTED.ttl), 'extend');
-      }
-      if (!(await hold.client.extend(hold.lease, ms))) {
-        throw new LockLostError(hold.lease.keys, 'lost');
-      }
-    };
+  get release(): () => Promise<void> {
+    return (this.#release ??= () => this.hold.release());
+  }
+
+  get extend(): (ms: number) => Promise<void> {
+    return (this.#extend ??= (ms: number) => extendHold(this.hold, ms));
+  }
+}
+
+async function extendHold(hold: ActiveHold, ms: number): Promise<void> {
+  if (!(Number.isInteger(ms) && ms >= 10 && ms <= MAX_TIMER_MS)) {
+    throw new LockConfigError(BAD_OPTION('extend(ms)', ms, EXPECTED.ttl), 'extend');
+  }
+  if (!(await hold.client.extend(hold.lease, ms))) {
+    throw new LockLostError(hold.lease.keys, 'lost');
   }
 }

@@ -21,7 +21,7 @@ import { assertRawKey, type KeyRenderer, rawKeys } from '../keys';
 import type { AcquireRequest, Lease, LockBackend, Share } from '../engine/lock-backend';
 import type { ReplicaAcks } from '../redis/lock-protocol';
 import { Chain } from '../chain';
-import { ActiveHold } from './active-hold';
+import { ActiveHold, type HoldOwner } from './active-hold';
 import { HoldHandle } from './hold-handle';
 import { HoldScope } from './hold-scope';
 import { HoldTimes, withRetryEstimate } from './hold-times';
@@ -123,6 +123,11 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
   /** Recent hold times per client group, for the Retry-After of busy answers. */
   private readonly holdTimes = new Map<string, HoldTimes>();
   private shuttingDown = false;
+  /** What every hold calls back: one object for all of them, no closure per hold. */
+  private readonly holdOwner: HoldOwner = {
+    lost: (hold, error) => this.lost(hold, hold.client.name, error),
+    finish: (hold) => this.finish(hold),
+  };
 
   constructor(
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedRedlockOptions,
@@ -181,7 +186,7 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     const list = rawKeys(keys, 'LockService.acquire');
     const b = this.resolveBehaviour(options);
     const hold = await this.take(sortUnique(list), b, options.signal);
-    return new HoldHandle(hold, () => this.finish(hold));
+    return new HoldHandle(hold);
   }
 
   /** Whether `key` (a rendered key, without keyPrefix) is locked right now. */
@@ -509,14 +514,12 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
   }
 
   private start(lease: Lease, b: Behaviour): ActiveHold {
-    const hold = new ActiveHold(lease, b.client);
+    const hold = new ActiveHold(lease, b.client, this.holdOwner);
     hold.minHold = b.minHold;
     hold.mode = b.mode;
     hold.permits = b.permits;
     // Without renewals it still reports the lease's end, so the signal never outlives it.
-    hold.watchdog = new Watchdog(b.client, lease, leaseTtl(b), b.maxHold, b.watchdog, (error) =>
-      this.lost(hold, b.clientName, error),
-    );
+    hold.watchdog = new Watchdog(hold, leaseTtl(b), b.maxHold, b.watchdog);
     hold.watchdog.start();
     this.holds.push(hold);
     if (this.shuttingDown) hold.abort(new LockLostError(lease.keys, 'shutdown'));
@@ -551,10 +554,10 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
 
   /** Stops renewals and releases; a failed release is logged, never thrown over the result. */
   private async finish(hold: ActiveHold): Promise<void> {
-    if (!hold.record.active) return;
+    if (!hold.active) return;
     this.holds.remove(hold);
     hold.watchdog?.stop();
-    hold.record.active = false;
+    hold.active = false;
     const { lease, client } = hold;
     const held = Date.now() - lease.acquiredAt;
     // Kept for minHold, the key is busy that long whatever the method took.

@@ -81,11 +81,31 @@ export interface LeaseRenewer {
   extend(lease: WatchedLease, ttl: number, batched?: boolean): Promise<boolean>;
 }
 
+/** Told once when the watchdog finds the lock lost (an object, not a closure per hold). */
+export interface LossListener {
+  onLost(error: LockLostError): void;
+}
+
 /** What a watchdog watches: the keys (for errors) and until when the lease is certainly ours. */
 export interface WatchedLease {
   readonly keys: readonly string[];
   readonly validUntil: number;
 }
+
+/** A hold as its watchdog sees it: its lease, what renews it, and who hears of its loss. */
+export interface WatchedHold extends LossListener {
+  readonly lease: WatchedLease;
+  readonly client: LeaseRenewer;
+}
+
+/** The watchdog's yes/no state, as bits of one field (a field each cost 8 bytes per hold). */
+const STOPPED = 1;
+/** A renewal is on its way (a wake-up meanwhile only checks the expiry). */
+const RENEWING = 2;
+/** The last renewal was cut to what was left of maxHold. */
+const CAPPED = 4;
+/** It renews (else it only reports the lease's end at expiry). */
+const RENEWS = 8;
 
 /**
  * Watches a lease while the method runs. With renewals on it renews every `ttl / 3` (as Redisson
@@ -102,24 +122,41 @@ export class Watchdog {
   prev?: Watchdog;
   /** @internal */
   next?: Watchdog;
-  private stopped = false;
   /** The interval it sleeps for now (its wake-up group), if it sleeps. */
   private sleeping?: number;
-  /** A renewal is on its way (a wake-up meanwhile only checks the expiry). */
-  private renewing = false;
-  /** The last renewal was cut to what was left of maxHold. */
-  private capped = false;
+  /** STOPPED, RENEWING, CAPPED, RENEWS. */
+  private flags: number;
   private readonly startedAt = performance.now();
 
   constructor(
-    private readonly renewer: LeaseRenewer,
-    private readonly lease: WatchedLease,
+    private readonly hold: WatchedHold,
     private readonly ttl: number,
     private readonly maxHold: number,
     /** false: no renewals, only the report at expiry. */
-    private readonly renews: boolean,
-    private readonly onLost: (error: LockLostError) => void,
-  ) {}
+    renews: boolean,
+  ) {
+    this.flags = renews ? RENEWS : 0;
+  }
+
+  private get stopped(): boolean {
+    return (this.flags & STOPPED) !== 0;
+  }
+
+  private get renewing(): boolean {
+    return (this.flags & RENEWING) !== 0;
+  }
+
+  private set renewing(on: boolean) {
+    this.flags = on ? this.flags | RENEWING : this.flags & ~RENEWING;
+  }
+
+  private get capped(): boolean {
+    return (this.flags & CAPPED) !== 0;
+  }
+
+  private get renews(): boolean {
+    return (this.flags & RENEWS) !== 0;
+  }
 
   start(): void {
     // A lease shorter than its ttl (a grant's claim window) is checked when it would run out.
@@ -129,7 +166,7 @@ export class Watchdog {
   }
 
   stop(): void {
-    this.stopped = true;
+    this.flags |= STOPPED;
     this.unschedule();
   }
 
@@ -141,7 +178,7 @@ export class Watchdog {
   }
 
   private untilExpiry(now: number): number {
-    return this.lease.validUntil - now;
+    return this.hold.lease.validUntil - now;
   }
 
   private schedule(ms: number, now = performance.now()): void {
@@ -181,7 +218,7 @@ export class Watchdog {
     this.schedule(this.untilExpiry(now), now);
     let ok: boolean;
     try {
-      ok = await this.renewer.extend(this.lease, next, true);
+      ok = await this.hold.client.extend(this.hold.lease, next, true);
     } catch (error) {
       this.renewing = false;
       if (this.stopped) return;
@@ -198,7 +235,7 @@ export class Watchdog {
     if (!ok) return this.lose('lost');
     if (next < this.ttl) {
       // Capped by maxHold: no more renewals; it ends with this lease.
-      this.capped = true;
+      this.flags |= CAPPED;
       this.schedule(this.untilExpiry(performance.now()));
     } else this.schedule(this.ttl / 3);
   }
@@ -206,6 +243,6 @@ export class Watchdog {
   private lose(reason: LockLostReason, cause?: unknown): void {
     if (this.stopped) return;
     this.stop();
-    this.onLost(new LockLostError(this.lease.keys, reason, cause));
+    this.hold.onLost(new LockLostError(this.hold.lease.keys, reason, cause));
   }
 }

@@ -55,12 +55,10 @@ describe('Watchdog', () => {
   ) {
     const lost: { error: LockLostError; at: number }[] = [];
     const dog = new Watchdog(
-      renewer,
-      lease,
+      { client: renewer, lease, onLost: (error) => lost.push({ error, at: time.now() }) },
       opts.ttl ?? TTL,
       opts.maxHold ?? Infinity,
       opts.renews ?? true,
-      (error) => lost.push({ error, at: time.now() }),
     );
     dogs.push(dog);
     dog.start();
