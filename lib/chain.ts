@@ -22,6 +22,15 @@ export class Chain<T extends Linked<T>> {
     this.last = item;
   }
 
+  /** Puts `item` first. */
+  unshift(item: T): void {
+    item.prev = undefined;
+    item.next = this.first;
+    if (this.first) this.first.prev = item;
+    else this.last = item;
+    this.first = item;
+  }
+
   /** Takes `item` out; false if it was not in this chain. */
   remove(item: T): boolean {
     if (item.prev) item.prev.next = item.next;

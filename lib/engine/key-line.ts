@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { Chain } from '../chain';
 import type { Lease } from './lease';
 
 /** What a key line needs of a waiting caller. */
@@ -6,6 +7,41 @@ export interface LineWaiter {
   readonly token: string;
   /** Nudges it to try over the network now. */
   wake(): void;
+  /** Its links in the line (set by the line only). */
+  prev?: this;
+  next?: this;
+}
+
+/**
+ * The callers waiting in one line, oldest first, linked through the waiters themselves, and by
+ * token: joining, leaving from anywhere and finding a token cost the same whatever the length.
+ */
+class Waiters<W extends LineWaiter> extends Chain<W> {
+  size = 0;
+  /** The subscription to the key's release channel (quorum groups), while anyone waits. */
+  listener?: LineListener;
+  /** Whether that subscription is active (its head hears every PUBLISH). */
+  listening = false;
+  private readonly byToken = new Map<string, W>();
+
+  add(waiter: W, first: boolean): void {
+    if (first) this.unshift(waiter);
+    else this.push(waiter);
+    this.byToken.set(waiter.token, waiter);
+    this.size++;
+  }
+
+  /** Takes `waiter` out; false if it was not in the line. */
+  delete(waiter: W): boolean {
+    if (!this.remove(waiter)) return false;
+    if (this.byToken.get(waiter.token) === waiter) this.byToken.delete(waiter.token);
+    this.size--;
+    return true;
+  }
+
+  of(token: string): W | undefined {
+    return this.byToken.get(token);
+  }
 }
 
 /** A key's subscription to its release channel. */
@@ -25,47 +61,48 @@ export interface LineListener {
  * @internal
  */
 export class KeyLine<W extends LineWaiter = LineWaiter> {
-  private readonly waiters: W[] = [];
-  /** Holds of this key by this process whose release has not reached Redis yet (usually 0-1). */
-  private readonly holds: Lease[] = [];
+  /** Made when the first caller waits (most lines only ever count a hold). */
+  private waiters?: Waiters<W>;
+  /**
+   * Holds of this key by this process whose release has not reached Redis yet: usually 0-1, so
+   * the first is a field and only further ones take an array.
+   */
+  private held?: Lease;
+  private moreHeld?: Lease[];
   /** First tries in flight (callers arriving meanwhile queue behind them). */
   private trying = 0;
   /** Consecutive local handoffs since the key last went public. */
   private handoffs = 0;
-  /** The subscription to the key's release channel (quorum groups), while anyone waits. */
-  private listener?: LineListener;
-  /** Whether that subscription is active (its head hears every PUBLISH). */
-  private listening = false;
 
   constructor(readonly key: string) {}
 
   get head(): W | undefined {
-    return this.waiters[0];
+    return this.waiters?.first;
   }
 
   /** Callers waiting. */
   get length(): number {
-    return this.waiters.length;
+    return this.waiters?.size ?? 0;
   }
 
   /** Queues a waiter: at the end, or `first` (ahead of those that queued behind its try). */
   join(waiter: W, first: boolean): void {
-    if (first) this.waiters.unshift(waiter);
-    else this.waiters.push(waiter);
+    (this.waiters ??= new Waiters<W>()).add(waiter, first);
   }
 
   /** Takes a waiter out; a new head competes now unless the key is busy here. */
   leave(waiter: W): void {
-    const i = this.waiters.indexOf(waiter);
-    if (i < 0) return;
-    this.waiters.splice(i, 1);
-    if (this.waiters.length === 0) this.stopListening();
-    else if (i === 0 && !this.heldHere()) this.waiters[0].wake();
+    const waiters = this.waiters;
+    if (!waiters) return;
+    const wasHead = waiters.first === waiter;
+    if (!waiters.delete(waiter)) return;
+    if (waiters.size === 0) this.stopListening();
+    else if (wasHead && !this.heldHere()) waiters.first!.wake();
   }
 
   /** The waiter holding `token`, if it still waits. */
   waiterOf(token: string): W | undefined {
-    return this.waiters.find((w) => w.token === token);
+    return this.waiters?.of(token);
   }
 
   startTry(): void {
@@ -80,14 +117,16 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
 
   /** A caller of this process holds the key now. */
   hold(lease: Lease): void {
-    this.holds.push(lease);
+    if (!this.held) this.held = lease;
+    else (this.moreHeld ??= []).push(lease);
   }
 
   /** The key passed from one caller of this process to the next: the hold goes on. */
   passHold(from: Lease, to: Lease): void {
-    const i = this.holds.indexOf(from);
-    if (i >= 0) this.holds[i] = to;
-    else this.holds.push(to);
+    if (this.held === from) return void (this.held = to);
+    const i = this.moreHeld ? this.moreHeld.indexOf(from) : -1;
+    if (i >= 0) this.moreHeld![i] = to;
+    else this.hold(to);
   }
 
   /**
@@ -95,8 +134,7 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
    * whether the head must be told to try (a listening head hears the release itself).
    */
   endHold(lease: Lease, wakeHead: boolean): void {
-    const i = this.holds.indexOf(lease);
-    if (i >= 0) this.holds.splice(i, 1);
+    this.forget(lease);
     if (wakeHead && !this.heldHere()) this.head?.wake();
   }
 
@@ -108,10 +146,17 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
   /** Whether a caller of this process holds the key with a lease still valid. */
   heldHere(now = performance.now()): boolean {
     let held = false;
-    for (let i = this.holds.length - 1; i >= 0; i--) {
-      if (this.holds[i].validAt(now)) held = true;
-      // Over: it can no longer hold anything up.
-      else this.holds.splice(i, 1);
+    const more = this.moreHeld;
+    if (more) {
+      for (let i = more.length - 1; i >= 0; i--) {
+        if (more[i].validAt(now)) held = true;
+        // Over: it can no longer hold anything up.
+        else more.splice(i, 1);
+      }
+    }
+    if (this.held) {
+      if (this.held.validAt(now)) held = true;
+      else this.forget(this.held);
     }
     return held;
   }
@@ -123,13 +168,15 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
 
   /** Held, tried or awaited here: a one-shot try of this process would only compete with it. */
   occupied(): boolean {
-    return this.waiters.length > 0 || this.busyHere();
+    return this.length > 0 || this.busyHere();
   }
 
   /** When the first valid hold here runs out (Infinity if none). */
   holdsEnd(now = performance.now()): number {
-    let end = Infinity;
-    for (const l of this.holds) if (l.validAt(now)) end = Math.min(end, l.validUntil);
+    let end = this.held?.validAt(now) ? this.held.validUntil : Infinity;
+    if (this.moreHeld) {
+      for (const l of this.moreHeld) if (l.validAt(now)) end = Math.min(end, l.validUntil);
+    }
     return end;
   }
 
@@ -148,32 +195,45 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
 
   /** Nothing held, tried or awaited here: the line can go. */
   idle(): boolean {
-    return this.trying <= 0 && this.waiters.length === 0 && !this.heldHere();
+    return this.trying <= 0 && this.length === 0 && !this.heldHere();
   }
 
   /** Whether the head hears the key's releases (so it need not be woken directly). */
   get hearsReleases(): boolean {
-    return this.listening;
+    return this.waiters?.listening ?? false;
   }
 
   /** Subscribes the line to the key's releases once (`subscribe` is called at most once). */
   listen(subscribe: () => LineListener): Promise<void> {
-    if (!this.listener) {
+    const waiters = (this.waiters ??= new Waiters<W>());
+    if (!waiters.listener) {
       const listener = subscribe();
-      this.listener = listener;
+      waiters.listener = listener;
       listener.ready.then(
         () => {
-          if (this.listener === listener) this.listening = true;
+          if (waiters.listener === listener) waiters.listening = true;
         },
         () => undefined,
       );
     }
-    return this.listener.ready;
+    return waiters.listener.ready;
   }
 
   stopListening(): void {
-    this.listener?.stop();
-    this.listener = undefined;
-    this.listening = false;
+    const waiters = this.waiters;
+    if (!waiters) return;
+    waiters.listener?.stop();
+    waiters.listener = undefined;
+    waiters.listening = false;
+  }
+
+  /** Stops counting `lease` (the first of the others takes the field). */
+  private forget(lease: Lease): void {
+    if (this.held === lease) {
+      this.held = this.moreHeld?.pop();
+      return;
+    }
+    const i = this.moreHeld ? this.moreHeld.indexOf(lease) : -1;
+    if (i >= 0) this.moreHeld!.splice(i, 1);
   }
 }

@@ -78,6 +78,9 @@ export class Waiter implements LeaseTaker {
   queuedByHolder = false;
   /** Its wait is over (it holds the key, or gave up). */
   done = false;
+  /** Its links in the key's line (the line sets them). */
+  prev?: Waiter;
+  next?: Waiter;
   /** A grant message came for its token and is not confirmed yet. */
   private grant?: GrantedKey;
 

@@ -79,6 +79,47 @@ describe('KeyLine', () => {
       expect(line.waiterOf('b')).toBeUndefined();
     });
 
+    it('10,000 waiters: leaving from anywhere keeps the others in order, each found by token', () => {
+      const line = new KeyLine('k');
+      const all = Array.from({ length: 10_000 }, (_, i) => new CountingWaiter(`t${i}`));
+      for (const w of all) line.join(w, false);
+      // Every 10th leaves from the middle (a short wait running out in the line).
+      for (let i = 9; i < all.length; i += 10) line.leave(all[i]);
+      const stayed = all.filter((_, i) => i % 10 !== 9);
+      expect(line.length).toBe(stayed.length);
+      for (const w of [stayed[0], stayed[4_500], stayed[stayed.length - 1]]) {
+        expect(line.waiterOf(w.token)).toBe(w);
+      }
+      expect(line.waiterOf('t9')).toBeUndefined();
+      const order: string[] = [];
+      while (line.head) {
+        const h: LineWaiter = line.head;
+        order.push(h.token);
+        line.leave(h);
+      }
+      expect(order).toEqual(stayed.map((w) => w.token));
+      expect(line.length).toBe(0);
+      // Only the head was ever woken: each once, when the one before it left.
+      expect(all.filter((w) => w.wakes > 1)).toEqual([]);
+      expect(all[0].wakes).toBe(0);
+    });
+
+    it('a waiter that left and joins again goes to the end, found by its token', () => {
+      const line = new KeyLine('k');
+      const [a, b, c] = ['a', 'b', 'c'].map((t) => new CountingWaiter(t));
+      [a, b, c].forEach((w) => line.join(w, false));
+      line.leave(b);
+      line.join(b, false);
+      expect(line.waiterOf('b')).toBe(b);
+      const order: LineWaiter[] = [];
+      while (line.head) {
+        const h: LineWaiter = line.head;
+        order.push(h);
+        line.leave(h);
+      }
+      expect(order).toEqual([a, c, b]);
+    });
+
     it('leaving twice, or without having joined, changes nothing and wakes nobody', () => {
       const line = new KeyLine('k');
       const a = new CountingWaiter('a');
