@@ -26,6 +26,15 @@ export class KeyLines<W extends LineWaiter = LineWaiter> {
     return line;
   }
 
+  /** Every caller waiting in any line, each line's oldest first. */
+  waiters(): W[] {
+    const all: W[] = [];
+    for (const line of this.lines.values()) {
+      for (let w = line.head; w; w = w.next) all.push(w);
+    }
+    return all;
+  }
+
   /** Drops the line if nothing is held, tried or awaited in it (and stops its listening). */
   dropIfIdle(line: KeyLine<W>): void {
     if (line.idle() && this.lines.get(line.key) === line) {

@@ -64,7 +64,7 @@ export class LockClient implements LockBackend {
   /** Single node: waiters queue in Redis and releases grant. */
   private readonly fair: boolean;
   private closed = false;
-  /** Aborted on close: every wait in progress ends with a LockBackendError. */
+  /** Aborted on close: every wait of several keys or shared ends with a LockBackendError. */
   private readonly closing = new AbortController();
   private readonly lineWait: LineWaitContext;
   private readonly keysWait: MultiKeyWaitContext;
@@ -318,6 +318,8 @@ export class LockClient implements LockBackend {
   abortWaits(): void {
     this.closed = true;
     this.closing.abort();
+    // Waiters in key lines have no listener on `closing` (thousands wait at once): told here.
+    for (const waiter of this.lines.waiters()) waiter.abort();
   }
 
   async close(): Promise<void> {

@@ -103,7 +103,8 @@ export class Waiter implements LeaseTaker {
   /** The backend error of the last attempt, while Redis keeps failing (a blip or worse). */
   private outage?: LockBackendError;
   private failures = 0;
-  private readonly onAbort = () => this.giveUp(abortReason(this.keys, this.signal));
+  /** Listens to the caller's signal, if it gave one (the client's close comes by `abort`). */
+  private readonly onAbort?: () => void;
 
   /**
    * Joins `line` (`first`: ahead of the callers that queued behind its own first try) and
@@ -136,8 +137,10 @@ export class Waiter implements LeaseTaker {
       this.reject(abortReason(keys, signal));
       return;
     }
-    signal?.addEventListener('abort', this.onAbort);
-    ctx.closing.addEventListener('abort', this.onAbort);
+    if (signal) {
+      this.onAbort = () => this.abort();
+      signal.addEventListener('abort', this.onAbort);
+    }
     line.join(this, first);
     this.run().catch((err: unknown) => {
       this.attempting = false;
@@ -166,6 +169,15 @@ export class Waiter implements LeaseTaker {
     return true;
   }
 
+  /**
+   * Ends the wait with the caller's signal's reason, or the client's close (called by the
+   * client for every waiter in its lines: one listener each on the close signal would cost
+   * thousands of listeners, each added by a walk of all the others).
+   */
+  abort(): void {
+    this.giveUp(abortReason(this.keys, this.signal));
+  }
+
   /** Nudges the waiter to try over the network now (remembered if it is busy). */
   wake(): void {
     this.latch.wake();
@@ -185,8 +197,10 @@ export class Waiter implements LeaseTaker {
       }
       if (this.expired) return this.lastTry();
       if (this.line.head !== this) {
-        // Not our turn: we become the head when the one ahead of us leaves.
-        await this.latch.sleep(this.untilDeadline());
+        // Not our turn: the line wakes us when we become its head with the key free here, the
+        // end of the hold or a handoff does when it is busy, the deadline timer at the latest.
+        // No timer of our own: a line of 10,000 must not poll.
+        await this.latch.wait();
         continue;
       }
       this.latch.clear();
@@ -317,8 +331,7 @@ export class Waiter implements LeaseTaker {
     this.deadlineTimer.cancel();
     // Ends a pending sleep now, so its timer does not outlive the wait.
     this.latch.wake();
-    this.signal?.removeEventListener('abort', this.onAbort);
-    this.ctx.closing.removeEventListener('abort', this.onAbort);
+    if (this.onAbort) this.signal?.removeEventListener('abort', this.onAbort);
     this.line.leave(this);
     this.ctx.dropIfIdle(this.line);
   }

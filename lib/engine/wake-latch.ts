@@ -20,6 +20,18 @@ export class WakeLatch {
     this.pending = false;
   }
 
+  /**
+   * Sleeps until nudged, with no timer: for a sleep that something is sure to end (a deadline
+   * timer of its own, a line that wakes its new head), so thousands of them cost no timers.
+   */
+  wait(): Promise<void> {
+    if (this.pending) {
+      this.pending = false;
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve) => (this.nudge = resolve));
+  }
+
   /** Sleeps `ms` (at least 1) unless nudged first. */
   sleep(ms: number): Promise<'woken' | 'timer'> {
     if (this.pending) {

@@ -397,3 +397,70 @@ it('leaves no local queue behind when the wait is aborted during the first try',
   await redis.del(await abortedWait('job:abort-first', () => true));
   expect(client.queueCount).toBe(queues);
 });
+
+describe('waiters behind the head (they sleep with no timer of their own)', () => {
+  /** Settles to 'held' (released at once), or the error's name. */
+  const outcome = (p: Promise<{ release(): Promise<void> }>) =>
+    p.then(
+      async (h) => {
+        await h.release();
+        return 'held';
+      },
+      (e: Error) => e.name,
+    );
+
+  it('end at once on their signal and at their deadline; the rest keep their order', async () => {
+    const name = 'line:behind-ends';
+    await redis.set(lockRedisKey(prefix, name), 'other-process', 'PX', 1_000);
+    const order: number[] = [];
+    const stop = new AbortController();
+    const wait = (i: number, waitTimeout: number, signal?: AbortSignal) =>
+      locks.acquire(name, { waitTimeout, signal }).then(async (h) => {
+        order.push(i);
+        await sleep(5);
+        return h;
+      });
+    const head = outcome(wait(0, 10_000));
+    await sleep(20);
+    const aborted = outcome(wait(1, 10_000, stop.signal));
+    const timedOut = outcome(wait(2, 300));
+    const last = outcome(wait(3, 10_000));
+    await sleep(100);
+    stop.abort(new Error('caller gone'));
+    expect(await within(aborted, 1_000, 'the aborted waiter')).toBe('Error');
+    expect(await within(timedOut, 2_000, 'the waiter at its deadline')).toBe(
+      'LockNotAcquiredError',
+    );
+    expect(await within(Promise.all([head, last]), 8_000, 'the others')).toEqual(['held', 'held']);
+    expect(order).toEqual([0, 3]);
+  });
+
+  it('one that becomes the head while the key is held here gets it at the release', async () => {
+    const name = 'line:behind-held-here';
+    const holder = await locks.acquire(name);
+    const first = outcome(locks.acquire(name, { waitTimeout: 200 }));
+    const second = locks.acquire(name, { waitTimeout: 10_000 });
+    // The head times out while the key is held here: its successor is not woken (the release is).
+    expect(await first).toBe('LockNotAcquiredError');
+    await sleep(50);
+    const fence = holder.fence;
+    await holder.release();
+    const next = await within(second, 2_000, 'the new head, at the release');
+    expect(next.fence).toBeGreaterThan(fence);
+    await next.release();
+  });
+
+  it('one that becomes the head while the key is held here gets it when that hold is lost', async () => {
+    const name = 'line:behind-lost-here';
+    const holder = await locks.acquire(name);
+    const first = outcome(locks.acquire(name, { waitTimeout: 200 }));
+    const second = locks.acquire(name, { waitTimeout: 10_000 });
+    expect(await first).toBe('LockNotAcquiredError');
+    // The hold is lost in Redis: its watchdog finds out at its next renewal (ttl / 3).
+    await redis.del(lockRedisKey(prefix, name));
+    const next = await within(second, 5_000, 'the new head, after the loss');
+    expect(holder.signal.aborted).toBe(true);
+    await next.release();
+    await holder.release();
+  });
+});

@@ -131,6 +131,8 @@ it('ends waits in progress at shutdown instead of holding it up until waitTimeou
   try {
     const held = await holder.get(LockService).acquire('busy');
     const single = waiter.get(LockService).using('busy', () => 1, { waitTimeout: 30_000 });
+    // Behind the head of the same line (no listener or timer of its own: its line tells it).
+    const behind = waiter.get(LockService).using('busy', () => 1, { waitTimeout: 30_000 });
     const multi = waiter
       .get(LockService)
       .using(['busy', 'other'], () => 1, { waitTimeout: 30_000 });
@@ -139,11 +141,11 @@ it('ends waits in progress at shutdown instead of holding it up until waitTimeou
         () => 'ran',
         (e: Error) => e.name,
       );
-    const settled = Promise.all([outcome(single), outcome(multi)]);
+    const settled = Promise.all([outcome(single), outcome(behind), outcome(multi)]);
     await sleep(200);
     const start = Date.now();
     await waiter.close();
-    expect(await settled).toEqual(['LockBackendError', 'LockBackendError']);
+    expect(await settled).toEqual(['LockBackendError', 'LockBackendError', 'LockBackendError']);
     expect(Date.now() - start).toBeLessThan(5_000);
     await held.release();
   } finally {

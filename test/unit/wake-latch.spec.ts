@@ -121,4 +121,31 @@ describe('WakeLatch', () => {
     await jest.advanceTimersByTimeAsync(1);
     expect(second()).toBe('timer');
   });
+
+  describe('wait: a sleep with no timer', () => {
+    it('ends only with a wake, and arms no timer', async () => {
+      const latch = new WakeLatch();
+      let woken = false;
+      void latch.wait().then(() => (woken = true));
+      expect(jest.getTimerCount()).toBe(0);
+      await jest.advanceTimersByTimeAsync(60_000);
+      expect(woken).toBe(false);
+      latch.wake();
+      await Promise.resolve();
+      expect(woken).toBe(true);
+    });
+
+    it('a wake while awake is remembered: the next wait returns at once', async () => {
+      const latch = new WakeLatch();
+      latch.wake();
+      let woken = false;
+      void latch.wait().then(() => (woken = true));
+      await Promise.resolve();
+      expect(woken).toBe(true);
+      // Used up: the next sleep sleeps.
+      const next = observe(latch.sleep(100));
+      await jest.advanceTimersByTimeAsync(99);
+      expect(next()).toBeUndefined();
+    });
+  });
 });
