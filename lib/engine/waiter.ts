@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { LockBackendError, LockNotAcquiredError } from '../errors';
 import type { Outcome, ReplicaAcks, Taken } from '../redis/lock-protocol';
-import { DeadlineTimer } from './deadline-timer';
+import { type DeadlineListener, DeadlineTimer } from './deadline-timer';
 import type { KeyLine } from './key-line';
 
 /** A key line of waiters. */
@@ -65,7 +65,7 @@ export interface GrantedKey {
  * waitTimeout + commandTimeout, never with contention reported for an outage).
  * @internal
  */
-export class Waiter implements LeaseTaker {
+export class Waiter implements LeaseTaker, DeadlineListener {
   readonly token: string;
   readonly ttl: number;
   readonly startedAt: number;
@@ -128,7 +128,7 @@ export class Waiter implements LeaseTaker {
       this.resolve = resolve;
       this.reject = reject;
     });
-    this.deadlineTimer = new DeadlineTimer(deadline, () => this.expire());
+    this.deadlineTimer = new DeadlineTimer(deadline, this);
     if (signal?.aborted || ctx.closing.aborted) {
       // Aborted before it waited (during a first try, say).
       this.done = true;
@@ -301,7 +301,7 @@ export class Waiter implements LeaseTaker {
    * attempt in flight decides; otherwise the head, unless it heard from Redis moments ago, tries
    * once more (bounded by commandTimeout), so an outage is never reported as contention.
    */
-  private expire(): void {
+  onDeadline(): void {
     if (this.done) return;
     this.expired = true;
     if (!this.attempting) this.latch.wake();

@@ -432,10 +432,12 @@ export class InMemoryBackend implements LockBackend {
   ): Promise<Lease> {
     return new Promise<Lease>((resolve, reject) => {
       const onAbort = () => waiter.settle(undefined, signal!.reason);
-      const timer = new DeadlineTimer(deadline, () => {
-        const waited = performance.now() - taker.startedAt;
-        const busy = new LockNotAcquiredError(keys, waited, this.pttl(keys, taker.ttl));
-        waiter.settle(undefined, waiter.outage ?? busy);
+      const timer = new DeadlineTimer(deadline, {
+        onDeadline: () => {
+          const waited = performance.now() - taker.startedAt;
+          const busy = new LockNotAcquiredError(keys, waited, this.pttl(keys, taker.ttl));
+          waiter.settle(undefined, waiter.outage ?? busy);
+        },
       });
       const waiter: MemoryWaiter = {
         ...taker,

@@ -16,7 +16,7 @@ describe('DeadlineTimer', () => {
 
   it('fires once the clock reaches the deadline', () => {
     const fn = jest.fn();
-    new DeadlineTimer(1_050, fn);
+    new DeadlineTimer(1_050, { onDeadline: fn });
     jest.advanceTimersByTime(49);
     expect(fn).not.toHaveBeenCalled();
     clock.set(1_050);
@@ -31,9 +31,11 @@ describe('DeadlineTimer', () => {
     const fn = jest.fn();
     const deadline = 1_050;
     const seenAt: number[] = [];
-    new DeadlineTimer(deadline, () => {
-      seenAt.push(clock.now());
-      fn();
+    new DeadlineTimer(deadline, {
+      onDeadline: () => {
+        seenAt.push(clock.now());
+        fn();
+      },
     });
     // The timer's 50 ms pass, the clock says only 49.5 of them did.
     clock.set(1_049.5);
@@ -53,7 +55,7 @@ describe('DeadlineTimer', () => {
 
   it('a fractional deadline is waited for in whole ms, rounded up', () => {
     const fn = jest.fn();
-    new DeadlineTimer(1_010.2, fn);
+    new DeadlineTimer(1_010.2, { onDeadline: fn });
     clock.set(1_010.2);
     jest.advanceTimersByTime(10);
     expect(fn).not.toHaveBeenCalled();
@@ -63,7 +65,7 @@ describe('DeadlineTimer', () => {
 
   it('a deadline already past fires on the next turn, not synchronously', () => {
     const fn = jest.fn();
-    new DeadlineTimer(900, fn);
+    new DeadlineTimer(900, { onDeadline: fn });
     expect(fn).not.toHaveBeenCalled();
     jest.advanceTimersByTime(0);
     expect(fn).toHaveBeenCalledTimes(1);
@@ -71,7 +73,7 @@ describe('DeadlineTimer', () => {
 
   it('cancel() before the deadline: never fires', () => {
     const fn = jest.fn();
-    const t = new DeadlineTimer(1_020, fn);
+    const t = new DeadlineTimer(1_020, { onDeadline: fn });
     jest.advanceTimersByTime(10);
     t.cancel();
     clock.set(2_000);
@@ -82,7 +84,7 @@ describe('DeadlineTimer', () => {
 
   it('cancel() while it waits out a lagging clock: never fires', () => {
     const fn = jest.fn();
-    const t = new DeadlineTimer(1_020, fn);
+    const t = new DeadlineTimer(1_020, { onDeadline: fn });
     clock.set(1_019.5);
     jest.advanceTimersByTime(20);
     // Re-armed for the rest.
