@@ -126,16 +126,18 @@ export class Watchdog {
   private sleeping?: number;
   /** STOPPED, RENEWING, CAPPED, RENEWS. */
   private flags: number;
-  private readonly startedAt = performance.now();
+  /** When maxHold is reached (`performance.now()` clock; Infinity without one). */
+  private readonly capAt: number;
 
   constructor(
     private readonly hold: WatchedHold,
     private readonly ttl: number,
-    private readonly maxHold: number,
+    maxHold: number,
     /** false: no renewals, only the report at expiry. */
     renews: boolean,
   ) {
     this.flags = renews ? RENEWS : 0;
+    this.capAt = performance.now() + maxHold;
   }
 
   private get stopped(): boolean {
@@ -160,9 +162,10 @@ export class Watchdog {
 
   start(): void {
     // A lease shorter than its ttl (a grant's claim window) is checked when it would run out.
-    const untilExpiry = this.untilExpiry(this.startedAt);
+    const now = performance.now();
+    const untilExpiry = this.untilExpiry(now);
     const first = this.renews ? Math.min(this.ttl / 3, untilExpiry) : untilExpiry;
-    this.schedule(first, this.startedAt);
+    this.schedule(first, now);
   }
 
   stop(): void {
@@ -183,9 +186,8 @@ export class Watchdog {
 
   private schedule(ms: number, now = performance.now()): void {
     if (this.stopped) return;
-    const held = now - this.startedAt;
     // Wake up exactly at maxHold if it comes before the next renewal.
-    const untilCap = this.maxHold - held;
+    const untilCap = this.capAt - now;
     // Whole milliseconds: few distinct intervals, so few shared timers.
     this.sleeping = Math.max(1, Math.ceil(Math.min(ms, untilCap)));
     wakeUps.add(this, this.sleeping, now);
@@ -206,7 +208,7 @@ export class Watchdog {
   private async tick(): Promise<void> {
     if (this.stopped) return;
     const now = performance.now();
-    const left = this.maxHold - (now - this.startedAt);
+    const left = this.capAt - now;
     // The last renewal asked only for what was left of maxHold: its end is maxHold's.
     if (left <= 0 || (this.capped && this.untilExpiry(now) <= 0)) return this.lose('maxHold');
     // Checked before anything is sent: after an event-loop pause the lease may be over.
