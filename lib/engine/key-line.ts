@@ -14,7 +14,9 @@ export interface LineWaiter {
 
 /**
  * The callers waiting in one line, oldest first, linked through the waiters themselves, and by
- * token: joining, leaving from anywhere and finding a token cost the same whatever the length.
+ * token: joining, leaving from anywhere and finding a token cost the same whatever the length
+ * (a grant in a line of 10,000 costs what it costs in a line of 2). Also the line's release
+ * subscription, which lives only while anyone waits.
  */
 class Waiters<W extends LineWaiter> extends Chain<W> {
   size = 0;
@@ -56,7 +58,9 @@ export interface LineListener {
  * local handoff or to become the head. Rules it enforces:
  * - a hold counts only while its lease is valid: a holder that stalled, lost the key or forgot
  *   to release is not waited for past its lease (Redis decides then);
- * - whenever the key stops being busy here, the head is woken to try;
+ * - whenever the key stops being busy here, the head is woken to try; so the callers behind the
+ *   head need no timer of their own (a new head is woken by `leave` when the key is free here,
+ *   else by the end of the hold or a handoff to it);
  * - consecutive local handoffs are counted, so the key goes public after `localHandoffs`.
  * @internal
  */
