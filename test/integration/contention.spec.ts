@@ -450,6 +450,21 @@ describe('waiters behind the head (they sleep with no timer of their own)', () =
     await next.release();
   });
 
+  it('one that becomes the head while the key is held here takes it when the lease runs out unannounced', async () => {
+    // The engine alone: no watchdog reports the lease's end, no release is sent. The new head
+    // must learn it is the head and sleep on its own timer until the hold's end.
+    const client = app.get(LockClientRegistry).get('default');
+    const name = 'line:behind-expired-here';
+    const held = await client.acquire([name], { ttl: 1_000, waitTimeout: 0 });
+    const first = client.acquire([name], { ttl: 1_000, waitTimeout: 200 });
+    const second = client.acquire([name], { ttl: 1_000, waitTimeout: 10_000 });
+    await expect(first).rejects.toBeInstanceOf(LockNotAcquiredError);
+    const next = await within(second, 5_000, 'the new head, after the lease ran out');
+    expect(next.fences[0]).toBeGreaterThan(held.fences[0]);
+    await client.release(next);
+    await client.release(held).catch(() => undefined);
+  });
+
   it('one that becomes the head while the key is held here gets it when that hold is lost', async () => {
     const name = 'line:behind-lost-here';
     const holder = await locks.acquire(name);
