@@ -58,9 +58,9 @@ export interface LineListener {
  * local handoff or to become the head. Rules it enforces:
  * - a hold counts only while its lease is valid: a holder that stalled, lost the key or forgot
  *   to release is not waited for past its lease (Redis decides then);
- * - whenever the key stops being busy here, the head is woken to try; so the callers behind the
- *   head need no timer of their own (a new head is woken by `leave` when the key is free here,
- *   else by the end of the hold or a handoff to it);
+ * - whenever the key stops being busy here, the head is woken to try;
+ * - a new head is always woken (when the key is busy here it only sleeps, with a timer, until
+ *   the hold ends), so the callers behind the head need no timer of their own;
  * - consecutive local handoffs are counted, so the key goes public after `localHandoffs`.
  * @internal
  */
@@ -94,14 +94,18 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
     (this.waiters ??= new Waiters<W>()).add(waiter, first);
   }
 
-  /** Takes a waiter out; a new head competes now unless the key is busy here. */
+  /**
+   * Takes a waiter out; a new head is woken: it competes now unless the key is busy here (then
+   * it waits for the hold's end on a timer of its own, which a lost release message cannot
+   * outlast).
+   */
   leave(waiter: W): void {
     const waiters = this.waiters;
     if (!waiters) return;
     const wasHead = waiters.first === waiter;
     if (!waiters.delete(waiter)) return;
     if (waiters.size === 0) this.stopListening();
-    else if (wasHead && !this.heldHere()) waiters.first!.wake();
+    else if (wasHead) waiters.first!.wake();
   }
 
   /** The waiter holding `token`, if it still waits. */

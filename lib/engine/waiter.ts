@@ -197,18 +197,22 @@ export class Waiter implements LeaseTaker, DeadlineListener {
       }
       if (this.expired) return this.lastTry();
       if (this.line.head !== this) {
-        // Not our turn: the line wakes us when we become its head with the key free here, the
-        // end of the hold or a handoff does when it is busy, the deadline timer at the latest.
-        // No timer of our own: a line of 10,000 must not poll.
+        // Not our turn: the line wakes us when we become its head (the deadline timer at the
+        // latest). No timer of our own: a line of 10,000 must not poll.
         await this.latch.wait();
         continue;
       }
       this.latch.clear();
+      // Held or tried here: the holder hands it over or releases it (a nudge), or its lease runs
+      // out; the timer also covers a lost release message (nothing to listen for before that).
+      if (this.line.busyHere()) {
+        await this.sleepWhileBusyHere();
+        continue;
+      }
       await this.ctx.listen(this.line);
       if (this.done) return;
       if (this.line.busyHere()) {
-        // Held here: the holder hands it over or releases it (a nudge), or its lease runs out.
-        await this.latch.sleep(Math.min(this.untilDeadline(), this.untilHoldsEnd()));
+        await this.sleepWhileBusyHere();
         continue;
       }
       if (this.queuedByHolder) {
@@ -340,6 +344,10 @@ export class Waiter implements LeaseTaker, DeadlineListener {
   private deadlineError(): Error {
     const waited = performance.now() - this.startedAt;
     return this.outage ?? new LockNotAcquiredError(this.keys, waited, this.lastPttl);
+  }
+
+  private async sleepWhileBusyHere(): Promise<void> {
+    await this.latch.sleep(Math.min(this.untilDeadline(), this.untilHoldsEnd()));
   }
 
   private untilDeadline(): number {
