@@ -17,8 +17,9 @@ import type { KeyLine as Line, LineListener } from './key-line';
 
 type KeyLine = Line<Waiter>;
 import { KeyLines } from './key-lines';
-import { type Lease, type LeaseTaker, Leases } from './lease';
+import { Lease, type LeaseTaker, Leases } from './lease';
 import { type MultiKeyWaitContext, type ReleaseWatch, waitForKeys } from './multi-key-wait';
+import { ShareGroup } from './share-group';
 import { Tokens } from './tokens';
 import {
   type AcquireRequest,
@@ -72,6 +73,8 @@ export class LockClient implements LockBackend {
   private readonly sharedGrants = new Map<string, SharedGrantee>();
   /** Keys with shared holds or waits of this process, and how many. */
   private readonly sharedKeys = new Map<string, number>();
+  /** Per key: the read hold of this process that later readers of this process may join. */
+  private readonly openReads = new Map<string, Lease>();
 
   constructor(
     readonly name: string,
@@ -256,8 +259,10 @@ export class LockClient implements LockBackend {
       true,
       batched,
     );
-    if (ok) lease.renewed(start, ttl, this.leases.drift(ttl));
-    else this.leaseEnded(lease);
+    if (ok) {
+      lease.renewed(start, ttl, this.leases.drift(ttl));
+      lease.group?.renewed(lease.validUntil);
+    } else this.leaseEnded(lease);
     return ok;
   }
 
@@ -267,6 +272,7 @@ export class LockClient implements LockBackend {
    */
   leaseEnded(lease: Lease): void {
     lease.end();
+    lease.group?.close();
     if (lease.keys.length === 1) this.lines.get(lease.keys[0])?.holdEnded();
   }
 
@@ -279,7 +285,7 @@ export class LockClient implements LockBackend {
   release(lease: Lease): Promise<void> {
     if (lease.released) return Promise.resolve();
     lease.released = true;
-    if (lease.share !== undefined) return this.giveBackShare(lease);
+    if (lease.share !== undefined) return this.releaseShare(lease);
     const line = lease.keys.length === 1 ? this.lines.get(lease.keys[0]) : undefined;
     if (line?.head && !this.closed) return this.passOn(lease, line, line.head);
     return this.giveBack(lease);
@@ -295,15 +301,12 @@ export class LockClient implements LockBackend {
   releaseByExpiry(lease: Lease, ms: number): Promise<void> {
     if (lease.released) return Promise.resolve();
     lease.released = true;
-    this.tokens.drop(lease.token);
     if (lease.share !== undefined) {
-      // A share whose lease is set to end in `ms` (not renewed): the others go on meanwhile.
       this.sharedDone(lease.keys);
-      const { keys, token, acks, share } = lease;
-      return this.protocol
-        .extend(keys, token, Math.max(1, Math.ceil(ms)), acks, shareArg(share), false)
-        .then(() => undefined);
+      const keep = this.leftShare(lease, ms);
+      return keep === false ? Promise.resolve() : this.letShareExpire(lease, keep);
     }
+    this.tokens.drop(lease.token);
     return this.protocol
       .letExpire(lease.keys, lease.token, ms)
       .finally(() => this.holdReturned(lease, () => true));
@@ -341,6 +344,10 @@ export class LockClient implements LockBackend {
   ): Promise<Lease> {
     const { ttl, waitTimeout, signal, acks } = request;
     if (signal?.aborted) throw signal.reason;
+    if (share === 'read' && keys.length === 1) {
+      const joined = this.joinRead(keys, ttl, acks);
+      if (joined) return joined;
+    }
     const taker = this.taker(ttl, acks);
     const arg = shareArg(share)!;
     this.sharedStarted(keys);
@@ -443,21 +450,113 @@ export class LockClient implements LockBackend {
     lease.share = share;
     // A grant for this token that is still on its way is ignored.
     this.tokens.hold(taker.token);
+    if (share === 'read' && keys.length === 1 && !lease.acks && this.settings.localHandoffs > 0) {
+      // Later readers of this process may join it until a writer waits.
+      lease.group = new ShareGroup(taker.ttl, taker.startedAt, lease.validUntil);
+      this.openReads.set(keys[0], lease);
+      // Joins need the writer notices of the grant channel: listen (once) if not yet.
+      if (!this.notifier.heardSince(taker.startedAt)) this.notifier.ready().catch(() => undefined);
+    }
     // Set for a grant's claim window only: renewed to the full lease beside the holder (lost or
     // failing, the lease ends with the window and its watchdog says so).
     if (lease.ttl < taker.ttl) void this.extend(lease, taker.ttl).catch(() => undefined);
     return lease;
   }
 
-  /** Gives a share back (the last one out frees or grants the key, as a writer's release). */
+  /**
+   * A shared holder lets go: a holder of a share others of this process still hold just leaves;
+   * the last one out gives the share back (the last of all holders frees or grants the key, as a
+   * writer's release does).
+   */
+  private releaseShare(lease: Lease): Promise<void> {
+    this.sharedDone(lease.keys);
+    const keep = this.leftShare(lease, 0);
+    if (keep === false) return Promise.resolve();
+    if (keep > 0) return this.letShareExpire(lease, keep);
+    return this.giveBackShare(lease);
+  }
+
+  /**
+   * The holder of `lease` leaves its group (`keepMs`: it asked the key to stay locked that
+   * long). False while others of this process hold the share; else how long it must stay
+   * locked (0: give it back now).
+   */
+  private leftShare(lease: Lease, keepMs: number): number | false {
+    const { group } = lease;
+    if (!group) return keepMs;
+    const key = lease.keys[0];
+    const keep = group.left(performance.now(), keepMs);
+    if (keep !== false && this.openReads.get(key)?.group === group) this.openReads.delete(key);
+    return keep;
+  }
+
+  /** The share's lease is set to end in `ms` (not renewed): the other holders go on meanwhile. */
+  private letShareExpire(lease: Lease, ms: number): Promise<void> {
+    this.tokens.drop(lease.token);
+    const { keys, token, acks, share } = lease;
+    return this.protocol
+      .extend(keys, token, Math.max(1, Math.ceil(ms)), acks, shareArg(share), false)
+      .then(() => undefined);
+  }
+
+  /** Gives a share back to Redis. */
   private giveBackShare(lease: Lease): Promise<void> {
     this.tokens.drop(lease.token);
-    this.sharedDone(lease.keys);
     const sentAt = performance.now();
     return this.protocol.releaseShare(lease.keys, lease.token).then((shares) => {
       // Shares it granted to waiters of this process start now, not at the grant message.
       for (const { token, fence } of shares) this.sharedGrants.get(token)?.answered(fence, sentAt);
     });
+  }
+
+  /** A writer waits for `key`: the read share of this process there takes no more readers. */
+  private writerWaits(key: string): void {
+    this.openReads.get(key)?.group?.close();
+    this.openReads.delete(key);
+  }
+
+  /**
+   * A reader joins the read hold of this process on the key, with no round trip: the same token
+   * and fence, and the share's validity. Only while nothing of this process waits for or holds
+   * the key exclusively (a waiting writer is not overtaken), the share was set or renewed
+   * moments ago (as for a local handoff), and no writer of another process is known to wait (see
+   * ShareGroup).
+   */
+  private joinRead(
+    keys: readonly string[],
+    ttl: number,
+    acks: ReplicaAcks | undefined,
+  ): Lease | undefined {
+    const key = keys[0];
+    const base = this.openReads.get(key);
+    const group = base?.group;
+    if (!base || !group) return undefined;
+    const now = performance.now();
+    if (group.closed || group.validUntil <= now) {
+      this.openReads.delete(key);
+      return undefined;
+    }
+    if (acks || !group.takes(ttl, now, this.leases.freshFor(ttl))) return undefined;
+    // A writer's notice could have been missed: no join.
+    if (!this.notifier.heardSince(group.askedAt)) return undefined;
+    if (this.lines.get(key)?.occupied()) return undefined;
+    group.joined();
+    this.sharedStarted(keys);
+    this.stats.readJoins++;
+    const lease = new Lease(
+      base.keys,
+      base.token,
+      base.fences,
+      0,
+      ttl,
+      false,
+      group.validUntil,
+      Date.now(),
+      0,
+    );
+    lease.share = 'read';
+    lease.group = group;
+    return lease;
   }
 
   private sharedStarted(keys: readonly string[]): void {
@@ -588,7 +687,11 @@ export class LockClient implements LockBackend {
   /** A grant message on this group's channel. */
   private onGrantMessage(message: string): void {
     const grant = this.space.parseGrant(message);
-    if (!grant) return;
+    if (!grant) {
+      const key = this.space.parseWriterNotice(message);
+      if (key !== undefined) this.writerWaits(key);
+      return;
+    }
     this.stats.grants++;
     this.granted(grant);
   }

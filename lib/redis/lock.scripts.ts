@@ -4,6 +4,7 @@ import {
   RELEASE_CHANNEL_SUFFIX,
   RELEASED_MESSAGE,
   TOKEN_SEPARATOR,
+  WRITER_WORD,
 } from './key-space';
 
 /**
@@ -127,6 +128,19 @@ local function grant_one(l, token, ttl, kind, now, block)
   granted_shares[#granted_shares + 1] = token
   granted_shares[#granted_shares + 1] = string.format('%.0f', fence)
   return fence
+end
+-- A writer waits for a key readers hold: each holder's process is told ('w <lock key>' on its
+-- grant channel, once per process), so its later readers stop joining the share it holds and
+-- queue behind the writer instead.
+local function tell_readers(l)
+  local told = {}
+  for _, t in ipairs(redis.call('ZRANGE', KEYS[l + 5], 0, -1)) do
+    local channel = '${GRANT_CHANNEL_PREFIX}' .. string.match(t, '^(.*)%${TOKEN_SEPARATOR}')
+    if not told[channel] then
+      told[channel] = true
+      redis.call('PUBLISH', channel, '${WRITER_WORD} ' .. KEYS[l])
+    end
+  end
 end
 -- Grants the queued shared waiters of kind at the head of the queue, up to room of them (a
 -- waiter of another kind stops the run: a writer is not overtaken). The first fence, or 0.
@@ -333,6 +347,7 @@ for i = 1, #KEYS, 6 do
     local wait_ms = tonumber(ARGV[3])
     if wait_ms > 0 then
       if ARGV[4] == '1' then enqueue(i, ARGV[1], ARGV[2], wait_ms) else flag(i, wait_ms) end
+      if owner == marker_of('r') then tell_readers(i) end
     end
     return {0, redis.call('PTTL', KEYS[i])}
   end
