@@ -256,6 +256,28 @@ describe('readers of one process', () => {
     await w.release();
   });
 
+  it('a writer of their process queued behind their share holds from the last release answer, with no grant message', async () => {
+    const client = a.get(LockClientRegistry).get('default') as LockClient;
+    // Grant messages to A are dropped: only the release's answer can tell A's writer.
+    const messages = jest
+      .spyOn(client as unknown as { granted(): void }, 'granted')
+      .mockImplementation(() => undefined);
+    try {
+      const r1 = await locksA.acquire('j:6', { ...read, ttl: 30_000 });
+      let entered = 0;
+      const writer = locksA.using('j:6', () => (entered = performance.now()));
+      await sleep(50); // queued in Redis behind the share
+      const released = performance.now();
+      await r1.release();
+      await within(writer, 2_000, 'writer');
+      expect(entered - released).toBeLessThan(1_000);
+      expect(messages).toHaveBeenCalled();
+      expect(locksA.stats().timerWakeups).toBe(0);
+    } finally {
+      messages.mockRestore();
+    }
+  });
+
   it('do not join a share that ran out; a new one is taken', async () => {
     const r1 = await locksA.acquire('j:4', { ...read, ttl: 300, watchdog: false });
     await sleep(400);
