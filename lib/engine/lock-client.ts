@@ -6,6 +6,7 @@ import { LockNotifier } from '../redis/lock-notifier';
 import { GRANT_CLAIM_MS } from '../redis/lock.scripts';
 import {
   LockProtocol,
+  type ReleaseGrant,
   type ReplicaAcks,
   type SharedOutcome,
   type Taken,
@@ -503,10 +504,23 @@ export class LockClient implements LockBackend {
   private giveBackShare(lease: Lease): Promise<void> {
     this.tokens.drop(lease.token);
     const sentAt = performance.now();
-    return this.protocol.releaseShare(lease.keys, lease.token).then((shares) => {
-      // Shares it granted to waiters of this process start now, not at the grant message.
-      for (const { token, fence } of shares) this.sharedGrants.get(token)?.answered(fence, sentAt);
-    });
+    return this.protocol
+      .releaseShare(lease.keys, lease.token)
+      .then((grants) => this.answered(lease.keys, grants, sentAt));
+  }
+
+  /**
+   * A release sent at `sentAt` granted locks or shares (its answer says which): those of waiters
+   * of this process hold from now on, not from the grant message (the claim window began after
+   * `sentAt`); the claim follows beside the holder.
+   */
+  private answered(keys: readonly string[], grants: readonly ReleaseGrant[], sentAt: number): void {
+    for (const grant of grants) {
+      const shared = this.sharedGrants.get(grant.token);
+      if (shared) shared.answered(grant.fence, sentAt);
+      else if (keys.length === 1)
+        this.lines.get(keys[0])?.waiterOf(grant.token)?.answered(grant, sentAt);
+    }
   }
 
   /** A writer waits for `key`: the read share of this process there takes no more readers. */
@@ -579,6 +593,10 @@ export class LockClient implements LockBackend {
     if (keys.length === 1) this.lines.of(keys[0]).hold(lease);
     // Only a token that queued in Redis can be granted a key: a first try's needs no entry.
     if (!lease.uncontended) this.tokens.hold(taker.token);
+    // Held for a grant's claim window only (granted by our own release): renewed to the full
+    // lease beside the holder (lost or failing, the lease ends with the window and its
+    // watchdog says so).
+    if (lease.ttl < taker.ttl) void this.extend(lease, taker.ttl).catch(() => undefined);
     return lease;
   }
 
@@ -662,10 +680,14 @@ export class LockClient implements LockBackend {
     // and competes on equal terms; one that does not is told directly.
     const returned = (published: boolean) =>
       this.holdReturned(lease, (line) => !published || !line.hearsReleases);
-    return this.protocol.release(lease.keys, lease.token, lean).then(returned, (err: unknown) => {
-      returned(false);
-      throw err;
-    });
+    const sentAt = performance.now();
+    const granted = (grants: readonly ReleaseGrant[]) => this.answered(lease.keys, grants, sentAt);
+    return this.protocol
+      .release(lease.keys, lease.token, lean, granted)
+      .then(returned, (err: unknown) => {
+        returned(false);
+        throw err;
+      });
   }
 
   /**

@@ -91,8 +91,9 @@ end`;
  * the zset live as long as the longest lease. Needs MINT, now_ms and entry defined before it.
  */
 const SHARED = `
--- Shares granted by this script: token, fence, ... (RELEASE returns them to the releaser, whose
--- process may be the grantee's: it then needs no grant message).
+-- Grants made by this script (shares and locks): token, fence, spare fences, ... (RELEASE
+-- returns them to the releaser, whose process may be the grantee's: it then holds from the
+-- answer, without waiting for the grant message).
 local granted_shares = {}
 local function marker_of(kind) return '\\0' .. kind end
 local function room_of(kind)
@@ -127,6 +128,7 @@ local function grant_one(l, token, ttl, kind, now, block)
     '${GRANT_WORD} ' .. token .. ' ' .. string.format('%.0f', fence) .. ' 0 ' .. KEYS[l])
   granted_shares[#granted_shares + 1] = token
   granted_shares[#granted_shares + 1] = string.format('%.0f', fence)
+  granted_shares[#granted_shares + 1] = 0
   return fence
 end
 -- A writer waits for a key readers hold: each holder's process is told ('w <lock key>' on its
@@ -242,6 +244,9 @@ local function pass_on(l, block)
       redis.call('PUBLISH', '${GRANT_CHANNEL_PREFIX}' .. string.match(token, '^(.*)%${TOKEN_SEPARATOR}'),
         '${GRANT_WORD} ' .. token .. ' ' .. string.format('%.0f', fence) .. ' '
         .. (math.abs(block) - 1) .. ' ' .. KEYS[l])
+      granted_shares[#granted_shares + 1] = token
+      granted_shares[#granted_shares + 1] = string.format('%.0f', fence)
+      granted_shares[#granted_shares + 1] = math.abs(block) - 1
       return fence
     end
   end
