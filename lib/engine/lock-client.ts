@@ -74,6 +74,8 @@ export class LockClient implements LockBackend {
   private readonly sharedGrants = new Map<string, SharedGrantee>();
   /** Keys with shared holds or waits of this process, and how many. */
   private readonly sharedKeys = new Map<string, number>();
+  /** Per key (single node): shared waits of this process queued in Redis right now. */
+  private readonly sharedWaits = new Map<string, number>();
   /** Per key: the read hold of this process that later readers of this process may join. */
   private readonly openReads = new Map<string, Lease>();
 
@@ -351,23 +353,36 @@ export class LockClient implements LockBackend {
     }
     const taker = this.taker(ttl, acks);
     const arg = shareArg(share)!;
+    const queued = this.fair && keys.length === 1;
     this.sharedStarted(keys);
     try {
-      const first = await this.protocol.attemptShared(
-        keys,
-        taker.token,
-        ttl,
-        0,
-        arg,
-        taker.startedAt,
-        acks,
-      );
-      if (first.kind === 'ok') return this.holdShared(keys, taker, first, share);
-      if (first.kind === 'conflict') throw conflictError(keys[0], share, first.held);
-      if (waitTimeout <= 0) throw new LockNotAcquiredError(keys, 0, first.pttl);
+      // Others of this process queue for the key in Redis: a first try could only be refused
+      // (the queue goes first), so the caller goes straight into it.
+      if (!queued || waitTimeout <= 0 || !this.sharedWaits.has(keys[0])) {
+        const first = await this.protocol.attemptShared(
+          keys,
+          taker.token,
+          ttl,
+          0,
+          arg,
+          taker.startedAt,
+          acks,
+        );
+        if (first.kind === 'ok') return this.holdShared(keys, taker, first, share);
+        if (first.kind === 'conflict') throw conflictError(keys[0], share, first.held);
+        if (waitTimeout <= 0) throw new LockNotAcquiredError(keys, 0, first.pttl);
+      }
       const deadline = taker.startedAt + waitTimeout;
       const ctx = this.sharedWaitContext(keys, share, taker);
-      return await waitForKeys(ctx, keys, taker, deadline, signal);
+      if (!queued) return await waitForKeys(ctx, keys, taker, deadline, signal);
+      this.sharedWaits.set(keys[0], (this.sharedWaits.get(keys[0]) ?? 0) + 1);
+      try {
+        return await waitForKeys(ctx, keys, taker, deadline, signal);
+      } finally {
+        const n = this.sharedWaits.get(keys[0])! - 1;
+        if (n > 0) this.sharedWaits.set(keys[0], n);
+        else this.sharedWaits.delete(keys[0]);
+      }
     } catch (err) {
       this.sharedDone(keys);
       throw err;

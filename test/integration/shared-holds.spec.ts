@@ -404,6 +404,21 @@ describe('permits', () => {
     expect(await locksA.isLocked('p:4')).toBe(false);
   });
 
+  it('a caller of a process whose others already queue for the key goes straight into the queue (no first try)', async () => {
+    const two = { permits: 2, waitTimeout: 5_000 };
+    const held = [await locksB.acquire('p:q', two), await locksB.acquire('p:q', two)];
+    const first = locksA.acquire('p:q', two);
+    await sleep(50); // queued in Redis
+    const before = locksA.stats().attempts;
+    const second = locksA.acquire('p:q', two);
+    await sleep(50);
+    // One attempt: the one that queued it.
+    expect(locksA.stats().attempts - before).toBe(1);
+    await Promise.all(held.map((h) => h.release()));
+    const got = await within(Promise.all([first, second]), 5_000, 'queued permits');
+    await Promise.all(got.map((h) => h.release()));
+  });
+
   it('refuses a call with another N than the current holders, naming both', async () => {
     const h = await locksA.acquire('p:2', { permits: 3 });
     const error = await locksB.acquire('p:2', { permits: 5 }).catch((e: unknown) => e);
