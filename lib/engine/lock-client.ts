@@ -473,9 +473,7 @@ export class LockClient implements LockBackend {
       // Joins need the writer notices of the grant channel: listen (once) if not yet.
       if (!this.notifier.heardSince(taker.startedAt)) this.notifier.ready().catch(() => undefined);
     }
-    // Set for a grant's claim window only: renewed to the full lease beside the holder (lost or
-    // failing, the lease ends with the window and its watchdog says so).
-    if (lease.ttl < taker.ttl) void this.extend(lease, taker.ttl).catch(() => undefined);
+    if (lease.ttl < taker.ttl) this.renewLater(lease, taker.ttl);
     return lease;
   }
 
@@ -608,11 +606,22 @@ export class LockClient implements LockBackend {
     if (keys.length === 1) this.lines.of(keys[0]).hold(lease);
     // Only a token that queued in Redis can be granted a key: a first try's needs no entry.
     if (!lease.uncontended) this.tokens.hold(taker.token);
-    // Held for a grant's claim window only (granted by our own release): renewed to the full
-    // lease beside the holder (lost or failing, the lease ends with the window and its
-    // watchdog says so).
-    if (lease.ttl < taker.ttl) void this.extend(lease, taker.ttl).catch(() => undefined);
+    if (lease.ttl < taker.ttl) this.renewLater(lease, taker.ttl);
     return lease;
+  }
+
+  /**
+   * A lease set for a grant's claim window only (granted by a release of this process, held from
+   * its answer): renewed to the full `ttl` a third of the way through the window if it is still
+   * held then, beside the holder. Most such holds end sooner and need no renewal at all; lost or
+   * failing, the lease ends with the window and its watchdog says so.
+   */
+  private renewLater(lease: Lease, ttl: number): void {
+    const timer = setTimeout(() => {
+      if (lease.released || !lease.validAt(performance.now())) return;
+      void this.extend(lease, ttl).catch(() => undefined);
+    }, lease.ttl / 3);
+    timer.unref();
   }
 
   private endTry(line: KeyLine): void {

@@ -278,6 +278,18 @@ describe('readers of one process', () => {
     }
   });
 
+  it('a lock held from its release answer (claim window) is renewed to its full lease when held longer', async () => {
+    const r1 = await locksA.acquire('j:7', { ...read, ttl: 30_000 });
+    const writer = locksA.acquire('j:7', { ttl: 30_000 });
+    await sleep(50); // queued in Redis behind the share
+    await r1.release();
+    const w = await within(writer, 2_000, 'writer');
+    await sleep(1_300); // past the 1 s claim window
+    expect(w.signal.aborted).toBe(false);
+    expect(await redis.pttl(lockRedisKey(prefix, 'j:7'))).toBeGreaterThan(25_000);
+    await w.release();
+  });
+
   it('do not join a share that ran out; a new one is taken', async () => {
     const r1 = await locksA.acquire('j:4', { ...read, ttl: 300, watchdog: false });
     await sleep(400);
