@@ -24,6 +24,8 @@ export class Lease {
    * undefined for everything else.
    */
   group?: ShareGroup;
+  /** A permit passed from caller to caller of this process: how many times in a row so far. */
+  passes = 0;
 
   constructor(
     /** Rendered keys, sorted and deduplicated. */

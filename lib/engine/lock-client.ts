@@ -19,7 +19,12 @@ import type { KeyLine as Line, LineListener } from './key-line';
 type KeyLine = Line<Waiter>;
 import { KeyLines } from './key-lines';
 import { Lease, type LeaseTaker, Leases } from './lease';
-import { type MultiKeyWaitContext, type ReleaseWatch, waitForKeys } from './multi-key-wait';
+import {
+  type Granted,
+  type MultiKeyWaitContext,
+  type ReleaseWatch,
+  waitForKeys,
+} from './multi-key-wait';
 import { ShareGroup } from './share-group';
 import { Tokens } from './tokens';
 import {
@@ -76,6 +81,8 @@ export class LockClient implements LockBackend {
   private readonly sharedKeys = new Map<string, number>();
   /** Per key (single node): shared waits of this process queued in Redis right now. */
   private readonly sharedWaits = new Map<string, number>();
+  /** Per key (single node): permit waits of this process queued in Redis, oldest first. */
+  private readonly permitWaits = new Map<string, Set<PermitWait>>();
   /** Per key: the read hold of this process that later readers of this process may join. */
   private readonly openReads = new Map<string, Lease>();
 
@@ -423,11 +430,17 @@ export class LockClient implements LockBackend {
         ? () => ({ ready: this.soon(this.notifier.ready()), stop: () => undefined })
         : this.keysWait.watch,
       grants: queued
-        ? (token, deliver) => {
+        ? (token, deliver, attempting) => {
+            let permit: PermitWait | undefined;
+            // Granted or passed a share: no other way may give it one any more.
+            const stop = () => {
+              this.sharedGrants.delete(token);
+              if (permit) this.permitWaitEnded(keys[0], permit);
+            };
             this.sharedGrants.set(token, {
               // A grant message: a hold only once its claim is confirmed (see `claim`).
               message: (grant) => {
-                this.sharedGrants.delete(token);
+                stop();
                 void this.claim([grant.key], waiter, grant, share).then(deliver, () =>
                   deliver(undefined),
                 );
@@ -436,7 +449,7 @@ export class LockClient implements LockBackend {
               // began after `sentAt`, so the share holds from there at once; the claim to the
               // full lease follows (see `holdShared`).
               answered: (fence, sentAt) => {
-                this.sharedGrants.delete(token);
+                stop();
                 // Held from now on: the grant message still on its way is ignored.
                 this.tokens.hold(token);
                 deliver({
@@ -449,9 +462,30 @@ export class LockClient implements LockBackend {
                 });
               },
             });
-            return () => this.sharedGrants.delete(token);
+            if (typeof share === 'number' && this.settings.localHandoffs > 0) {
+              permit = {
+                share,
+                taker: waiter,
+                attempting,
+                take: (passed: Granted) => {
+                  stop();
+                  this.tokens.drop(token);
+                  // An attempt on its way may take a share or queue again for this token: the
+                  // release after it, on the same connection, undoes that.
+                  if (attempting()) this.protocol.abandon(keys, token);
+                  deliver(passed);
+                },
+              };
+              this.permitWaitStarted(keys[0], permit);
+            }
+            return stop;
           }
         : undefined,
+      unusedShare: (lease) => {
+        // Counted again: its release counts it out.
+        this.sharedStarted(lease.keys);
+        void this.release(lease).catch(() => undefined);
+      },
     };
   }
 
@@ -484,6 +518,8 @@ export class LockClient implements LockBackend {
    */
   private releaseShare(lease: Lease): Promise<void> {
     this.sharedDone(lease.keys);
+    const next = this.closed ? undefined : this.permitWaitFor(lease);
+    if (next) return this.passPermit(lease, next);
     const keep = this.leftShare(lease, 0);
     if (keep === false) return Promise.resolve();
     if (keep > 0) return this.letShareExpire(lease, keep);
@@ -584,6 +620,63 @@ export class LockClient implements LockBackend {
     lease.share = 'read';
     lease.group = group;
     return lease;
+  }
+
+  /**
+   * The oldest permit wait of this process that `lease`'s permit may pass to, if any: the same
+   * N and ttl, no replica acknowledgements, no attempt of its own on the way, and the permit
+   * passed fewer than `localHandoffs` times in a row (then it goes back to the Redis queue, so
+   * the waiters of other processes get their turn).
+   */
+  private permitWaitFor(lease: Lease): PermitWait | undefined {
+    const { share } = lease;
+    if (typeof share !== 'number' || lease.acks || lease.passes >= this.settings.localHandoffs) {
+      return undefined;
+    }
+    const waits = this.permitWaits.get(lease.keys[0]);
+    if (!waits) return undefined;
+    for (const wait of waits) {
+      if (wait.share === share && !wait.taker.acks && !wait.passing && !wait.attempting()) {
+        return wait;
+      }
+    }
+    return undefined;
+  }
+
+  /**
+   * Passes a permit to a wait of this process in one round trip (PASS_SHARE: the holder's share
+   * renewed to the waiter's lease, a new fence): the waiter holds it with the holder's token.
+   * Given back as usual when the share was lost, or the wait ended meanwhile.
+   */
+  private async passPermit(lease: Lease, next: PermitWait): Promise<void> {
+    next.passing = true;
+    const taken = await this.protocol
+      .passShare(lease.keys, lease.token, next.taker)
+      .catch(() => undefined);
+    next.passing = false;
+    if (!taken) return this.giveBackShare(lease);
+    const passed = this.leases.taken(lease.keys, { ...next.taker, token: lease.token }, taken);
+    passed.share = lease.share;
+    passed.passes = lease.passes + 1;
+    if (!this.permitWaits.get(lease.keys[0])?.has(next)) {
+      // The wait ended (or was granted) meanwhile: the permit goes on or back from here.
+      this.sharedStarted(lease.keys);
+      return this.release(passed);
+    }
+    // Counted already: the wait's own count goes on with the permit.
+    this.stats.localHandoffs++;
+    next.take({ kind: 'handed', lease: passed });
+  }
+
+  private permitWaitStarted(key: string, wait: PermitWait): void {
+    let waits = this.permitWaits.get(key);
+    if (!waits) this.permitWaits.set(key, (waits = new Set()));
+    waits.add(wait);
+  }
+
+  private permitWaitEnded(key: string, wait: PermitWait): void {
+    const waits = this.permitWaits.get(key);
+    if (waits?.delete(wait) && waits.size === 0) this.permitWaits.delete(key);
   }
 
   private sharedStarted(keys: readonly string[]): void {
@@ -862,6 +955,18 @@ function conflictError(key: string, share: Share, held: number): LockConfigError
     MODE_MISMATCH(key, asked, holders),
     share === 'read' ? 'mode' : 'permits',
   );
+}
+
+/** A permit wait of this process queued in Redis, which a holder of this process may pass to. */
+interface PermitWait {
+  readonly share: number;
+  readonly taker: LeaseTaker;
+  /** Whether an attempt of the wait is on its way. */
+  attempting(): boolean;
+  /** A holder's pass to it is on its way (no other holder picks it meanwhile). */
+  passing?: boolean;
+  /** A holder passed its permit on: the wait ends with it. */
+  take(passed: Granted): void;
 }
 
 /** A shared waiter of this process queued in Redis, told of its grant one way or the other. */

@@ -16,6 +16,7 @@ import {
   FREE,
   HANDOFF,
   LET_EXPIRE,
+  PASS_SHARE,
   RAISE_FENCE,
   RELEASE,
   RELEASE_TO,
@@ -426,6 +427,28 @@ export class LockProtocol {
    * fences. Undefined when `token` no longer held the keys on a majority, or the new lease would
    * already be over (the caller then releases publicly).
    */
+  /**
+   * PASS_SHARE (single node, one key): the permit `token` holds passes to `next`, a waiter of
+   * this process, in one round trip: the share stays the holder token's, renewed to `next`'s
+   * lease, with a new fence; `next`'s queue entry goes. Undefined when the share was lost.
+   * @throws LockBackendError when the node fails
+   */
+  async passShare(
+    keys: readonly string[],
+    token: string,
+    next: { readonly token: string; readonly ttl: number },
+  ): Promise<Taken | undefined> {
+    const start = performance.now();
+    const args: [string, string, number, number] = [token, next.token, next.ttl, this.fenceArg(1)];
+    const fence = await this.runner
+      .run(this.nodes[0], PASS_SHARE, this.space.allKeys(keys), args)
+      .catch((e: unknown) => {
+        throw new LockBackendError(keys, [asError(e)], 'release');
+      });
+    if (fence <= 0) return undefined;
+    return { kind: 'ok', fences: [fence], start, spare: 0, uncontended: false };
+  }
+
   async handoff(
     keys: readonly string[],
     token: string,

@@ -694,3 +694,28 @@ end
 if missing > 0 then return 2 end
 return 1
 `;
+
+/**
+ * A permit passes from its holder to a waiter of the same process (single node, one key): the
+ * holder's token keeps its share in the holders zset, renewed to the next holder's lease, and a
+ * new fence is minted for it (permit fences are minted when the permit is taken, never reserved,
+ * so a permit taken after another ended always has the larger one). The waiter's own queue entry
+ * goes in the same step.
+ * ARGV[1] holder token, ARGV[2] waiter token, ARGV[3] lease ms, ARGV[4] fences to reserve (1).
+ * Returns the fence, or 0 when the holder's share is gone (lost: nothing changed).
+ */
+export const PASS_SHARE_SCRIPT = `${MINT}
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ends = redis.call('ZSCORE', KEYS[6], ARGV[1])
+if not ends or tonumber(ends) <= now or redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('ZREM', KEYS[4], ARGV[2]) == 1 then redis.call('HDEL', KEYS[5], ARGV[2]) end
+redis.call('ZADD', KEYS[6], now + tonumber(ARGV[3]), ARGV[1])
+local top = redis.call('ZRANGE', KEYS[6], -1, -1, 'WITHSCORES')
+local ms = math.max(1, tonumber(top[2]) - now)
+if redis.call('PTTL', KEYS[1]) < ms then
+  redis.call('PEXPIRE', KEYS[1], ms)
+  redis.call('PEXPIRE', KEYS[6], ms)
+end
+return mint(1, tonumber(ARGV[4]))
+`;

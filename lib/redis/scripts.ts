@@ -7,6 +7,7 @@ import {
   FREE_SCRIPT,
   HANDOFF_SCRIPT,
   LET_EXPIRE_SCRIPT,
+  PASS_SHARE_SCRIPT,
   RAISE_FENCE_SCRIPT,
   RELEASE_SCRIPT,
   RELEASE_TO_SCRIPT,
@@ -213,4 +214,11 @@ export const EXTEND_SHARED = defineScript<[Token, LeaseMs, '0' | '1', ShareArg],
   'EXTEND_SHARED',
   EXTEND_SHARED_SCRIPT,
   (r) => EXTEND_REPLIES[Number(r)] ?? 'lost',
+);
+
+/** `[holder token, waiter token, lease ms, fences to reserve]`: the new fence, or 0 (lost). */
+export const PASS_SHARE = defineScript<[Token, Token, LeaseMs, Block], number>(
+  'PASS_SHARE',
+  PASS_SHARE_SCRIPT,
+  (r) => Number(r),
 );

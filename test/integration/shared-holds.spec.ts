@@ -431,6 +431,51 @@ describe('permits', () => {
     await Promise.all(got.map((h) => h.release()));
   });
 
+  it('a freed permit passes to the next permit caller of the same process, with a new, larger fence', async () => {
+    const two = { permits: 2, waitTimeout: 5_000 };
+    const p1 = await locksA.acquire('p:pass', two);
+    const p2 = await locksA.acquire('p:pass', two);
+    const waiting = locksA.acquire('p:pass', two);
+    await sleep(50); // queued in Redis
+    const handoffs = locksA.stats().localHandoffs;
+    await p1.release();
+    const p3 = await within(waiting, 2_000, 'passed permit');
+    expect(locksA.stats().localHandoffs - handoffs).toBe(1);
+    expect(p3.fence).toBeGreaterThan(Math.max(p1.fence, p2.fence));
+    const k = lockRedisKey(prefix, 'p:pass');
+    // Two shares (the passed one is p1's token), and nobody left in the queue.
+    expect(await redis.zcard(`${k}:h`)).toBe(2);
+    expect(await redis.zcard(`${k}:q`)).toBe(0);
+    await Promise.all([p2.release(), p3.release()]);
+    expect(await locksA.isLocked('p:pass')).toBe(false);
+    expect(locksA.stats().queues).toBe(0);
+  });
+
+  it('a permit passes within its process at most localHandoffs (4) times in a row, then to the oldest waiter of another process', async () => {
+    const two = { permits: 2, waitTimeout: 10_000 };
+    const order: string[] = [];
+    const pB = await locksB.acquire('p:turns', two);
+    const pA = await locksA.acquire('p:turns', two);
+    const other = locksB.using('p:turns', () => order.push('B'), two);
+    await sleep(50); // B's waiter queued first
+    const ours = [1, 2, 3, 4, 5, 6].map((i) =>
+      locksA.using(
+        'p:turns',
+        async () => {
+          order.push(`A${i}`);
+          await sleep(5);
+        },
+        two,
+      ),
+    );
+    await sleep(50); // A's waiters queued behind it
+    await pA.release();
+    await within(other, 5_000, "B's waiter");
+    await pB.release();
+    await within(Promise.all(ours), 5_000, "A's waiters");
+    expect(order.slice(0, 5)).toEqual(['A1', 'A2', 'A3', 'A4', 'B']);
+  });
+
   it('refuses a call with another N than the current holders, naming both', async () => {
     const h = await locksA.acquire('p:2', { permits: 3 });
     const error = await locksB.acquire('p:2', { permits: 5 }).catch((e: unknown) => e);
