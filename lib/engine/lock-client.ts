@@ -427,7 +427,7 @@ export class LockClient implements LockBackend {
       // Queued in Redis: a release grants the share (on this group's channel); racing: woken by
       // the keys' release channels.
       watch: queued
-        ? () => ({ ready: this.soon(this.notifier.ready()), stop: () => undefined })
+        ? () => ({ ready: this.subscribed(), stop: () => undefined })
         : this.keysWait.watch,
       grants: queued
         ? (token, deliver, attempting) => {
@@ -874,11 +874,11 @@ export class LockClient implements LockBackend {
       // Single node: grants come on this group's own channel, nothing to subscribe per key.
       // Quorum: heads race, woken by the key's release channel.
       listen: (line) =>
-        this.soon(
-          this.fair
-            ? this.notifier.ready()
-            : line.listen(() => this.onReleases(line.key, () => line.head?.wake())),
-        ),
+        this.fair
+          ? this.subscribed()
+          : line.hearsReleases
+            ? RESOLVED
+            : this.soon(line.listen(() => this.onReleases(line.key, () => line.head?.wake()))),
       holds: (token) => this.tokens.holds(token),
       claim: (keys, taker, grant) => this.claim(keys, taker, grant),
       dropIfIdle: (line) => this.lines.dropIfIdle(line),
@@ -924,6 +924,11 @@ export class LockClient implements LockBackend {
     });
   }
 
+  /** Waits (see `soon`) for the group's grant channel, unless it is subscribed already. */
+  private subscribed(): Promise<void> {
+    return this.notifier.listening ? RESOLVED : this.soon(this.notifier.ready());
+  }
+
   /**
    * Waits for a subscription, never long (`commandTimeout` at most) and never failing: without
    * it a waiter still retries on its timer.
@@ -937,6 +942,8 @@ export class LockClient implements LockBackend {
     clearTimeout(timer);
   }
 }
+
+const RESOLVED: Promise<void> = Promise.resolve();
 
 /** A share as the scripts take it: 'r' for a read hold, N for permits of N. */
 function shareArg(share: Share | undefined): string | undefined {

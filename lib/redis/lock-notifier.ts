@@ -174,6 +174,11 @@ export class LockNotifier {
     return this.opening.promise;
   }
 
+  /** Whether some node's subscriber is subscribed to the own channel right now. */
+  get listening(): boolean {
+    return this.upCount > 0;
+  }
+
   /**
    * Whether every message on the own channel published since `time` (performance.now()) has
    * been heard: a node's subscription was confirmed before it and some node kept one since.
