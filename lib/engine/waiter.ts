@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { LockBackendError, LockNotAcquiredError } from '../errors';
 import type { Outcome, ReplicaAcks, Taken } from '../redis/lock-protocol';
+import { GRANT_CLAIM_MS } from '../redis/lock.scripts';
 import { type DeadlineListener, DeadlineTimer } from './deadline-timer';
 import type { KeyLine } from './key-line';
 
@@ -176,6 +177,27 @@ export class Waiter implements LeaseTaker, DeadlineListener {
    */
   abort(): void {
     this.giveUp(abortReason(this.keys, this.signal));
+  }
+
+  /**
+   * A release this process sent at `sentAt` granted the key to this waiter's token, and its
+   * answer just came: the claim window began after `sentAt`, so the waiter holds the key from
+   * there at once, for that window (the claim to its full lease follows beside the holder). Not
+   * while an attempt or a claim of its own is on its way: the grant message then takes the usual
+   * path.
+   */
+  answered(grant: GrantedKey, sentAt: number): void {
+    if (this.done || this.attempting || this.grant) return;
+    const lease = this.ctx.hold(this.keys, this, {
+      kind: 'ok',
+      fences: [grant.fence],
+      start: sentAt,
+      spare: grant.spare,
+      uncontended: false,
+      ttl: Math.min(this.ttl, GRANT_CLAIM_MS),
+    });
+    this.finish();
+    this.resolve(lease);
   }
 
   /** Nudges the waiter to try over the network now (remembered if it is busy). */

@@ -26,6 +26,11 @@ export const RELEASED_MESSAGE = 'r';
 export const GRANT_CHANNEL_PREFIX = 'nest-locked:g:';
 /** First word of a grant message. */
 export const GRANT_WORD = 'g';
+/**
+ * First word of a writer notice on a grant channel (`w <lock key>`): a writer waits for a key
+ * readers of that process hold.
+ */
+export const WRITER_WORD = 'w';
 /** Separates a token's process prefix from its counter. */
 export const TOKEN_SEPARATOR = '.';
 /** Redis keys per lock key in the full scripts. */
@@ -98,6 +103,12 @@ export class KeySpace {
     const key = this.keyOf(parts.slice(4).join(' '));
     if (key === undefined) return undefined;
     return { key, token: parts[1], fence: Number(parts[2]), spare: Number(parts[3]) || 0 };
+  }
+
+  /** The key of a writer notice (`w <lock key>`); undefined for anything else. */
+  parseWriterNotice(message: string): string | undefined {
+    if (!message.startsWith(WRITER_WORD + ' ')) return undefined;
+    return this.keyOf(message.slice(WRITER_WORD.length + 1));
   }
 
   /** The script keys of one lock key. */
