@@ -95,6 +95,15 @@ export class HoldInfo implements LockContextInfo {
     return this.#hold.signal;
   }
 
+  /**
+   * What it tells, as plain data (its fields are getters on the prototype, so `JSON.stringify`
+   * and a logger see them through this).
+   */
+  toJSON(): Omit<LockContextInfo, 'signal'> {
+    const { keys, fence, fences, segment, acquiredAt, waitedMs, mode, permits } = this;
+    return { keys, fence, fences, segment, acquiredAt, waitedMs, mode, permits };
+  }
+
   /** The hold it tells about (for the handle's `release` and `extend`). */
   protected get hold(): ActiveHold {
     return this.#hold;

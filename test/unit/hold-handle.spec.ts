@@ -27,6 +27,19 @@ function held(renews = true) {
 }
 
 describe('HoldHandle', () => {
+  it('serializes what it tells (its fields are getters): JSON.stringify and loggers see them', () => {
+    const { hold } = held();
+    expect(JSON.parse(JSON.stringify(new HoldHandle(hold)))).toEqual({
+      keys: ['a', 'b'],
+      fence: 41,
+      fences: { a: 41, b: 42 },
+      acquiredAt: 1_700_000_000_000,
+      waitedMs: 12.5,
+      mode: 'read',
+      permits: 1,
+    });
+  });
+
   it('tells the hold: keys, fence, fences, acquiredAt, waitedMs, mode, permits, segment', () => {
     const { hold } = held();
     const handle = new HoldHandle(hold);
