@@ -1,5 +1,6 @@
 import { Chain } from '../chain';
 import type { Redis } from 'ioredis';
+import type { Writable } from 'node:stream';
 import type { RedisNode } from './redis-node';
 import { REPLICAS_DID_NOT_ACK } from '../redlock.messages';
 import type { Script, ScriptArgs } from './scripts';
@@ -14,12 +15,39 @@ export interface ReplicaAcks {
 /** The answer to a script call: the decoded reply, or why there is none. */
 export type ScriptCallback<R> = (error: Error | undefined, reply?: R) => void;
 
-interface InFlight {
-  /** The sweeper's tick when it was sent (a coarse clock: no clock read per command). */
-  sent: number;
-  fail: (error: Error) => void;
+/**
+ * One round trip in flight: answered once, by its reply, its error or the sweeper's timeout. A
+ * class with methods (not a set of closures per call): the hot path allocates this object and
+ * the two reply handlers only.
+ */
+class InFlight<R = unknown> {
   prev?: InFlight;
   next?: InFlight;
+  private settled = false;
+
+  constructor(
+    private readonly calls: Chain<InFlight>,
+    /** The sweeper's tick when it was sent (a coarse clock: no clock read per command). */
+    readonly sent: number,
+    private readonly decode: ((reply: unknown) => R) | undefined,
+    private readonly cb: ScriptCallback<R>,
+  ) {}
+
+  reply(value: unknown): void {
+    if (this.settle()) this.cb(undefined, this.decode ? this.decode(value) : (value as R));
+  }
+
+  fail(error: Error): void {
+    if (this.settle()) this.cb(error);
+  }
+
+  /** Whether this is the first answer (the call leaves the chain then). */
+  private settle(): boolean {
+    if (this.settled) return false;
+    this.settled = true;
+    this.calls.remove(this as InFlight);
+    return true;
+  }
 }
 
 export const asError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
@@ -39,6 +67,8 @@ export class ScriptRunner {
   private sweeper?: NodeJS.Timeout;
   /** The sweeper's clock: intervals since it started. */
   private ticks = 0;
+  /** Sockets whose writes wait for the end of this tick (see `cork`). */
+  private readonly corked = new Set<Writable>();
 
   constructor(private readonly commandTimeout: number) {}
 
@@ -49,18 +79,17 @@ export class ScriptRunner {
     args: A,
     cb: ScriptCallback<R>,
   ): void {
-    const finish = this.track<unknown>((error, reply) =>
-      error ? cb(error) : cb(undefined, script.decode(reply)),
-    );
+    const call = this.track(script.decode, cb);
+    this.cork(node);
     node.evalsha(script.sha, keys.length, ...keys, ...args).then(
-      (v) => finish(undefined, v),
+      (v) => call.reply(v),
       (e: unknown) => {
         if (e instanceof Error && e.message.startsWith('NOSCRIPT')) {
           node.eval(script.lua, keys.length, ...keys, ...args).then(
-            (v) => finish(undefined, v),
-            (e2: unknown) => finish(asError(e2)),
+            (v) => call.reply(v),
+            (e2: unknown) => call.fail(asError(e2)),
           );
-        } else finish(asError(e));
+        } else call.fail(asError(e));
       },
     );
   }
@@ -70,10 +99,10 @@ export class ScriptRunner {
    * sent on it so far (sent right after a script, it covers that script's writes).
    */
   waitForReplicas(node: RedisNode, replicas: number, timeout: number, cb: ScriptCallback<number>) {
-    const finish = this.track<number>(cb);
+    const call = this.track<number>(Number, cb);
     (node as Redis).wait(replicas, timeout).then(
-      (n) => finish(undefined, Number(n)),
-      (e: unknown) => finish(asError(e)),
+      (n) => call.reply(n),
+      (e: unknown) => call.fail(asError(e)),
     );
   }
 
@@ -143,20 +172,36 @@ export class ScriptRunner {
     });
   }
 
-  /** A call in flight: `cb` gets its answer or its timeout, once. */
-  private track<R>(cb: ScriptCallback<R>): (error: Error | undefined, reply?: R) => void {
-    let settled = false;
-    const finish = (error: Error | undefined, reply?: R) => {
-      if (settled) return;
-      settled = true;
-      this.inFlight.remove(call);
-      cb(error, reply);
-    };
-    const call: InFlight = { sent: this.ticks, fail: (e) => finish(e) };
-    this.inFlight.push(call);
+  /** A call in flight: `cb` gets its decoded answer or its timeout, once. */
+  private track<R>(
+    decode: ((reply: unknown) => R) | undefined,
+    cb: ScriptCallback<R>,
+  ): InFlight<R> {
+    const call = new InFlight<R>(this.inFlight, this.ticks, decode, cb);
+    this.inFlight.push(call as InFlight);
     this.sweeper ??= this.startSweeper();
-    return finish;
+    return call;
   }
+
+  /**
+   * Holds the node's writes back until the end of this tick, so the commands sent in one tick
+   * (many callers answered by one read, a script and its WAIT, a round's undo) leave in one
+   * system call instead of one each. Commands keep their order; nothing waits past the tick.
+   * Only a standalone connection that is ready writes to its socket at once (ioredis queues the
+   * others itself).
+   */
+  private cork(node: RedisNode): void {
+    const stream = (node as Partial<Redis>).stream;
+    if (!stream || (node as Redis).status !== 'ready' || this.corked.has(stream)) return;
+    stream.cork();
+    this.corked.add(stream);
+    if (this.corked.size === 1) process.nextTick(this.uncork);
+  }
+
+  private readonly uncork = (): void => {
+    for (const stream of this.corked) stream.uncork();
+    this.corked.clear();
+  };
 
   close(): void {
     if (this.sweeper) clearInterval(this.sweeper);

@@ -1,0 +1,88 @@
+import type { RedisNode } from '../../lib/redis/redis-node';
+import { ScriptRunner } from '../../lib/redis/script-runner';
+import { FREE, TRY } from '../../lib/redis/scripts';
+
+/** Lets every pending promise callback and tick run. */
+const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * A node whose socket records what happens to it: the writes of ioredis are not simulated, only
+ * the corking around them and the EVALSHA calls (answered with `reply`).
+ */
+function fakeNode(status = 'ready', reply: unknown = 1) {
+  const log: string[] = [];
+  const stream = {
+    cork: () => log.push('cork'),
+    uncork: () => log.push('uncork'),
+  };
+  const node = {
+    status,
+    stream,
+    evalsha: (sha: string) => {
+      log.push(sha === TRY.sha ? 'TRY' : sha === FREE.sha ? 'FREE' : sha);
+      return Promise.resolve(reply);
+    },
+  } as unknown as RedisNode;
+  return { node, log };
+}
+
+describe('ScriptRunner', () => {
+  let runner: ScriptRunner;
+  beforeEach(() => (runner = new ScriptRunner(1_000)));
+  afterEach(() => runner.close());
+
+  it('sends the scripts of one tick to a node in one corked write, uncorked after the tick', async () => {
+    const { node, log } = fakeNode();
+    const replies: unknown[] = [];
+    runner.send(node, FREE, ['a', 'a:wait'], ['t.1', '1'], (_e, r) => replies.push(r));
+    runner.send(node, FREE, ['b', 'b:wait'], ['t.2', '1'], (_e, r) => replies.push(r));
+    expect(log).toEqual(['cork', 'FREE', 'FREE']);
+    await flush();
+    expect(log).toEqual(['cork', 'FREE', 'FREE', 'uncork']);
+    expect(replies).toEqual(['freed', 'freed']);
+    // The next tick corks again.
+    runner.send(node, FREE, ['a', 'a:wait'], ['t.3', '1'], () => undefined);
+    await flush();
+    expect(log.slice(4)).toEqual(['cork', 'FREE', 'uncork']);
+  });
+
+  it('corks each node of a round once and uncorks them all', async () => {
+    const nodes = [fakeNode('ready', [1, 7]), fakeNode('ready', [1, 7]), fakeNode('ready', [1, 7])];
+    for (const { node } of nodes)
+      runner.send(node, TRY, ['a', 'a:fence'], ['t.1', 10, 1], () => {});
+    for (const { log } of nodes) expect(log).toEqual(['cork', 'TRY']);
+    await flush();
+    for (const { log } of nodes) expect(log).toEqual(['cork', 'TRY', 'uncork']);
+  });
+
+  it('leaves a connection that is not ready alone (ioredis queues its commands)', async () => {
+    const { node, log } = fakeNode('connecting');
+    runner.send(node, FREE, ['a', 'a:wait'], ['t.1', '1'], () => undefined);
+    await flush();
+    expect(log).toEqual(['FREE']);
+  });
+
+  it('answers once: a reply after the commandTimeout is dropped', async () => {
+    jest.useFakeTimers();
+    try {
+      const runner = new ScriptRunner(100);
+      let answer: (v: unknown) => void = () => undefined;
+      const node = {
+        status: 'ready',
+        evalsha: () => new Promise((resolve) => (answer = resolve)),
+      } as unknown as RedisNode;
+      const cb = jest.fn();
+      runner.send(node, FREE, ['a', 'a:wait'], ['t.1', '1'], cb);
+      jest.advanceTimersByTime(250);
+      expect(cb).toHaveBeenCalledTimes(1);
+      expect(cb.mock.calls[0][0]).toBeInstanceOf(Error);
+      answer(1);
+      await Promise.resolve();
+      await Promise.resolve();
+      expect(cb).toHaveBeenCalledTimes(1);
+      runner.close();
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+});
