@@ -323,21 +323,18 @@ export class LockProtocol {
     lean: boolean,
     onGrants?: (grants: readonly ReleaseGrant[]) => void,
   ): Promise<boolean> {
+    if (this.nodes.length === 1) {
+      // The only node decides: its error is the failure (as `failIfNoMajority` on one node).
+      return new Promise((resolve, reject) =>
+        this.releaseOn(this.nodes[0], keys, token, lean, onGrants, (r) =>
+          r instanceof Error ? reject(new LockBackendError(keys, [r], 'release')) : resolve(r),
+        ),
+      );
+    }
     const conclude = (results: (Freed | undefined)[]): boolean => {
       this.failIfNoMajority(keys, results, 'release');
       return results.some((r) => r === true);
     };
-    if (this.nodes.length === 1) {
-      return new Promise((resolve, reject) =>
-        this.releaseOn(this.nodes[0], keys, token, lean, onGrants, (r) => {
-          try {
-            resolve(conclude([r]));
-          } catch (e) {
-            reject(e);
-          }
-        }),
-      );
-    }
     return this.quorum.collect<RedisNode, Freed, boolean>(
       this.nodes,
       (node, answer) => this.releaseOn(node, keys, token, lean, undefined, answer),

@@ -67,8 +67,8 @@ export class ScriptRunner {
   private sweeper?: NodeJS.Timeout;
   /** The sweeper's clock: intervals since it started. */
   private ticks = 0;
-  /** Sockets whose writes wait for the end of this tick (see `cork`). */
-  private readonly corked = new Set<Writable>();
+  /** Sockets written to in this tick, and whether they are corked until its end (see `cork`). */
+  private readonly written = new Map<Writable, boolean>();
 
   constructor(private readonly commandTimeout: number) {}
 
@@ -184,23 +184,30 @@ export class ScriptRunner {
   }
 
   /**
-   * Holds the node's writes back until the end of this tick, so the commands sent in one tick
-   * (many callers answered by one read, a script and its WAIT, a round's undo) leave in one
-   * system call instead of one each. Commands keep their order; nothing waits past the tick.
-   * Only a standalone connection that is ready writes to its socket at once (ioredis queues the
-   * others itself).
+   * Batches the writes of one tick to a node: the first command of a tick goes out at once; when
+   * a second follows in the same tick (many callers answered by one read, a script and its
+   * WAIT), the socket is corked until the end of the tick, so the rest leave in one system call
+   * instead of one each. Commands keep their order and nothing waits past the tick. Only a
+   * standalone connection that is ready writes to its socket at once (ioredis queues the others
+   * itself).
    */
   private cork(node: RedisNode): void {
     const stream = (node as Partial<Redis>).stream;
-    if (!stream || (node as Redis).status !== 'ready' || this.corked.has(stream)) return;
-    stream.cork();
-    this.corked.add(stream);
-    if (this.corked.size === 1) process.nextTick(this.uncork);
+    if (!stream || (node as Redis).status !== 'ready') return;
+    const state = this.written.get(stream);
+    if (state === undefined) {
+      this.written.set(stream, false);
+      if (this.written.size === 1) process.nextTick(this.endTick);
+    } else if (!state) {
+      stream.cork();
+      this.written.set(stream, true);
+    }
   }
 
-  private readonly uncork = (): void => {
-    for (const stream of this.corked) stream.uncork();
-    this.corked.clear();
+  /** The tick is over: corked sockets write what they hold. */
+  private readonly endTick = (): void => {
+    for (const [stream, corked] of this.written) if (corked) stream.uncork();
+    this.written.clear();
   };
 
   close(): void {

@@ -31,35 +31,44 @@ describe('ScriptRunner', () => {
   beforeEach(() => (runner = new ScriptRunner(1_000)));
   afterEach(() => runner.close());
 
-  it('sends the scripts of one tick to a node in one corked write, uncorked after the tick', async () => {
+  it('writes the first command of a tick at once and corks the rest until the tick ends', async () => {
     const { node, log } = fakeNode();
     const replies: unknown[] = [];
     runner.send(node, FREE, ['a', 'a:wait'], ['t.1', '1'], (_e, r) => replies.push(r));
     runner.send(node, FREE, ['b', 'b:wait'], ['t.2', '1'], (_e, r) => replies.push(r));
-    expect(log).toEqual(['cork', 'FREE', 'FREE']);
+    runner.send(node, FREE, ['c', 'c:wait'], ['t.3', '1'], (_e, r) => replies.push(r));
+    expect(log).toEqual(['FREE', 'cork', 'FREE', 'FREE']);
     await flush();
-    expect(log).toEqual(['cork', 'FREE', 'FREE', 'uncork']);
-    expect(replies).toEqual(['freed', 'freed']);
-    // The next tick corks again.
-    runner.send(node, FREE, ['a', 'a:wait'], ['t.3', '1'], () => undefined);
+    expect(log).toEqual(['FREE', 'cork', 'FREE', 'FREE', 'uncork']);
+    expect(replies).toEqual(['freed', 'freed', 'freed']);
+    // A tick with one command: no cork at all.
+    runner.send(node, FREE, ['a', 'a:wait'], ['t.4', '1'], () => undefined);
     await flush();
-    expect(log.slice(4)).toEqual(['cork', 'FREE', 'uncork']);
+    expect(log.slice(5)).toEqual(['FREE']);
+    // The next busy tick corks again.
+    runner.send(node, FREE, ['a', 'a:wait'], ['t.5', '1'], () => undefined);
+    runner.send(node, FREE, ['b', 'b:wait'], ['t.6', '1'], () => undefined);
+    await flush();
+    expect(log.slice(6)).toEqual(['FREE', 'cork', 'FREE', 'uncork']);
   });
 
-  it('corks each node of a round once and uncorks them all', async () => {
+  it('corks each busy node of a tick once and uncorks them all', async () => {
     const nodes = [fakeNode('ready', [1, 7]), fakeNode('ready', [1, 7]), fakeNode('ready', [1, 7])];
-    for (const { node } of nodes)
-      runner.send(node, TRY, ['a', 'a:fence'], ['t.1', 10, 1], () => {});
-    for (const { log } of nodes) expect(log).toEqual(['cork', 'TRY']);
+    for (const key of ['a', 'b']) {
+      for (const { node } of nodes)
+        runner.send(node, TRY, [key, `${key}:fence`], ['t', 10, 1], () => {});
+    }
+    for (const { log } of nodes) expect(log).toEqual(['TRY', 'cork', 'TRY']);
     await flush();
-    for (const { log } of nodes) expect(log).toEqual(['cork', 'TRY', 'uncork']);
+    for (const { log } of nodes) expect(log).toEqual(['TRY', 'cork', 'TRY', 'uncork']);
   });
 
   it('leaves a connection that is not ready alone (ioredis queues its commands)', async () => {
     const { node, log } = fakeNode('connecting');
     runner.send(node, FREE, ['a', 'a:wait'], ['t.1', '1'], () => undefined);
+    runner.send(node, FREE, ['b', 'b:wait'], ['t.2', '1'], () => undefined);
     await flush();
-    expect(log).toEqual(['FREE']);
+    expect(log).toEqual(['FREE', 'FREE']);
   });
 
   it('answers once: a reply after the commandTimeout is dropped', async () => {
