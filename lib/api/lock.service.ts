@@ -93,6 +93,9 @@ interface Behaviour {
 
 const settle = async <T>(value: T | Promise<T>): Promise<T> => value;
 
+/** What `finish` returns for a hold already finished. */
+const DONE: Promise<void> = Promise.resolve();
+
 /**
  * Distributed locks for code that is not a decorated method, and the engine behind `@Locked`.
  *
@@ -392,8 +395,7 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
           : undefined,
       });
       return running.catch((err: unknown) => {
-        this.events.refused(err, b.clientName);
-        throw this.estimated(err, b);
+        throw this.refused(err, b);
       }) as Promise<never>;
     }
     if (scope) checkReentry(scope, sorted, b);
@@ -416,7 +418,17 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     segment?: number,
     signal?: AbortSignal,
   ): Promise<unknown> {
-    const hold = given ?? (await this.take(needed, b, signal));
+    let hold = given;
+    if (!hold) {
+      // `take` inlined: one async step less per call on the path of every locked call.
+      let lease: Lease;
+      try {
+        lease = await b.client.acquire(needed, acquireRequest(b, signal));
+      } catch (err) {
+        throw this.refused(err, b);
+      }
+      hold = this.start(lease, b);
+    }
     const scope = new HoldScope(hold, b.clientName, needed, parent, segment);
 
     let result: unknown;
@@ -461,23 +473,19 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     b: Behaviour,
     signal: AbortSignal | undefined,
   ): Promise<ActiveHold> {
-    // A decorated method's behaviour is resolved once: so is its request, when no signal comes.
-    const request = signal
-      ? { ttl: leaseTtl(b), waitTimeout: b.waitTimeout, signal, acks: b.acks, share: b.share }
-      : (b.request ??= {
-          ttl: leaseTtl(b),
-          waitTimeout: b.waitTimeout,
-          acks: b.acks,
-          share: b.share,
-        });
     let lease: Lease;
     try {
-      lease = await b.client.acquire(keys, request);
+      lease = await b.client.acquire(keys, acquireRequest(b, signal));
     } catch (err) {
-      this.events.refused(err, b.clientName);
-      throw this.estimated(err, b);
+      throw this.refused(err, b);
     }
     return this.start(lease, b);
+  }
+
+  /** An acquire that failed: told to the `busy` / `error` listeners, and the error to throw. */
+  private refused(err: unknown, b: Behaviour): unknown {
+    this.events.refused(err, b.clientName);
+    return this.estimated(err, b);
   }
 
   /** A busy answer gets the keys' usual hold here as its retry estimate. */
@@ -554,9 +562,12 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     }
   }
 
-  /** Stops renewals and releases; a failed release is logged, never thrown over the result. */
-  private async finish(hold: ActiveHold): Promise<void> {
-    if (!hold.active) return;
+  /**
+   * Stops renewals and releases; a failed release is logged, never thrown over the result. Not
+   * async itself (a promise and an await less per call): the release's own promise carries on.
+   */
+  private finish(hold: ActiveHold): Promise<void> {
+    if (!hold.active) return DONE;
     this.holds.remove(hold);
     hold.watchdog?.stop();
     hold.active = false;
@@ -564,18 +575,31 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     const held = Date.now() - lease.acquiredAt;
     // Kept for minHold, the key is busy that long whatever the method took.
     this.recordHold(client.name, lease.keys, Math.max(held, hold.minHold));
+    let releasing: Promise<void>;
     try {
-      await (hold.minHold > held
-        ? client.releaseByExpiry(lease, hold.minHold - held)
-        : client.release(lease));
+      releasing =
+        hold.minHold > held
+          ? client.releaseByExpiry(lease, hold.minHold - held)
+          : client.release(lease);
     } catch (err) {
-      const why = err instanceof LockError || err instanceof Error ? err.message : String(err);
-      this.logger.warn(`Release failed, the lease will expire by itself: ${why}`);
-      if (this.events.error && this.events.wants('error')) this.releaseFailed(hold, err);
+      releasing = Promise.reject(err);
     }
+    return releasing.then(
+      () => this.released(hold, held),
+      (err: unknown) => {
+        const why = err instanceof LockError || err instanceof Error ? err.message : String(err);
+        this.logger.warn(`Release failed, the lease will expire by itself: ${why}`);
+        if (this.events.error && this.events.wants('error')) this.releaseFailed(hold, err);
+        this.released(hold, held);
+      },
+    );
+  }
+
+  /** The `released` event, once the release was sent (whether or not it succeeded). */
+  private released(hold: ActiveHold, heldMs: number): void {
     if (this.events.released && this.events.wants('released')) {
       const { keys, fences } = hold.lease;
-      this.events.emit('released', { keys, client: client.name, fence: fences[0], heldMs: held });
+      this.events.emit('released', { keys, client: hold.client.name, fence: fences[0], heldMs });
     }
   }
 
@@ -625,6 +649,22 @@ const describe = (h: { mode: 'read' | 'write'; permits: number }): string =>
 /** The replica acknowledgement a call needs, or none. */
 const replicaAcks = (replicas: number, timeout: number): ReplicaAcks | undefined =>
   replicas > 0 ? { replicas, timeout } : undefined;
+
+/**
+ * The acquire request of a call: a decorated method's behaviour is resolved once, and so is its
+ * request when no signal comes.
+ */
+function acquireRequest(b: Behaviour, signal: AbortSignal | undefined): AcquireRequest {
+  if (signal) {
+    return { ttl: leaseTtl(b), waitTimeout: b.waitTimeout, signal, acks: b.acks, share: b.share };
+  }
+  return (b.request ??= {
+    ttl: leaseTtl(b),
+    waitTimeout: b.waitTimeout,
+    acks: b.acks,
+    share: b.share,
+  });
+}
 
 /** The lease asked for: never longer than maxHold. */
 const leaseTtl = (b: Behaviour): number => Math.max(10, Math.ceil(Math.min(b.ttl, b.maxHold)));

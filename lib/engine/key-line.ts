@@ -152,7 +152,9 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
   }
 
   /** Whether a caller of this process holds the key with a lease still valid. */
-  heldHere(now = performance.now()): boolean {
+  heldHere(now?: number): boolean {
+    if (this.held === undefined && !this.moreHeld?.length) return false;
+    now ??= performance.now();
     let held = false;
     const more = this.moreHeld;
     if (more) {

@@ -25,7 +25,8 @@ export class Tokens {
 
   /** The token holds nothing any more. */
   drop(token: string): void {
-    this.holding.delete(token);
+    // Most releases are of first tries, whose tokens were never held here: no hashing then.
+    if (this.holding.size > 0) this.holding.delete(token);
   }
 
   holds(token: string): boolean {

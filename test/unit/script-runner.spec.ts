@@ -31,44 +31,52 @@ describe('ScriptRunner', () => {
   beforeEach(() => (runner = new ScriptRunner(1_000)));
   afterEach(() => runner.close());
 
-  it('writes the first command of a tick at once and corks the rest until the tick ends', async () => {
+  it('writes a lone command at once, with no corking', async () => {
     const { node, log } = fakeNode();
     const replies: unknown[] = [];
     runner.send(node, FREE, ['a', 'a:wait'], ['t.1', '1'], (_e, r) => replies.push(r));
-    runner.send(node, FREE, ['b', 'b:wait'], ['t.2', '1'], (_e, r) => replies.push(r));
-    runner.send(node, FREE, ['c', 'c:wait'], ['t.3', '1'], (_e, r) => replies.push(r));
-    expect(log).toEqual(['FREE', 'cork', 'FREE', 'FREE']);
     await flush();
-    expect(log).toEqual(['FREE', 'cork', 'FREE', 'FREE', 'uncork']);
-    expect(replies).toEqual(['freed', 'freed', 'freed']);
-    // A tick with one command: no cork at all.
-    runner.send(node, FREE, ['a', 'a:wait'], ['t.4', '1'], () => undefined);
+    runner.send(node, FREE, ['a', 'a:wait'], ['t.2', '1'], (_e, r) => replies.push(r));
     await flush();
-    expect(log.slice(5)).toEqual(['FREE']);
-    // The next busy tick corks again.
-    runner.send(node, FREE, ['a', 'a:wait'], ['t.5', '1'], () => undefined);
-    runner.send(node, FREE, ['b', 'b:wait'], ['t.6', '1'], () => undefined);
+    expect(log).toEqual(['FREE', 'FREE']);
+    expect(replies).toEqual(['freed', 'freed']);
+  });
+
+  it('while calls are in flight, corks a node from the second command of a tick to its end', async () => {
+    const { node, log } = fakeNode();
+    const replies: unknown[] = [];
+    const send = (key: string) =>
+      runner.send(node, FREE, [key, `${key}:wait`], ['t', '1'], (_e, r) => replies.push(r));
+    send('a'); // nothing in flight: written at once, the tick not tracked
+    send('b'); // in flight: the first write of the tick that counts, at once
+    send('c'); // the second: corked, with every later one of the tick
+    send('d');
+    expect(log).toEqual(['FREE', 'FREE', 'cork', 'FREE', 'FREE']);
     await flush();
-    expect(log.slice(6)).toEqual(['FREE', 'cork', 'FREE', 'uncork']);
+    expect(log).toEqual(['FREE', 'FREE', 'cork', 'FREE', 'FREE', 'uncork']);
+    expect(replies).toEqual(['freed', 'freed', 'freed', 'freed']);
   });
 
   it('corks each busy node of a tick once and uncorks them all', async () => {
     const nodes = [fakeNode('ready', [1, 7]), fakeNode('ready', [1, 7]), fakeNode('ready', [1, 7])];
-    for (const key of ['a', 'b']) {
+    const other = fakeNode('ready', [1, 7]);
+    runner.send(other.node, TRY, ['x', 'x:fence'], ['t', 10, 1], () => {}); // in flight meanwhile
+    for (const key of ['a', 'b', 'c']) {
       for (const { node } of nodes)
         runner.send(node, TRY, [key, `${key}:fence`], ['t', 10, 1], () => {});
     }
-    for (const { log } of nodes) expect(log).toEqual(['TRY', 'cork', 'TRY']);
+    for (const { log } of nodes) expect(log).toEqual(['TRY', 'cork', 'TRY', 'TRY']);
     await flush();
-    for (const { log } of nodes) expect(log).toEqual(['TRY', 'cork', 'TRY', 'uncork']);
+    for (const { log } of nodes) expect(log).toEqual(['TRY', 'cork', 'TRY', 'TRY', 'uncork']);
   });
 
   it('leaves a connection that is not ready alone (ioredis queues its commands)', async () => {
     const { node, log } = fakeNode('connecting');
-    runner.send(node, FREE, ['a', 'a:wait'], ['t.1', '1'], () => undefined);
-    runner.send(node, FREE, ['b', 'b:wait'], ['t.2', '1'], () => undefined);
+    for (const key of ['a', 'b', 'c']) {
+      runner.send(node, FREE, [key, `${key}:wait`], ['t', '1'], () => undefined);
+    }
     await flush();
-    expect(log).toEqual(['FREE', 'FREE']);
+    expect(log).toEqual(['FREE', 'FREE', 'FREE']);
   });
 
   it('answers once: a reply after the commandTimeout is dropped', async () => {
