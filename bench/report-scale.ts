@@ -138,7 +138,9 @@ export function scaleMarkdown(summaries: CaseSummary[]): string[] {
     L.push(
       'N concurrent callers, each looping lock + unlock on a key of its own (one connection per ' +
         'server for every peer). Every peer in one process, blocks of 8 cycles per caller, order ' +
-        'shuffled each round; x floor: each block over the floor block of the same round.',
+        'shuffled each round, after the uncontended warm-up and at least 4,000 untimed cycles of ' +
+        'the same blocks (the concurrent path compiled); x floor: each block over the floor ' +
+        'block of the same round.',
       '',
       '| callers | peer | cycles/s | x floor | client CPU µs/cycle | client cmds/cycle | n |',
       '|---|---|---|---|---|---|---|',
