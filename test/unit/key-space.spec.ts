@@ -121,18 +121,18 @@ describe('KeySpace', () => {
       expect(s.keySet('other')).not.toBe(first);
     });
 
-    it('bounds its cache: past 512 keys it starts over', () => {
+    it('bounds its cache: past 2,048 keys it starts over', () => {
       const s = new KeySpace('p:', false);
       const first = s.keySet('k0');
-      for (let i = 1; i < 512; i++) s.keySet(`k${i}`);
-      // 512 remembered: still cached.
+      for (let i = 1; i < 2048; i++) s.keySet(`k${i}`);
+      // 2,048 remembered: still cached (1,024 callers on their own keys never miss).
       expect(s.keySet('k0')).toBe(first);
-      // The 513th empties the cache: k0 is built anew (equal, not the same object).
-      s.keySet('k512');
+      // The 2,049th empties the cache: k0 is built anew (equal, not the same object).
+      s.keySet('k2048');
       const again = s.keySet('k0');
       expect(again).not.toBe(first);
       expect(again).toEqual(first);
-      expect(s.keySet('k512')).toBe(s.keySet('k512'));
+      expect(s.keySet('k2048')).toBe(s.keySet('k2048'));
     });
   });
 
