@@ -18,6 +18,8 @@ export class Lease {
   released = false;
   /** A shared hold's kind (read lock or permits of N); undefined for the exclusive lock. */
   share?: Share;
+  /** The fence the next caller this lease passes to in memory gets (while `spare` > 0). */
+  nextFence: number;
 
   constructor(
     /** Rendered keys, sorted and deduplicated. */
@@ -28,7 +30,7 @@ export class Lease {
      * Fences reserved after `fences[0]` (single key, single node): each lets the key pass to the
      * next caller of this process with no round trip.
      */
-    readonly spare: number,
+    public spare: number,
     public ttl: number,
     /**
      * Taken by a first try with the key free: most likely nobody waits for it, so its release
@@ -40,7 +42,9 @@ export class Lease {
     readonly waitedMs: number,
     /** Replicas that must acknowledge every renewal and handoff, if any. */
     readonly acks?: ReplicaAcks,
-  ) {}
+  ) {
+    this.nextFence = fences[0] + 1;
+  }
 
   /** Whether the lease is still certainly ours at `now`. */
   validAt(now: number): boolean {
@@ -51,6 +55,15 @@ export class Lease {
   renewed(start: number, ttl: number, drift: number): void {
     this.ttl = ttl;
     this.validUntil = start + ttl - drift;
+  }
+
+  /**
+   * More fences reserved for in-memory handoffs: `count` from `first`, all above every fence
+   * handed out before (the ones left of the old block are skipped).
+   */
+  refilled(first: number, count: number): void {
+    this.nextFence = first;
+    this.spare = count;
   }
 
   /** Found lost, or ran out: it proves nothing from now on. */
@@ -116,7 +129,7 @@ export class Leases {
     return new Lease(
       lease.keys,
       lease.token,
-      [lease.fences[0] + 1],
+      [lease.nextFence],
       lease.spare - 1,
       lease.ttl,
       false,

@@ -72,6 +72,10 @@ export class LockClient implements LockBackend {
   private readonly sharedGrants = new Map<string, SharedGrantee>();
   /** Keys with shared holds or waits of this process, and how many. */
   private readonly sharedKeys = new Map<string, number>();
+  /** Fences a REFILL reserves for a key passed on in memory (single node). */
+  private readonly refillBlock: number;
+  /** A hold passed on in memory with fewer spare fences than this asks for a REFILL. */
+  private readonly refillBelow: number;
 
   constructor(
     readonly name: string,
@@ -80,6 +84,9 @@ export class LockClient implements LockBackend {
     onSubscriberError: (error: Error) => void,
   ) {
     this.fair = nodes.length === 1;
+    // Four blocks' worth: one refill per dozen or so sections of a hot key, well ahead of need.
+    this.refillBlock = 4 * (settings.localHandoffs + 1);
+    this.refillBelow = Math.ceil((settings.localHandoffs + 1) / 2);
     this.space = new KeySpace(settings.keyPrefix, nodes.some(isCluster));
     this.runner = new ScriptRunner(settings.commandTimeout);
     this.leases = new Leases(settings.driftFactor);
@@ -477,7 +484,12 @@ export class LockClient implements LockBackend {
   /** The lease a round took; a single key's line counts it as held. */
   private hold(keys: readonly string[], taker: LeaseTaker, taken: Taken): Lease {
     const lease = this.leases.taken(keys, taker, taken);
-    if (keys.length === 1) this.lines.of(keys[0]).hold(lease);
+    if (keys.length === 1) {
+      const line = this.lines.of(keys[0]);
+      line.hold(lease);
+      // Taken after waiting (a grant, an attempt that queued): others may be queued behind.
+      if (this.fair && !lease.uncontended) line.othersWait();
+    }
     // Only a token that queued in Redis can be granted a key: a first try's needs no entry.
     if (!lease.uncontended) this.tokens.hold(taker.token);
     return lease;
@@ -491,20 +503,24 @@ export class LockClient implements LockBackend {
   /**
    * A caller of this process waits for the key: hand it over (in memory, or by HANDOFF) while
    * the bounded barging allows; past it, on a single node, the oldest waiter of another process
-   * goes first (RELEASE_TO). The line counts the key as held until Redis has it back, so our own
-   * head does not compete for a key this process still holds.
+   * goes first (RELEASE_TO). On a single node the bound counts only while a waiter of another
+   * process is known to be queued: with nobody else waiting the key stays here, passed on in
+   * memory (its fences refilled in the background). The line counts the key as held until
+   * Redis has it back, so our own head does not compete for a key this process still holds.
    */
   private async passOn(lease: Lease, line: KeyLine, next: Waiter): Promise<void> {
-    if (line.mayHandOff(this.settings.localHandoffs) && performance.now() < lease.validUntil) {
-      const handed =
-        (next.enqueued ? undefined : this.leases.passedOn(lease, next)) ??
-        (await this.handoff(lease, next));
+    const limit = this.settings.localHandoffs;
+    if (line.mayHandOff(limit, this.fair) && performance.now() < lease.validUntil) {
+      const inMemory = next.enqueued ? undefined : this.leases.passedOn(lease, next);
+      const handed = inMemory ?? (await this.handoff(lease, next));
       if (handed) {
         line.handedOff();
         this.stats.localHandoffs++;
+        if (inMemory) this.refill(line, inMemory);
         return this.handTo(lease, handed, line, next);
       }
     } else if (this.fair) {
+      const mark = line.noticeMark();
       const r = await this.protocol
         .releaseTo(lease.keys, lease.token, next, next.acks)
         .catch(() => {
@@ -522,6 +538,8 @@ export class LockClient implements LockBackend {
         return;
       }
       if (r !== 'notOurs') {
+        // Nobody else was queued: the key stays here until someone is.
+        line.nobodyElseSince(mark);
         this.stats.localHandoffs++;
         this.tokens.hold(next.token);
         return this.handTo(lease, this.leases.taken(lease.keys, next, r), line, next);
@@ -540,6 +558,36 @@ export class LockClient implements LockBackend {
     handed.released = true;
     line.wentPublic();
     return this.giveBack(handed);
+  }
+
+  /**
+   * The key went on in memory with `lease` (`line` still lists its new holder) and its spare
+   * fences run low for the callers waiting: more are reserved in
+   * the background (REFILL, one round trip while the callers hold), so the next passes need
+   * none. The answer goes to whichever hold of the token is current by then; it also says
+   * whether a waiter of another process is queued (a notice lost on the way is caught here).
+   */
+  private refill(line: KeyLine, lease: Lease): void {
+    // Not while the callers already waiting fit in the spare fences, nor with others waiting
+    // (the key then goes public within `localHandoffs`, which the block covers).
+    if (lease.spare >= this.refillBelow || line.length - 1 <= lease.spare) return;
+    if (line.othersMayWait || !line.startRefill()) return;
+    const mark = line.noticeMark();
+    this.protocol.refill(lease.keys, lease.token, this.refillBlock, lease.acks).then(
+      (r) => {
+        line.endRefill();
+        const current = line.holdOf(lease.token);
+        if (r.kind === 'notOurs') {
+          // The token lost the key (expired, taken): its hold here proves nothing any more.
+          if (current) this.leaseEnded(current);
+          return;
+        }
+        if (r.othersQueued) line.othersWait();
+        else line.nobodyElseSince(mark);
+        current?.refilled(r.fence, this.refillBlock);
+      },
+      () => line.endRefill(),
+    );
   }
 
   /** HANDOFF: the key to `next`'s token in one round trip; undefined if it could not be. */
@@ -587,6 +635,9 @@ export class LockClient implements LockBackend {
 
   /** A grant message on this group's channel. */
   private onGrantMessage(message: string): void {
+    const queued = this.space.parseQueued(message);
+    // A waiter of another process queued for a key a token of ours holds.
+    if (queued !== undefined) return this.lines.get(queued)?.othersWait();
     const grant = this.space.parseGrant(message);
     if (!grant) return;
     this.stats.grants++;

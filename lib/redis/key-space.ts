@@ -14,7 +14,8 @@
  *   `<prefix>{<key>}:h`      shared holders: token -> lease end in server ms (zset)
  * Channels: `<prefix>{<key>}:rel` carries `r` when a release frees a key racing waiters wait for;
  * `nest-locked:g:<token prefix>` carries `g <token> <fence> <spare> <lock key>` when a release
- * grants a key to a token the process with that token prefix queued.
+ * grants a key to a token the process with that token prefix queued, and `w <lock key>` when a
+ * waiter of another process queues for a key a token of that process holds.
  * @internal
  */
 
@@ -26,6 +27,8 @@ export const RELEASED_MESSAGE = 'r';
 export const GRANT_CHANNEL_PREFIX = 'nest-locked:g:';
 /** First word of a grant message. */
 export const GRANT_WORD = 'g';
+/** First word of a queued notice: a waiter of another process queued for a key held here. */
+export const QUEUED_WORD = 'w';
 /** Separates a token's process prefix from its counter. */
 export const TOKEN_SEPARATOR = '.';
 /** Redis keys per lock key in the full scripts. */
@@ -98,6 +101,15 @@ export class KeySpace {
     const key = this.keyOf(parts.slice(4).join(' '));
     if (key === undefined) return undefined;
     return { key, token: parts[1], fence: Number(parts[2]), spare: Number(parts[3]) || 0 };
+  }
+
+  /**
+   * The key of a queued notice (`w <lock key>`): a waiter of another process queued for it;
+   * undefined for anything else.
+   */
+  parseQueued(message: string): string | undefined {
+    if (!message.startsWith(QUEUED_WORD + ' ')) return undefined;
+    return this.keyOf(message.slice(QUEUED_WORD.length + 1));
   }
 
   /** The script keys of one lock key. */

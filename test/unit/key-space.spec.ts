@@ -50,6 +50,16 @@ describe('KeySpace', () => {
     expect(KeySpace.grantChannel('ab12')).toBe('nest-locked:g:ab12');
   });
 
+  describe('parseQueued', () => {
+    it('decodes the key of a queued notice, and nothing else', () => {
+      expect(space.parseQueued('w locks:{product:1}')).toBe('product:1');
+      expect(space.parseQueued('w locks:{a b}')).toBe('a b');
+      expect(space.parseQueued('g tok.7 42 3 locks:{product:1}')).toBeUndefined();
+      expect(space.parseQueued('w other:{product:1}')).toBeUndefined();
+      expect(space.parseQueued('w')).toBeUndefined();
+    });
+  });
+
   describe('parseGrant', () => {
     it('decodes a grant', () => {
       expect(space.parseGrant('g tok.7 42 3 locks:{product:1}')).toEqual({
