@@ -13,6 +13,7 @@ import {
 import { MODE_MISMATCH, PERMITS_MISMATCH } from '../redlock.messages';
 import { isCluster, type RedisNode } from '../redis/redis-node';
 import { ScriptRunner } from '../redis/script-runner';
+import { ServerClock } from '../redis/server-clock';
 import type { KeyLine as Line, LineListener } from './key-line';
 
 type KeyLine = Line<Waiter>;
@@ -76,6 +77,8 @@ export class LockClient implements LockBackend {
   private readonly refillBlock: number;
   /** A hold passed on in memory with fewer spare fences than this asks for a REFILL. */
   private readonly refillBelow: number;
+  /** One plain node: its clock, bounded against ours, lets a fresh grant hold at once. */
+  private readonly serverClock?: ServerClock;
 
   constructor(
     readonly name: string,
@@ -87,6 +90,7 @@ export class LockClient implements LockBackend {
     // Four blocks' worth: one refill per dozen or so sections of a hot key, well ahead of need.
     this.refillBlock = 4 * (settings.localHandoffs + 1);
     this.refillBelow = Math.ceil((settings.localHandoffs + 1) / 2);
+    if (this.fair && !isCluster(nodes[0])) this.serverClock = new ServerClock(nodes[0]);
     this.space = new KeySpace(settings.keyPrefix, nodes.some(isCluster));
     this.runner = new ScriptRunner(settings.commandTimeout);
     this.leases = new Leases(settings.driftFactor);
@@ -490,6 +494,13 @@ export class LockClient implements LockBackend {
       // Taken after waiting (a grant, an attempt that queued): others may be queued behind.
       if (this.fair && !lease.uncontended) line.othersWait();
     }
+    // Held in a grant's claim window (see `heldAtOnce`): claimed to the full lease beside the
+    // holder; lost or failing, the lease ends with the window and its watchdog says so. Sent
+    // before the holder's method starts (not deferred past it: a method that blocks the event
+    // loop for longer than the window would then hold a key Redis let go).
+    if (taken.ttl !== undefined && taken.ttl < taker.ttl) {
+      void this.extend(lease, taker.ttl).catch(() => undefined);
+    }
     // Only a token that queued in Redis can be granted a key: a first try's needs no entry.
     if (!lease.uncontended) this.tokens.hold(taker.token);
     return lease;
@@ -648,13 +659,13 @@ export class LockClient implements LockBackend {
    * A release granted a key to a token of ours: its waiter confirms the grant (claims it) before
    * it holds the key; with no waiter left, the key is given back.
    */
-  private granted({ key, token, fence, spare }: Grant): void {
+  private granted({ key, token, fence, spare, serverMs }: Grant): void {
     if (this.tokens.holds(token)) return; // already taken by a retry that found it ours
     const share = this.sharedGrants.get(token);
     if (share) return share.message({ key, token, fence, spare });
     const waiter = this.lines.get(key)?.waiterOf(token);
     // Its waiter left (timed out) after the grant: pass the key on.
-    if (!waiter?.granted({ fence, spare })) this.protocol.abandon([key], token);
+    if (!waiter?.granted({ fence, spare, serverMs })) this.protocol.abandon([key], token);
   }
 
   /**
@@ -674,6 +685,32 @@ export class LockClient implements LockBackend {
     return { kind: 'ok', fences: [grant.fence], start, spare: grant.spare, uncontended: false };
   }
 
+  /**
+   * A grant held at once, without waiting for its claim: only when the message carries the
+   * server's clock at the grant (`serverMs`, read before the key was set for the claim window)
+   * and this process has a bound on that clock (`ServerClock`). The window then surely runs
+   * until a local moment computed here; the lease ends there (less the drift allowance), and
+   * only a grant with at least half of its window ahead is held this way: one read late (a
+   * stalled event loop, a starved CPU) is claimed first, as any grant without the time.
+   */
+  private heldAtOnce(taker: LeaseTaker, grant: GrantedKey): Taken | undefined {
+    // With replicaAcks a hold waits for its acknowledged claim (a failover may lose the grant).
+    if (grant.serverMs === undefined || !this.serverClock || taker.acks) return undefined;
+    const claim = Math.min(taker.ttl, GRANT_CLAIM_MS);
+    const end = this.serverClock.localBefore(grant.serverMs + claim);
+    if (end === undefined) return undefined;
+    const start = end - claim;
+    if (this.leases.validUntil(start, claim) - performance.now() < claim / 2) return undefined;
+    return {
+      kind: 'ok',
+      fences: [grant.fence],
+      start,
+      spare: grant.spare,
+      uncontended: false,
+      ttl: claim,
+    };
+  }
+
   // ---------------------------------------------------------------- waiting
 
   private lineWaitContext(): LineWaitContext {
@@ -682,14 +719,18 @@ export class LockClient implements LockBackend {
       fair: this.fair,
       // Single node: grants come on this group's own channel, nothing to subscribe per key.
       // Quorum: heads race, woken by the key's release channel.
-      listen: (line) =>
-        this.soon(
+      listen: (line) => {
+        // A grant may come: the clock bound that lets it hold at once is kept fresh.
+        this.serverClock?.refresh();
+        return this.soon(
           this.fair
             ? this.notifier.ready()
             : line.listen(() => this.onReleases(line.key, () => line.head?.wake())),
-        ),
+        );
+      },
       holds: (token) => this.tokens.holds(token),
       claim: (keys, taker, grant) => this.claim(keys, taker, grant),
+      heldAtOnce: (taker, grant) => this.heldAtOnce(taker, grant),
       dropIfIdle: (line) => this.lines.dropIfIdle(line),
     };
   }

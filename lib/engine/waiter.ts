@@ -45,12 +45,22 @@ export interface LineWaitContext {
    * the moment the claim was sent), or undefined when the key is no longer the token's.
    */
   claim(keys: readonly string[], taker: LeaseTaker, grant: GrantedKey): Promise<Taken | undefined>;
+  /**
+   * A grant whose claim window surely still runs long enough (by a bound of this process's clock
+   * against the server's): the round's outcome to hold at once, the lease ending with the window
+   * (`hold` then sends the claim beside the holder); undefined when it must be claimed first.
+   */
+  heldAtOnce(taker: LeaseTaker, grant: GrantedKey): Taken | undefined;
 }
 
-/** What a grant message gave a waiter's token: its fence and the spare ones after it. */
+/**
+ * What a grant message gave a waiter's token: its fence and the spare ones after it, and the
+ * server's clock when the claim window was set (when the message says).
+ */
 export interface GrantedKey {
   readonly fence: number;
   readonly spare: number;
+  readonly serverMs?: number;
 }
 
 /**
@@ -249,9 +259,19 @@ export class Waiter implements LeaseTaker {
     if (why === 'timer') this.ctx.timerWakeup();
   }
 
-  /** Confirms a grant: the lease, or (the key went to someone else) back to trying. */
+  /**
+   * Confirms a grant: the lease, or (the key went to someone else) back to trying. A grant whose
+   * claim window surely still runs is held at once, its claim sent beside the holder.
+   */
   private async claimGrant(grant: GrantedKey): Promise<void> {
     this.grant = undefined;
+    const now = this.ctx.heldAtOnce(this, grant);
+    if (now) {
+      const lease = this.ctx.hold(this.keys, this, now);
+      this.finish();
+      this.resolve(lease);
+      return;
+    }
     this.attempting = true;
     let taken: Taken | undefined;
     try {

@@ -224,11 +224,14 @@ local function pass_on(l, block)
       local fence = mint(l, block)
       -- The others still queued (or racing) keep the flag, as long as the queue lives.
       flag(l, math.max(redis.call('PTTL', KEYS[l + 3]), 1000))
-      -- Told to the waiter's process only, on its own channel (its token's prefix).
+      -- Told to the waiter's process only, on its own channel (its token's prefix), with the
+      -- server's clock (ms) read before the claim window was set: the window surely runs until
+      -- that + the claim, so a waiter that can bound its clock against the server's may hold at
+      -- once (the spare count and the time as '<spare>:<ms>': an older reader sees no spare).
       -- Fences are formatted whole: Lua's own number-to-text keeps only 14 digits.
       redis.call('PUBLISH', '${GRANT_CHANNEL_PREFIX}' .. string.match(token, '^(.*)%${TOKEN_SEPARATOR}'),
         '${GRANT_WORD} ' .. token .. ' ' .. string.format('%.0f', fence) .. ' '
-        .. (math.abs(block) - 1) .. ' ' .. KEYS[l])
+        .. (math.abs(block) - 1) .. ':' .. string.format('%.0f', now) .. ' ' .. KEYS[l])
       return fence
     end
   end
