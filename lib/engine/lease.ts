@@ -27,8 +27,8 @@ export class Lease {
     readonly token: string,
     readonly fences: readonly number[],
     /**
-     * Fences reserved after `fences[0]` (single key, single node): each lets the key pass to the
-     * next caller of this process with no round trip.
+     * Fences reserved after `fences[0]` (single key, single node), from `nextFence` on: each
+     * lets the key pass to the next caller of this process with no round trip.
      */
     public spare: number,
     public ttl: number,
