@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { ReplicaAcks, Taken } from '../redis/lock-protocol';
+import type { ShareGroup } from './share-group';
 
 /**
  * A shared hold: `'read'` (a read lock: readers share the key, writers exclude them) or the
@@ -20,6 +21,13 @@ export class Lease {
   share?: Share;
   /** The fence the next caller this lease passes to in memory gets (while `spare` > 0). */
   nextFence: number;
+  /**
+   * A single-key share that callers of this process hold together or in turn (see ShareGroup);
+   * undefined for everything else.
+   */
+  group?: ShareGroup;
+  /** A permit passed from caller to caller of this process: how many times in a row so far. */
+  passes = 0;
 
   constructor(
     /** Rendered keys, sorted and deduplicated. */
@@ -94,6 +102,15 @@ export class Leases {
     return Math.round(ttl * this.driftFactor) + 2;
   }
 
+  /**
+   * How long a lease of `ttl` ms must still be valid to pass to another caller of this process
+   * without a round trip: what a fresh acquire would give, less one more drift allowance (so it
+   * was set or renewed moments ago).
+   */
+  freshFor(ttl: number): number {
+    return ttl - 2 * this.drift(ttl);
+  }
+
   /** Until when a lease of `ttl` ms set at `start` is certainly ours. */
   validUntil(start: number, ttl: number): number {
     return start + ttl - this.drift(ttl);
@@ -125,7 +142,7 @@ export class Leases {
   passedOn(lease: Lease, next: LeaseTaker): Lease | undefined {
     if (lease.spare <= 0 || next.ttl !== lease.ttl) return undefined;
     const now = performance.now();
-    if (lease.validUntil - now < lease.ttl - 2 * this.drift(lease.ttl)) return undefined;
+    if (lease.validUntil - now < this.freshFor(lease.ttl)) return undefined;
     return new Lease(
       lease.keys,
       lease.token,

@@ -6,6 +6,7 @@ import { LockNotifier } from '../redis/lock-notifier';
 import { GRANT_CLAIM_MS } from '../redis/lock.scripts';
 import {
   LockProtocol,
+  type ReleaseGrant,
   type ReplicaAcks,
   type SharedOutcome,
   type Taken,
@@ -18,8 +19,14 @@ import type { KeyLine as Line, LineListener } from './key-line';
 
 type KeyLine = Line<Waiter>;
 import { KeyLines } from './key-lines';
-import { type Lease, type LeaseTaker, Leases } from './lease';
-import { type MultiKeyWaitContext, type ReleaseWatch, waitForKeys } from './multi-key-wait';
+import { Lease, type LeaseTaker, Leases } from './lease';
+import {
+  type Granted,
+  type MultiKeyWaitContext,
+  type ReleaseWatch,
+  waitForKeys,
+} from './multi-key-wait';
+import { ShareGroup } from './share-group';
 import { Tokens } from './tokens';
 import {
   type AcquireRequest,
@@ -79,6 +86,12 @@ export class LockClient implements LockBackend {
   private readonly refillBelow: number;
   /** One plain node: its clock, bounded against ours, lets a fresh grant hold at once. */
   private readonly serverClock?: ServerClock;
+  /** Per key (single node): shared waits of this process queued in Redis right now. */
+  private readonly sharedWaits = new Map<string, number>();
+  /** Per key (single node): permit waits of this process queued in Redis, oldest first. */
+  private readonly permitWaits = new Map<string, Set<PermitWait>>();
+  /** Per key: the read hold of this process that later readers of this process may join. */
+  private readonly openReads = new Map<string, Lease>();
 
   constructor(
     readonly name: string,
@@ -267,8 +280,10 @@ export class LockClient implements LockBackend {
       true,
       batched,
     );
-    if (ok) lease.renewed(start, ttl, this.leases.drift(ttl));
-    else this.leaseEnded(lease);
+    if (ok) {
+      lease.renewed(start, ttl, this.leases.drift(ttl));
+      lease.group?.renewed(lease.validUntil);
+    } else this.leaseEnded(lease);
     return ok;
   }
 
@@ -278,6 +293,7 @@ export class LockClient implements LockBackend {
    */
   leaseEnded(lease: Lease): void {
     lease.end();
+    lease.group?.close();
     if (lease.keys.length === 1) this.lines.get(lease.keys[0])?.holdEnded();
   }
 
@@ -290,7 +306,7 @@ export class LockClient implements LockBackend {
   release(lease: Lease): Promise<void> {
     if (lease.released) return Promise.resolve();
     lease.released = true;
-    if (lease.share !== undefined) return this.giveBackShare(lease);
+    if (lease.share !== undefined) return this.releaseShare(lease);
     const line = lease.keys.length === 1 ? this.lines.get(lease.keys[0]) : undefined;
     if (line?.head && !this.closed) return this.passOn(lease, line, line.head);
     return this.giveBack(lease);
@@ -306,15 +322,12 @@ export class LockClient implements LockBackend {
   releaseByExpiry(lease: Lease, ms: number): Promise<void> {
     if (lease.released) return Promise.resolve();
     lease.released = true;
-    this.tokens.drop(lease.token);
     if (lease.share !== undefined) {
-      // A share whose lease is set to end in `ms` (not renewed): the others go on meanwhile.
       this.sharedDone(lease.keys);
-      const { keys, token, acks, share } = lease;
-      return this.protocol
-        .extend(keys, token, Math.max(1, Math.ceil(ms)), acks, shareArg(share), false)
-        .then(() => undefined);
+      const keep = this.leftShare(lease, ms);
+      return keep === false ? Promise.resolve() : this.letShareExpire(lease, keep);
     }
+    this.tokens.drop(lease.token);
     return this.protocol
       .letExpire(lease.keys, lease.token, ms)
       .finally(() => this.holdReturned(lease, () => true));
@@ -352,25 +365,42 @@ export class LockClient implements LockBackend {
   ): Promise<Lease> {
     const { ttl, waitTimeout, signal, acks } = request;
     if (signal?.aborted) throw signal.reason;
+    if (share === 'read' && keys.length === 1) {
+      const joined = this.joinRead(keys, ttl, acks);
+      if (joined) return joined;
+    }
     const taker = this.taker(ttl, acks);
     const arg = shareArg(share)!;
+    const queued = this.fair && keys.length === 1;
     this.sharedStarted(keys);
     try {
-      const first = await this.protocol.attemptShared(
-        keys,
-        taker.token,
-        ttl,
-        0,
-        arg,
-        taker.startedAt,
-        acks,
-      );
-      if (first.kind === 'ok') return this.holdShared(keys, taker, first, share);
-      if (first.kind === 'conflict') throw conflictError(keys[0], share, first.held);
-      if (waitTimeout <= 0) throw new LockNotAcquiredError(keys, 0, first.pttl);
+      // Others of this process queue for the key in Redis: a first try could only be refused
+      // (the queue goes first), so the caller goes straight into it.
+      if (!queued || waitTimeout <= 0 || !this.sharedWaits.has(keys[0])) {
+        const first = await this.protocol.attemptShared(
+          keys,
+          taker.token,
+          ttl,
+          0,
+          arg,
+          taker.startedAt,
+          acks,
+        );
+        if (first.kind === 'ok') return this.holdShared(keys, taker, first, share);
+        if (first.kind === 'conflict') throw conflictError(keys[0], share, first.held);
+        if (waitTimeout <= 0) throw new LockNotAcquiredError(keys, 0, first.pttl);
+      }
       const deadline = taker.startedAt + waitTimeout;
       const ctx = this.sharedWaitContext(keys, share, taker);
-      return await waitForKeys(ctx, keys, taker, deadline, signal);
+      if (!queued) return await waitForKeys(ctx, keys, taker, deadline, signal);
+      this.sharedWaits.set(keys[0], (this.sharedWaits.get(keys[0]) ?? 0) + 1);
+      try {
+        return await waitForKeys(ctx, keys, taker, deadline, signal);
+      } finally {
+        const n = this.sharedWaits.get(keys[0])! - 1;
+        if (n > 0) this.sharedWaits.set(keys[0], n);
+        else this.sharedWaits.delete(keys[0]);
+      }
     } catch (err) {
       this.sharedDone(keys);
       throw err;
@@ -408,14 +438,20 @@ export class LockClient implements LockBackend {
       // Queued in Redis: a release grants the share (on this group's channel); racing: woken by
       // the keys' release channels.
       watch: queued
-        ? () => ({ ready: this.soon(this.notifier.ready()), stop: () => undefined })
+        ? () => ({ ready: this.subscribed(), stop: () => undefined })
         : this.keysWait.watch,
       grants: queued
-        ? (token, deliver) => {
+        ? (token, deliver, attempting) => {
+            let permit: PermitWait | undefined;
+            // Granted or passed a share: no other way may give it one any more.
+            const stop = () => {
+              this.sharedGrants.delete(token);
+              if (permit) this.permitWaitEnded(keys[0], permit);
+            };
             this.sharedGrants.set(token, {
               // A grant message: a hold only once its claim is confirmed (see `claim`).
               message: (grant) => {
-                this.sharedGrants.delete(token);
+                stop();
                 void this.claim([grant.key], waiter, grant, share).then(deliver, () =>
                   deliver(undefined),
                 );
@@ -424,7 +460,7 @@ export class LockClient implements LockBackend {
               // began after `sentAt`, so the share holds from there at once; the claim to the
               // full lease follows (see `holdShared`).
               answered: (fence, sentAt) => {
-                this.sharedGrants.delete(token);
+                stop();
                 // Held from now on: the grant message still on its way is ignored.
                 this.tokens.hold(token);
                 deliver({
@@ -437,9 +473,30 @@ export class LockClient implements LockBackend {
                 });
               },
             });
-            return () => this.sharedGrants.delete(token);
+            if (typeof share === 'number' && this.settings.localHandoffs > 0) {
+              permit = {
+                share,
+                taker: waiter,
+                attempting,
+                take: (passed: Granted) => {
+                  stop();
+                  this.tokens.drop(token);
+                  // An attempt on its way may take a share or queue again for this token: the
+                  // release after it, on the same connection, undoes that.
+                  if (attempting()) this.protocol.abandon(keys, token);
+                  deliver(passed);
+                },
+              };
+              this.permitWaitStarted(keys[0], permit);
+            }
+            return stop;
           }
         : undefined,
+      unusedShare: (lease) => {
+        // Counted again: its release counts it out.
+        this.sharedStarted(lease.keys);
+        void this.release(lease).catch(() => undefined);
+      },
     };
   }
 
@@ -454,21 +511,183 @@ export class LockClient implements LockBackend {
     lease.share = share;
     // A grant for this token that is still on its way is ignored.
     this.tokens.hold(taker.token);
-    // Set for a grant's claim window only: renewed to the full lease beside the holder (lost or
-    // failing, the lease ends with the window and its watchdog says so).
-    if (lease.ttl < taker.ttl) void this.extend(lease, taker.ttl).catch(() => undefined);
+    if (share === 'read' && keys.length === 1 && !lease.acks && this.settings.localHandoffs > 0) {
+      // Later readers of this process may join it until a writer waits.
+      lease.group = new ShareGroup(taker.ttl, taker.startedAt, lease.validUntil);
+      this.openReads.set(keys[0], lease);
+      // Joins need the writer notices of the grant channel: listen (once) if not yet.
+      if (!this.notifier.heardSince(taker.startedAt)) this.notifier.ready().catch(() => undefined);
+    }
+    if (lease.ttl < taker.ttl) this.renewLater(lease, taker.ttl);
     return lease;
   }
 
-  /** Gives a share back (the last one out frees or grants the key, as a writer's release). */
+  /**
+   * A shared holder lets go: a holder of a share others of this process still hold just leaves;
+   * the last one out gives the share back (the last of all holders frees or grants the key, as a
+   * writer's release does).
+   */
+  private releaseShare(lease: Lease): Promise<void> {
+    this.sharedDone(lease.keys);
+    const next = this.closed ? undefined : this.permitWaitFor(lease);
+    if (next) return this.passPermit(lease, next);
+    const keep = this.leftShare(lease, 0);
+    if (keep === false) return Promise.resolve();
+    if (keep > 0) return this.letShareExpire(lease, keep);
+    return this.giveBackShare(lease);
+  }
+
+  /**
+   * The holder of `lease` leaves its group (`keepMs`: it asked the key to stay locked that
+   * long). False while others of this process hold the share; else how long it must stay
+   * locked (0: give it back now).
+   */
+  private leftShare(lease: Lease, keepMs: number): number | false {
+    const { group } = lease;
+    if (!group) return keepMs;
+    const key = lease.keys[0];
+    const keep = group.left(performance.now(), keepMs);
+    if (keep !== false && this.openReads.get(key)?.group === group) this.openReads.delete(key);
+    return keep;
+  }
+
+  /** The share's lease is set to end in `ms` (not renewed): the other holders go on meanwhile. */
+  private letShareExpire(lease: Lease, ms: number): Promise<void> {
+    this.tokens.drop(lease.token);
+    const { keys, token, acks, share } = lease;
+    return this.protocol
+      .extend(keys, token, Math.max(1, Math.ceil(ms)), acks, shareArg(share), false)
+      .then(() => undefined);
+  }
+
+  /** Gives a share back to Redis. */
   private giveBackShare(lease: Lease): Promise<void> {
     this.tokens.drop(lease.token);
-    this.sharedDone(lease.keys);
     const sentAt = performance.now();
-    return this.protocol.releaseShare(lease.keys, lease.token).then((shares) => {
-      // Shares it granted to waiters of this process start now, not at the grant message.
-      for (const { token, fence } of shares) this.sharedGrants.get(token)?.answered(fence, sentAt);
-    });
+    return this.protocol
+      .releaseShare(lease.keys, lease.token)
+      .then((grants) => this.answered(lease.keys, grants, sentAt));
+  }
+
+  /**
+   * A release sent at `sentAt` granted locks or shares (its answer says which): those of waiters
+   * of this process hold from now on, not from the grant message (the claim window began after
+   * `sentAt`); the claim follows beside the holder.
+   */
+  private answered(keys: readonly string[], grants: readonly ReleaseGrant[], sentAt: number): void {
+    for (const grant of grants) {
+      const shared = this.sharedGrants.get(grant.token);
+      if (shared) shared.answered(grant.fence, sentAt);
+      else if (keys.length === 1)
+        this.lines.get(keys[0])?.waiterOf(grant.token)?.answered(grant, sentAt);
+    }
+  }
+
+  /** A writer waits for `key`: the read share of this process there takes no more readers. */
+  private writerWaits(key: string): void {
+    this.openReads.get(key)?.group?.close();
+    this.openReads.delete(key);
+  }
+
+  /**
+   * A reader joins the read hold of this process on the key, with no round trip: the same token
+   * and fence, and the share's validity. Only while nothing of this process waits for or holds
+   * the key exclusively (a waiting writer is not overtaken), the share was set or renewed
+   * moments ago (as for a local handoff), and no writer of another process is known to wait (see
+   * ShareGroup).
+   */
+  private joinRead(
+    keys: readonly string[],
+    ttl: number,
+    acks: ReplicaAcks | undefined,
+  ): Lease | undefined {
+    const key = keys[0];
+    const base = this.openReads.get(key);
+    const group = base?.group;
+    if (!base || !group) return undefined;
+    const now = performance.now();
+    if (group.closed || group.validUntil <= now) {
+      this.openReads.delete(key);
+      return undefined;
+    }
+    if (acks || !group.takes(ttl, now, this.leases.freshFor(ttl))) return undefined;
+    // A writer's notice could have been missed: no join.
+    if (!this.notifier.heardSince(group.askedAt)) return undefined;
+    if (this.lines.get(key)?.occupied()) return undefined;
+    group.joined();
+    this.sharedStarted(keys);
+    this.stats.readJoins++;
+    const lease = new Lease(
+      base.keys,
+      base.token,
+      base.fences,
+      0,
+      ttl,
+      false,
+      group.validUntil,
+      Date.now(),
+      0,
+    );
+    lease.share = 'read';
+    lease.group = group;
+    return lease;
+  }
+
+  /**
+   * The oldest permit wait of this process that `lease`'s permit may pass to, if any: the same
+   * N and ttl, no replica acknowledgements, no attempt of its own on the way, and the permit
+   * passed fewer than `localHandoffs` times in a row (then it goes back to the Redis queue, so
+   * the waiters of other processes get their turn).
+   */
+  private permitWaitFor(lease: Lease): PermitWait | undefined {
+    const { share } = lease;
+    if (typeof share !== 'number' || lease.acks || lease.passes >= this.settings.localHandoffs) {
+      return undefined;
+    }
+    const waits = this.permitWaits.get(lease.keys[0]);
+    if (!waits) return undefined;
+    for (const wait of waits) {
+      if (wait.share === share && !wait.taker.acks && !wait.passing && !wait.attempting()) {
+        return wait;
+      }
+    }
+    return undefined;
+  }
+
+  /**
+   * Passes a permit to a wait of this process in one round trip (PASS_SHARE: the holder's share
+   * renewed to the waiter's lease, a new fence): the waiter holds it with the holder's token.
+   * Given back as usual when the share was lost, or the wait ended meanwhile.
+   */
+  private async passPermit(lease: Lease, next: PermitWait): Promise<void> {
+    next.passing = true;
+    const taken = await this.protocol
+      .passShare(lease.keys, lease.token, next.taker)
+      .catch(() => undefined);
+    next.passing = false;
+    if (!taken) return this.giveBackShare(lease);
+    const passed = this.leases.taken(lease.keys, { ...next.taker, token: lease.token }, taken);
+    passed.share = lease.share;
+    passed.passes = lease.passes + 1;
+    if (!this.permitWaits.get(lease.keys[0])?.has(next)) {
+      // The wait ended (or was granted) meanwhile: the permit goes on or back from here.
+      this.sharedStarted(lease.keys);
+      return this.release(passed);
+    }
+    // Counted already: the wait's own count goes on with the permit.
+    this.stats.localHandoffs++;
+    next.take({ kind: 'handed', lease: passed });
+  }
+
+  private permitWaitStarted(key: string, wait: PermitWait): void {
+    let waits = this.permitWaits.get(key);
+    if (!waits) this.permitWaits.set(key, (waits = new Set()));
+    waits.add(wait);
+  }
+
+  private permitWaitEnded(key: string, wait: PermitWait): void {
+    const waits = this.permitWaits.get(key);
+    if (waits?.delete(wait) && waits.size === 0) this.permitWaits.delete(key);
   }
 
   private sharedStarted(keys: readonly string[]): void {
@@ -494,16 +713,25 @@ export class LockClient implements LockBackend {
       // Taken after waiting (a grant, an attempt that queued): others may be queued behind.
       if (this.fair && !lease.uncontended) line.othersWait();
     }
-    // Held in a grant's claim window (see `heldAtOnce`): claimed to the full lease beside the
-    // holder; lost or failing, the lease ends with the window and its watchdog says so. Sent
-    // before the holder's method starts (not deferred past it: a method that blocks the event
-    // loop for longer than the window would then hold a key Redis let go).
-    if (taken.ttl !== undefined && taken.ttl < taker.ttl) {
-      void this.extend(lease, taker.ttl).catch(() => undefined);
-    }
     // Only a token that queued in Redis can be granted a key: a first try's needs no entry.
     if (!lease.uncontended) this.tokens.hold(taker.token);
+    if (lease.ttl < taker.ttl) this.renewLater(lease, taker.ttl);
     return lease;
+  }
+
+  /**
+   * A lease set for a grant's claim window only (granted by a release of this process, held from
+   * its answer): renewed to the full `ttl` a third of the way through the window if it is still
+   * held then, beside the holder. Most such holds end sooner and need no renewal at all; lost or
+   * failing, the lease ends with the window and its watchdog says so.
+   */
+  private renewLater(lease: Lease, ttl: number): void {
+    const timer = setTimeout(() => {
+      // Released, over, or renewed meanwhile (a grant held at once claims it at once).
+      if (lease.released || !lease.validAt(performance.now()) || lease.ttl >= ttl) return;
+      void this.extend(lease, ttl).catch(() => undefined);
+    }, lease.ttl / 3);
+    timer.unref();
   }
 
   private endTry(line: KeyLine): void {
@@ -622,10 +850,14 @@ export class LockClient implements LockBackend {
     // and competes on equal terms; one that does not is told directly.
     const returned = (published: boolean) =>
       this.holdReturned(lease, (line) => !published || !line.hearsReleases);
-    return this.protocol.release(lease.keys, lease.token, lean).then(returned, (err: unknown) => {
-      returned(false);
-      throw err;
-    });
+    const sentAt = performance.now();
+    const granted = (grants: readonly ReleaseGrant[]) => this.answered(lease.keys, grants, sentAt);
+    return this.protocol
+      .release(lease.keys, lease.token, lean, granted)
+      .then(returned, (err: unknown) => {
+        returned(false);
+        throw err;
+      });
   }
 
   /**
@@ -646,11 +878,15 @@ export class LockClient implements LockBackend {
 
   /** A grant message on this group's channel. */
   private onGrantMessage(message: string): void {
-    const queued = this.space.parseQueued(message);
-    // A waiter of another process queued for a key a token of ours holds.
-    if (queued !== undefined) return this.lines.get(queued)?.othersWait();
     const grant = this.space.parseGrant(message);
-    if (!grant) return;
+    if (!grant) {
+      const key = this.space.parseWriterNotice(message);
+      if (key === undefined) return;
+      // A waiter of another process queued for a key a share or a token of ours holds.
+      this.lines.get(key)?.othersWait();
+      this.writerWaits(key);
+      return;
+    }
     this.stats.grants++;
     this.granted(grant);
   }
@@ -691,9 +927,16 @@ export class LockClient implements LockBackend {
    * and this process has a bound on that clock (`ServerClock`). The window then surely runs
    * until a local moment computed here; the lease ends there (less the drift allowance), and
    * only a grant with at least half of its window ahead is held this way: one read late (a
-   * stalled event loop, a starved CPU) is claimed first, as any grant without the time.
+   * stalled event loop, a starved CPU) is claimed first, as any grant without the time. The
+   * claim is sent here, before the holder's method starts (not deferred past it: a method that
+   * blocks the event loop for longer than the window would then hold a key Redis let go); lost
+   * or failing, the lease ends with the window and its watchdog says so.
    */
-  private heldAtOnce(taker: LeaseTaker, grant: GrantedKey): Taken | undefined {
+  private holdAtOnce(
+    keys: readonly string[],
+    taker: LeaseTaker,
+    grant: GrantedKey,
+  ): Lease | undefined {
     // With replicaAcks a hold waits for its acknowledged claim (a failover may lose the grant).
     if (grant.serverMs === undefined || !this.serverClock || taker.acks) return undefined;
     const claim = Math.min(taker.ttl, GRANT_CLAIM_MS);
@@ -701,7 +944,7 @@ export class LockClient implements LockBackend {
     if (end === undefined) return undefined;
     const start = end - claim;
     if (this.leases.validUntil(start, claim) - performance.now() < claim / 2) return undefined;
-    return {
+    const taken: Taken = {
       kind: 'ok',
       fences: [grant.fence],
       start,
@@ -709,6 +952,9 @@ export class LockClient implements LockBackend {
       uncontended: false,
       ttl: claim,
     };
+    const lease = this.hold(keys, taker, taken);
+    if (claim < taker.ttl) void this.extend(lease, taker.ttl).catch(() => undefined);
+    return lease;
   }
 
   // ---------------------------------------------------------------- waiting
@@ -722,15 +968,15 @@ export class LockClient implements LockBackend {
       listen: (line) => {
         // A grant may come: the clock bound that lets it hold at once is kept fresh.
         this.serverClock?.refresh();
-        return this.soon(
-          this.fair
-            ? this.notifier.ready()
-            : line.listen(() => this.onReleases(line.key, () => line.head?.wake())),
-        );
+        return this.fair
+          ? this.subscribed()
+          : line.hearsReleases
+            ? RESOLVED
+            : this.soon(line.listen(() => this.onReleases(line.key, () => line.head?.wake())));
       },
       holds: (token) => this.tokens.holds(token),
       claim: (keys, taker, grant) => this.claim(keys, taker, grant),
-      heldAtOnce: (taker, grant) => this.heldAtOnce(taker, grant),
+      holdAtOnce: (keys, taker, grant) => this.holdAtOnce(keys, taker, grant),
       dropIfIdle: (line) => this.lines.dropIfIdle(line),
     };
   }
@@ -774,6 +1020,11 @@ export class LockClient implements LockBackend {
     });
   }
 
+  /** Waits (see `soon`) for the group's grant channel, unless it is subscribed already. */
+  private subscribed(): Promise<void> {
+    return this.notifier.listening ? RESOLVED : this.soon(this.notifier.ready());
+  }
+
   /**
    * Waits for a subscription, never long (`commandTimeout` at most) and never failing: without
    * it a waiter still retries on its timer.
@@ -787,6 +1038,8 @@ export class LockClient implements LockBackend {
     clearTimeout(timer);
   }
 }
+
+const RESOLVED: Promise<void> = Promise.resolve();
 
 /** A share as the scripts take it: 'r' for a read hold, N for permits of N. */
 function shareArg(share: Share | undefined): string | undefined {
@@ -805,6 +1058,18 @@ function conflictError(key: string, share: Share, held: number): LockConfigError
     MODE_MISMATCH(key, asked, holders),
     share === 'read' ? 'mode' : 'permits',
   );
+}
+
+/** A permit wait of this process queued in Redis, which a holder of this process may pass to. */
+interface PermitWait {
+  readonly share: number;
+  readonly taker: LeaseTaker;
+  /** Whether an attempt of the wait is on its way. */
+  attempting(): boolean;
+  /** A holder's pass to it is on its way (no other holder picks it meanwhile). */
+  passing?: boolean;
+  /** A holder passed its permit on: the wait ends with it. */
+  take(passed: Granted): void;
 }
 
 /** A shared waiter of this process queued in Redis, told of its grant one way or the other. */

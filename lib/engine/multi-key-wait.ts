@@ -12,6 +12,13 @@ export interface ReleaseWatch {
   stop(): void;
 }
 
+/**
+ * What a queued shared wait is given: a grant of its own token (claimed), or a permit a holder of
+ * this process passed on to it (the holder's token, not the waiter's).
+ * @internal
+ */
+export type Granted = Taken | { readonly kind: 'handed'; readonly lease: Lease };
+
 /** What a multi-key wait needs from the engine. @internal */
 export interface MultiKeyWaitContext {
   readonly closing: AbortSignal;
@@ -23,10 +30,17 @@ export interface MultiKeyWaitContext {
   timerWakeup(): void;
   /**
    * Shared holds queued for a grant: `deliver` gets what a release granted to `token`, once its
-   * claim is confirmed (undefined: the claim found it lost, keep trying); returns the function
-   * that stops listening.
+   * claim is confirmed (undefined: the claim found it lost, keep trying), or a permit passed on
+   * in this process; `attempting` tells whether an attempt of the wait is on its way. Returns
+   * the function that stops listening.
    */
-  grants?(token: string, deliver: (taken: Taken | undefined) => void): () => void;
+  grants?(
+    token: string,
+    deliver: (granted: Granted | undefined) => void,
+    attempting: () => boolean,
+  ): () => void;
+  /** A permit passed to a wait that ended meanwhile (aborted, closed): it goes on or back. */
+  unusedShare?(lease: Lease): void;
 }
 
 /**
@@ -46,21 +60,30 @@ export async function waitForKeys(
   signal: AbortSignal | undefined,
 ): Promise<Lease> {
   const latch = new WakeLatch();
-  let granted: Taken | undefined;
+  let granted: Granted | undefined;
   let done = false;
   let held = false;
-  const unlisten = ctx.grants?.(taker.token, (taken) => {
-    if (done) {
-      // Granted after the wait gave up: nobody will use it, so it goes on at once.
-      if (taken && !held) ctx.abandon(keys, taker.token);
-      return;
-    }
-    granted = taken;
-    latch.wake();
-  });
-  const hold = (taken: Taken): Lease => {
+  let inFlight = false;
+  const giveBack = (given: Granted): void => {
+    if (given.kind === 'handed') ctx.unusedShare?.(given.lease);
+    else ctx.abandon(keys, taker.token);
+  };
+  const unlisten = ctx.grants?.(
+    taker.token,
+    (given) => {
+      if (done || held) {
+        // Granted after the wait gave up: nobody will use it, so it goes on at once.
+        if (given) giveBack(given);
+        return;
+      }
+      granted = given;
+      latch.wake();
+    },
+    () => inFlight,
+  );
+  const hold = (given: Granted): Lease => {
     held = true;
-    return ctx.hold(keys, taker, taken);
+    return given.kind === 'handed' ? given.lease : ctx.hold(keys, taker, given);
   };
   const watch = ctx.watch(keys, () => latch.wake());
   const stop = () => latch.wake();
@@ -84,6 +107,7 @@ export async function waitForKeys(
       attempted = true;
       let outcome: Outcome;
       try {
+        inFlight = true;
         outcome = await ctx.attempt(keys, taker, last ? 0 : remaining);
       } catch (err) {
         if (last || !(err instanceof LockBackendError) || ctx.closing.aborted) throw err;
@@ -91,6 +115,8 @@ export async function waitForKeys(
         outage = err;
         await latch.sleep(outageRetryDelay(++failures, deadline));
         continue;
+      } finally {
+        inFlight = false;
       }
       outage = undefined;
       failures = 0;
@@ -101,8 +127,11 @@ export async function waitForKeys(
           ctx.abandon(keys, taker.token);
           throw abortReason(keys, signal);
         }
-        // A grant confirmed meanwhile is the same hold (same token), renewed by this attempt.
-        return hold(outcome);
+        // A grant confirmed meanwhile is the same hold (same token), renewed by this attempt. A
+        // permit passed meanwhile wins: this attempt's share was given back by the pass (sent
+        // after it, on the same connection).
+        const given = granted as Granted | undefined; // set meanwhile, by `deliver`
+        return hold(given?.kind === 'handed' ? given : outcome);
       }
       if (granted) return hold(granted);
       pttl = outcome.pttl;
@@ -119,6 +148,8 @@ export async function waitForKeys(
     throw err;
   } finally {
     done = true;
+    // Given a hold but ending without it (aborted, closed): it must not stay taken.
+    if (granted && !held) giveBack(granted);
     unlisten?.();
     signal?.removeEventListener('abort', stop);
     ctx.closing.removeEventListener('abort', stop);

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { LockBackendError, LockNotAcquiredError } from '../errors';
 import type { Outcome, ReplicaAcks, Taken } from '../redis/lock-protocol';
+import { GRANT_CLAIM_MS } from '../redis/lock.scripts';
 import { DeadlineTimer } from './deadline-timer';
 import type { KeyLine } from './key-line';
 
@@ -47,10 +48,10 @@ export interface LineWaitContext {
   claim(keys: readonly string[], taker: LeaseTaker, grant: GrantedKey): Promise<Taken | undefined>;
   /**
    * A grant whose claim window surely still runs long enough (by a bound of this process's clock
-   * against the server's): the round's outcome to hold at once, the lease ending with the window
-   * (`hold` then sends the claim beside the holder); undefined when it must be claimed first.
+   * against the server's): held at once (the line counts it), the lease ending with the window,
+   * its claim sent beside the holder; undefined when it must be claimed first.
    */
-  heldAtOnce(taker: LeaseTaker, grant: GrantedKey): Taken | undefined;
+  holdAtOnce(keys: readonly string[], taker: LeaseTaker, grant: GrantedKey): Lease | undefined;
 }
 
 /**
@@ -173,6 +174,27 @@ export class Waiter implements LeaseTaker {
     return true;
   }
 
+  /**
+   * A release this process sent at `sentAt` granted the key to this waiter's token, and its
+   * answer just came: the claim window began after `sentAt`, so the waiter holds the key from
+   * there at once, for that window (the claim to its full lease follows beside the holder). Not
+   * while an attempt or a claim of its own is on its way: the grant message then takes the usual
+   * path.
+   */
+  answered(grant: GrantedKey, sentAt: number): void {
+    if (this.done || this.attempting || this.grant) return;
+    const lease = this.ctx.hold(this.keys, this, {
+      kind: 'ok',
+      fences: [grant.fence],
+      start: sentAt,
+      spare: grant.spare,
+      uncontended: false,
+      ttl: Math.min(this.ttl, GRANT_CLAIM_MS),
+    });
+    this.finish();
+    this.resolve(lease);
+  }
+
   /** Nudges the waiter to try over the network now (remembered if it is busy). */
   wake(): void {
     this.latch.wake();
@@ -265,9 +287,8 @@ export class Waiter implements LeaseTaker {
    */
   private async claimGrant(grant: GrantedKey): Promise<void> {
     this.grant = undefined;
-    const now = this.ctx.heldAtOnce(this, grant);
-    if (now) {
-      const lease = this.ctx.hold(this.keys, this, now);
+    const lease = this.ctx.holdAtOnce(this.keys, this, grant);
+    if (lease) {
       this.finish();
       this.resolve(lease);
       return;

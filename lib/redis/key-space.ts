@@ -27,8 +27,12 @@ export const RELEASED_MESSAGE = 'r';
 export const GRANT_CHANNEL_PREFIX = 'nest-locked:g:';
 /** First word of a grant message. */
 export const GRANT_WORD = 'g';
-/** First word of a queued notice: a waiter of another process queued for a key held here. */
-export const QUEUED_WORD = 'w';
+/**
+ * First word of a waiter notice on a grant channel (`w <lock key>`): a waiter of another process
+ * queued for a key that process holds (a writer behind its readers' share, or any waiter behind
+ * its exclusive hold).
+ */
+export const WRITER_WORD = 'w';
 /** Separates a token's process prefix from its counter. */
 export const TOKEN_SEPARATOR = '.';
 /** Redis keys per lock key in the full scripts. */
@@ -117,13 +121,10 @@ export class KeySpace {
     };
   }
 
-  /**
-   * The key of a queued notice (`w <lock key>`): a waiter of another process queued for it;
-   * undefined for anything else.
-   */
-  parseQueued(message: string): string | undefined {
-    if (!message.startsWith(QUEUED_WORD + ' ')) return undefined;
-    return this.keyOf(message.slice(QUEUED_WORD.length + 1));
+  /** The key of a writer notice (`w <lock key>`); undefined for anything else. */
+  parseWriterNotice(message: string): string | undefined {
+    if (!message.startsWith(WRITER_WORD + ' ')) return undefined;
+    return this.keyOf(message.slice(WRITER_WORD.length + 1));
   }
 
   /** The script keys of one lock key. */

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { closeConnection } from './redis-connection';
 import { isCluster, type RedisNode } from './redis-node';
 
@@ -128,6 +129,8 @@ export class LockNotifier {
   private readonly channels = new Map<string, Channel>();
   /** Nodes with the anchor subscription confirmed right now. */
   private upCount = 0;
+  /** Since when (performance.now()) some node has had it confirmed without a gap; or Infinity. */
+  private upSince = Infinity;
   /** Nodes that failed to connect (or lost their connection) and have not come back. */
   private downCount = 0;
   /** `ready()` callers while no node is up yet. */
@@ -169,6 +172,19 @@ export class LockNotifier {
       this.opening = { promise, resolve, reject };
     }
     return this.opening.promise;
+  }
+
+  /** Whether some node's subscriber is subscribed to the own channel right now. */
+  get listening(): boolean {
+    return this.upCount > 0;
+  }
+
+  /**
+   * Whether every message on the own channel published since `time` (performance.now()) has
+   * been heard: a node's subscription was confirmed before it and some node kept one since.
+   */
+  heardSince(time: number): boolean {
+    return this.upSince <= time;
   }
 
   /** Subscribed key channels (for tests: empty once every waiter left). */
@@ -303,7 +319,7 @@ export class LockNotifier {
         if (this.closed || sub.epoch !== epoch || !sub.live) return;
         if (!sub.up) {
           sub.up = true;
-          this.upCount++;
+          if (this.upCount++ === 0) this.upSince = performance.now();
         }
         for (const entry of batch) entry.confirm();
         const opening = this.opening;
@@ -325,7 +341,7 @@ export class LockNotifier {
     sub.live = false;
     if (sub.up) {
       sub.up = false;
-      this.upCount--;
+      if (--this.upCount === 0) this.upSince = Infinity;
     }
     if (sub.down) return;
     sub.down = true;

@@ -16,6 +16,7 @@ import {
   FREE,
   HANDOFF,
   LET_EXPIRE,
+  PASS_SHARE,
   RAISE_FENCE,
   RELEASE,
   RELEASE_TO,
@@ -50,10 +51,14 @@ export interface Taken {
   readonly ttl?: number;
 }
 
-/** A share granted by a release this process sent: the waiter's token and its fence. */
-export interface GrantedShare {
+/**
+ * A lock or share granted by a release this process sent (single node): the waiter's token, its
+ * fence and the spare fences after it.
+ */
+export interface ReleaseGrant {
   readonly token: string;
   readonly fence: number;
+  readonly spare: number;
 }
 
 /** An acquire round's outcome: taken, or busy with the holder's remaining lease. */
@@ -309,18 +314,24 @@ export class LockProtocol {
   /**
    * Gives the keys of `token` back (compare-and-delete: never someone else's lock), granting
    * each to its oldest waiter queued in Redis. `lean` (one key, nobody known to wait): FREE
-   * first, RELEASE only when it finds someone queued for a grant.
+   * first, RELEASE only when it finds someone queued for a grant. `onGrants` (single node) hears
+   * what the release granted, as soon as its answer comes.
    * @returns whether racing waiters were woken (a PUBLISH on some node)
    * @throws LockBackendError when no majority of nodes could be told
    */
-  release(keys: readonly string[], token: string, lean: boolean): Promise<boolean> {
+  release(
+    keys: readonly string[],
+    token: string,
+    lean: boolean,
+    onGrants?: (grants: readonly ReleaseGrant[]) => void,
+  ): Promise<boolean> {
     const conclude = (results: (Freed | undefined)[]): boolean => {
       this.failIfNoMajority(keys, results, 'release');
       return results.some((r) => r === true);
     };
     if (this.nodes.length === 1) {
       return new Promise((resolve, reject) =>
-        this.releaseOn(this.nodes[0], keys, token, lean, (r) => {
+        this.releaseOn(this.nodes[0], keys, token, lean, onGrants, (r) => {
           try {
             resolve(conclude([r]));
           } catch (e) {
@@ -331,7 +342,7 @@ export class LockProtocol {
     }
     return this.quorum.collect<RedisNode, Freed, boolean>(
       this.nodes,
-      (node, answer) => this.releaseOn(node, keys, token, lean, answer),
+      (node, answer) => this.releaseOn(node, keys, token, lean, undefined, answer),
       (r) => !(r instanceof Error),
       conclude,
     );
@@ -343,7 +354,7 @@ export class LockProtocol {
    * this process can take its share from the answer, without waiting for the grant message.
    * @throws LockBackendError when no majority of nodes could be told
    */
-  async releaseShare(keys: readonly string[], token: string): Promise<readonly GrantedShare[]> {
+  async releaseShare(keys: readonly string[], token: string): Promise<readonly ReleaseGrant[]> {
     if (this.nodes.length > 1) {
       await this.release(keys, token, false);
       return [];
@@ -354,7 +365,7 @@ export class LockProtocol {
     ).catch((e: unknown) => {
       throw new LockBackendError(keys, [asError(e)], 'release');
     });
-    return replies.flatMap((r) => r.shares);
+    return replies.flatMap((r) => r.grants);
   }
 
   /**
@@ -432,6 +443,28 @@ export class LockProtocol {
    * fences. Undefined when `token` no longer held the keys on a majority, or the new lease would
    * already be over (the caller then releases publicly).
    */
+  /**
+   * PASS_SHARE (single node, one key): the permit `token` holds passes to `next`, a waiter of
+   * this process, in one round trip: the share stays the holder token's, renewed to `next`'s
+   * lease, with a new fence; `next`'s queue entry goes. Undefined when the share was lost.
+   * @throws LockBackendError when the node fails
+   */
+  async passShare(
+    keys: readonly string[],
+    token: string,
+    next: { readonly token: string; readonly ttl: number },
+  ): Promise<Taken | undefined> {
+    const start = performance.now();
+    const args: [string, string, number, number] = [token, next.token, next.ttl, this.fenceArg(1)];
+    const fence = await this.runner
+      .run(this.nodes[0], PASS_SHARE, this.space.allKeys(keys), args)
+      .catch((e: unknown) => {
+        throw new LockBackendError(keys, [asError(e)], 'release');
+      });
+    if (fence <= 0) return undefined;
+    return { kind: 'ok', fences: [fence], start, spare: 0, uncontended: false };
+  }
+
   async handoff(
     keys: readonly string[],
     token: string,
@@ -697,6 +730,7 @@ export class LockProtocol {
     keys: readonly string[],
     token: string,
     lean: boolean,
+    onGrants: ((grants: readonly ReleaseGrant[]) => void) | undefined,
     answer: (r: Freed) => void,
   ): void {
     if (lean) {
@@ -705,14 +739,17 @@ export class LockProtocol {
         if (e) return answer(e);
         if (r !== 'waited') return answer(r === 'published');
         // Someone is queued for a grant: the full script grants it.
-        this.releaseOn(node, keys, token, false, answer);
+        this.releaseOn(node, keys, token, false, onGrants, answer);
       });
       return;
     }
     const units = this.space.units(keys);
     const args: [string, '0' | '1', number] = [token, '0', this.fenceArg(this.settings.block)];
     if (units.length === 1) {
-      this.runner.send(node, RELEASE, units[0], args, (e, r) => answer(e ?? r!.published > 0));
+      this.runner.send(node, RELEASE, units[0], args, (e, r) => {
+        if (r && r.grants.length > 0) onGrants?.(r.grants);
+        answer(e ?? r!.published > 0);
+      });
       return;
     }
     Promise.all(units.map((u) => this.runner.run(node, RELEASE, u, args))).then(

@@ -1,10 +1,10 @@
 import {
   GRANT_CHANNEL_PREFIX,
   GRANT_WORD,
-  QUEUED_WORD,
   RELEASE_CHANNEL_SUFFIX,
   RELEASED_MESSAGE,
   TOKEN_SEPARATOR,
+  WRITER_WORD,
 } from './key-space';
 
 /**
@@ -91,8 +91,9 @@ end`;
  * the zset live as long as the longest lease. Needs MINT, now_ms and entry defined before it.
  */
 const SHARED = `
--- Shares granted by this script: token, fence, ... (RELEASE returns them to the releaser, whose
--- process may be the grantee's: it then needs no grant message).
+-- Grants made by this script (shares and locks): token, fence, spare fences, ... (RELEASE
+-- returns them to the releaser, whose process may be the grantee's: it then holds from the
+-- answer, without waiting for the grant message).
 local granted_shares = {}
 local function marker_of(kind) return '\\0' .. kind end
 local function room_of(kind)
@@ -127,7 +128,21 @@ local function grant_one(l, token, ttl, kind, now, block)
     '${GRANT_WORD} ' .. token .. ' ' .. string.format('%.0f', fence) .. ' 0 ' .. KEYS[l])
   granted_shares[#granted_shares + 1] = token
   granted_shares[#granted_shares + 1] = string.format('%.0f', fence)
+  granted_shares[#granted_shares + 1] = 0
   return fence
+end
+-- A writer waits for a key readers hold: each holder's process is told ('w <lock key>' on its
+-- grant channel, once per process), so its later readers stop joining the share it holds and
+-- queue behind the writer instead.
+local function tell_readers(l)
+  local told = {}
+  for _, t in ipairs(redis.call('ZRANGE', KEYS[l + 5], 0, -1)) do
+    local channel = '${GRANT_CHANNEL_PREFIX}' .. string.match(t, '^(.*)%${TOKEN_SEPARATOR}')
+    if not told[channel] then
+      told[channel] = true
+      redis.call('PUBLISH', channel, '${WRITER_WORD} ' .. KEYS[l])
+    end
+  end
 end
 -- Grants the queued shared waiters of kind at the head of the queue, up to room of them (a
 -- waiter of another kind stops the run: a writer is not overtaken). The first fence, or 0.
@@ -232,6 +247,9 @@ local function pass_on(l, block)
       redis.call('PUBLISH', '${GRANT_CHANNEL_PREFIX}' .. string.match(token, '^(.*)%${TOKEN_SEPARATOR}'),
         '${GRANT_WORD} ' .. token .. ' ' .. string.format('%.0f', fence) .. ' '
         .. (math.abs(block) - 1) .. ':' .. string.format('%.0f', now) .. ' ' .. KEYS[l])
+      granted_shares[#granted_shares + 1] = token
+      granted_shares[#granted_shares + 1] = string.format('%.0f', fence)
+      granted_shares[#granted_shares + 1] = math.abs(block) - 1
       return fence
     end
   end
@@ -299,7 +317,7 @@ local function enqueue(l, token, ttl, wait_ms, kind)
   if owner and string.byte(owner, 1) ~= 0 then
     local holder = string.match(owner, '^(.*)%${TOKEN_SEPARATOR}')
     if holder and holder ~= string.match(token, '^(.*)%${TOKEN_SEPARATOR}') then
-      redis.call('PUBLISH', '${GRANT_CHANNEL_PREFIX}' .. holder, '${QUEUED_WORD} ' .. KEYS[l])
+      redis.call('PUBLISH', '${GRANT_CHANNEL_PREFIX}' .. holder, '${WRITER_WORD} ' .. KEYS[l])
     end
   end
 end
@@ -346,6 +364,7 @@ for i = 1, #KEYS, 6 do
     local wait_ms = tonumber(ARGV[3])
     if wait_ms > 0 then
       if ARGV[4] == '1' then enqueue(i, ARGV[1], ARGV[2], wait_ms) else flag(i, wait_ms) end
+      if owner == marker_of('r') then tell_readers(i) end
     end
     return {0, redis.call('PTTL', KEYS[i])}
   end
@@ -718,4 +737,29 @@ for i = 1, #KEYS, 6 do
 end
 if missing > 0 then return 2 end
 return 1
+`;
+
+/**
+ * A permit passes from its holder to a waiter of the same process (single node, one key): the
+ * holder's token keeps its share in the holders zset, renewed to the next holder's lease, and a
+ * new fence is minted for it (permit fences are minted when the permit is taken, never reserved,
+ * so a permit taken after another ended always has the larger one). The waiter's own queue entry
+ * goes in the same step.
+ * ARGV[1] holder token, ARGV[2] waiter token, ARGV[3] lease ms, ARGV[4] fences to reserve (1).
+ * Returns the fence, or 0 when the holder's share is gone (lost: nothing changed).
+ */
+export const PASS_SHARE_SCRIPT = `${MINT}
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ends = redis.call('ZSCORE', KEYS[6], ARGV[1])
+if not ends or tonumber(ends) <= now or redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('ZREM', KEYS[4], ARGV[2]) == 1 then redis.call('HDEL', KEYS[5], ARGV[2]) end
+redis.call('ZADD', KEYS[6], now + tonumber(ARGV[3]), ARGV[1])
+local top = redis.call('ZRANGE', KEYS[6], -1, -1, 'WITHSCORES')
+local ms = math.max(1, tonumber(top[2]) - now)
+if redis.call('PTTL', KEYS[1]) < ms then
+  redis.call('PEXPIRE', KEYS[1], ms)
+  redis.call('PEXPIRE', KEYS[6], ms)
+end
+return mint(1, tonumber(ARGV[4]))
 `;

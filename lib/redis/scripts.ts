@@ -7,6 +7,7 @@ import {
   FREE_SCRIPT,
   HANDOFF_SCRIPT,
   LET_EXPIRE_SCRIPT,
+  PASS_SHARE_SCRIPT,
   RAISE_FENCE_SCRIPT,
   RELEASE_SCRIPT,
   RELEASE_TO_SCRIPT,
@@ -72,8 +73,12 @@ export interface ReleaseReply {
   readonly released: number;
   readonly granted: number;
   readonly published: number;
-  /** Shares (read holds, permits) the release granted: token, fence. */
-  readonly shares: readonly { readonly token: string; readonly fence: number }[];
+  /** What the release granted (locks and shares), to queued waiters of any process. */
+  readonly grants: readonly {
+    readonly token: string;
+    readonly fence: number;
+    readonly spare: number;
+  }[];
 }
 
 /** What RELEASE_TO did with a key that has a local waiter. */
@@ -131,11 +136,11 @@ export const RELEASE = defineScript<[Token, Leave, Block], ReleaseReply>(
   (reply) => {
     const r = reply as unknown[];
     const [released, granted, published] = numbers(r.slice(0, 3));
-    const shares: { token: string; fence: number }[] = [];
-    for (let i = 3; i + 1 < r.length; i += 2) {
-      shares.push({ token: String(r[i]), fence: Number(r[i + 1]) });
+    const grants: { token: string; fence: number; spare: number }[] = [];
+    for (let i = 3; i + 2 < r.length; i += 3) {
+      grants.push({ token: String(r[i]), fence: Number(r[i + 1]), spare: Number(r[i + 2]) });
     }
-    return { released, granted, published, shares };
+    return { released, granted, published, grants };
   },
 );
 
@@ -225,4 +230,11 @@ export const EXTEND_SHARED = defineScript<[Token, LeaseMs, '0' | '1', ShareArg],
   'EXTEND_SHARED',
   EXTEND_SHARED_SCRIPT,
   (r) => EXTEND_REPLIES[Number(r)] ?? 'lost',
+);
+
+/** `[holder token, waiter token, lease ms, fences to reserve]`: the new fence, or 0 (lost). */
+export const PASS_SHARE = defineScript<[Token, Token, LeaseMs, Block], number>(
+  'PASS_SHARE',
+  PASS_SHARE_SCRIPT,
+  (r) => Number(r),
 );

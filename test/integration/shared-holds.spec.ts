@@ -73,12 +73,22 @@ afterEach(async () => {
 
 const read = { mode: 'read' as const };
 
+/**
+ * A read hold makes its process listen on its grant channel (for writer notices), and only a
+ * share asked for once it listens takes joining readers: this puts `locks` in that state.
+ */
+async function listening(locks: LockService): Promise<void> {
+  await (await locks.acquire(`listen:${uniquePrefix('k')}`, read)).release();
+  await sleep(50);
+}
+
 describe('read/write locks', () => {
   it('readers share a key, across clients, each with the current fence; the lock reports it', async () => {
     const w = await locksA.acquire('r:1');
     const writerFence = w.fence;
     expect(w.mode).toBe('write');
     await w.release();
+    await listening(locksB);
     const r1 = await locksA.acquire('r:1', read);
     const r2 = await locksB.acquire('r:1', read);
     const r3 = await locksB.acquire('r:1', { ...read, waitTimeout: 0 });
@@ -89,7 +99,8 @@ describe('read/write locks', () => {
       expect(r.fence).toBe(r1.fence);
     }
     expect(await locksA.isLocked('r:1')).toBe(true);
-    expect(await redis.zcard(`${lockRedisKey(prefix, 'r:1')}:h`)).toBe(3);
+    // One share per process: B's second reader joined B's share, with no round trip.
+    expect(await redis.zcard(`${lockRedisKey(prefix, 'r:1')}:h`)).toBe(2);
     await expect(locksB.acquire('r:1', { waitTimeout: 0 })).rejects.toBeInstanceOf(
       LockNotAcquiredError,
     );
@@ -104,15 +115,17 @@ describe('read/write locks', () => {
   });
 
   it('a writer waiting behind readers is granted by the last reader out, ahead of later readers', async () => {
-    const r1 = await locksA.acquire('r:2', read);
-    const r2 = await locksB.acquire('r:2', read);
+    // Long leases: A's share stays fresh enough for its late reader to join, were A not told.
+    const long = { ...read, ttl: 30_000 };
+    const r1 = await locksA.acquire('r:2', long);
+    const r2 = await locksB.acquire('r:2', long);
     const order: string[] = [];
     const writer = locksB.using('r:2', async () => {
       order.push('writer');
       await sleep(50);
     });
     await sleep(50); // the writer is queued
-    const lateReader = locksA.using('r:2', () => order.push('late reader'), read);
+    const lateReader = locksA.using('r:2', () => order.push('late reader'), long);
     await sleep(50);
     expect(order).toEqual([]);
     await r1.release();
@@ -167,6 +180,139 @@ describe('read/write locks', () => {
     const w = await locksB.acquire('r:4', { waitTimeout: 0 });
     await w.release();
     await r.release();
+  });
+});
+
+describe('readers of one process', () => {
+  const h = (key: string) => `${lockRedisKey(prefix, key)}:h`;
+
+  it('a process that never listened: its first share takes no joins, and it starts listening', async () => {
+    const r1 = await locksA.acquire('j:0', read);
+    const r2 = await locksA.acquire('j:0', read);
+    expect(locksA.stats().readJoins).toBe(0);
+    expect(await redis.zcard(h('j:0'))).toBe(2);
+    await sleep(50);
+    const r3 = await locksA.acquire('j:0', read);
+    const r4 = await locksA.acquire('j:0', read);
+    expect(locksA.stats().readJoins).toBe(1);
+    await Promise.all([r1, r2, r3, r4].map((r) => r.release()));
+    expect(await locksA.isLocked('j:0')).toBe(false);
+  });
+
+  it('join the read hold of their process with no round trip, until the last of them lets go', async () => {
+    await listening(locksA);
+    const r1 = await locksA.acquire('j:1', read);
+    const before = locksA.stats();
+    const r2 = await locksA.acquire('j:1', read);
+    const r3 = await locksA.acquire('j:1', { ...read, waitTimeout: 0 });
+    expect(locksA.stats().attempts).toBe(before.attempts);
+    expect(locksA.stats().readJoins - before.readJoins).toBe(2);
+    expect([r2.fence, r3.fence]).toEqual([r1.fence, r1.fence]);
+    expect(await redis.zcard(h('j:1'))).toBe(1);
+    await r1.release();
+    await r3.release();
+    // r2 still reads: the share stays, and writers stay out.
+    expect(await redis.zcard(h('j:1'))).toBe(1);
+    await expect(locksB.acquire('j:1', { waitTimeout: 0 })).rejects.toBeInstanceOf(
+      LockNotAcquiredError,
+    );
+    await r2.release();
+    expect(await locksA.isLocked('j:1')).toBe(false);
+    expect(locksA.stats().queues).toBe(0);
+  });
+
+  it('a writer of their own process waiting: later readers queue behind it, none joins', async () => {
+    const long = { ...read, ttl: 30_000 };
+    const r1 = await locksA.acquire('j:2', long);
+    const order: string[] = [];
+    const writer = locksA.using('j:2', async () => {
+      order.push('writer');
+      await sleep(30);
+    });
+    await sleep(50); // the writer is queued
+    const joins = locksA.stats().readJoins;
+    const lateReader = locksA.using('j:2', () => order.push('late reader'), long);
+    await sleep(50);
+    expect(order).toEqual([]);
+    await r1.release();
+    await within(Promise.all([writer, lateReader]), 5_000, 'writer and late reader');
+    expect(order).toEqual(['writer', 'late reader']);
+    expect(locksA.stats().readJoins).toBe(joins);
+  });
+
+  it('a writer of another process queued behind their share: its process is told, none joins any more', async () => {
+    // A long lease: the share stays fresh enough to join (see Leases.freshFor) all along.
+    const long = { ...read, ttl: 30_000 };
+    const r1 = await locksA.acquire('j:3', long);
+    const writer = locksB.acquire('j:3');
+    await sleep(50); // queued, and A told
+    const joins = locksA.stats().readJoins;
+    await expect(locksA.acquire('j:3', { ...long, waitTimeout: 0 })).rejects.toBeInstanceOf(
+      LockNotAcquiredError,
+    );
+    expect(locksA.stats().readJoins).toBe(joins);
+    await r1.release();
+    const w = await within(writer, 5_000, 'writer');
+    await w.release();
+  });
+
+  it('a writer of their process queued behind their share holds from the last release answer, with no grant message', async () => {
+    const client = a.get(LockClientRegistry).get('default') as LockClient;
+    // Grant messages to A are dropped: only the release's answer can tell A's writer.
+    const messages = jest
+      .spyOn(client as unknown as { granted(): void }, 'granted')
+      .mockImplementation(() => undefined);
+    try {
+      const r1 = await locksA.acquire('j:6', { ...read, ttl: 30_000 });
+      let entered = 0;
+      const writer = locksA.using('j:6', () => (entered = performance.now()));
+      await sleep(50); // queued in Redis behind the share
+      const released = performance.now();
+      await r1.release();
+      await within(writer, 2_000, 'writer');
+      expect(entered - released).toBeLessThan(1_000);
+      expect(messages).toHaveBeenCalled();
+      expect(locksA.stats().timerWakeups).toBe(0);
+    } finally {
+      messages.mockRestore();
+    }
+  });
+
+  it('a lock held from its release answer (claim window) is renewed to its full lease when held longer', async () => {
+    const r1 = await locksA.acquire('j:7', { ...read, ttl: 30_000 });
+    const writer = locksA.acquire('j:7', { ttl: 30_000 });
+    await sleep(50); // queued in Redis behind the share
+    await r1.release();
+    const w = await within(writer, 2_000, 'writer');
+    await sleep(1_300); // past the 1 s claim window
+    expect(w.signal.aborted).toBe(false);
+    expect(await redis.pttl(lockRedisKey(prefix, 'j:7'))).toBeGreaterThan(25_000);
+    await w.release();
+  });
+
+  it('do not join a share that ran out; a new one is taken', async () => {
+    const r1 = await locksA.acquire('j:4', { ...read, ttl: 300, watchdog: false });
+    await sleep(400);
+    const joins = locksA.stats().readJoins;
+    const r2 = await locksA.acquire('j:4', { ...read, waitTimeout: 0 });
+    expect(locksA.stats().readJoins).toBe(joins);
+    expect(await redis.zcard(h('j:4'))).toBe(1);
+    await r1.release();
+    // r1's release gave back nothing of r2's.
+    expect(await locksB.isLocked('j:4')).toBe(true);
+    await r2.release();
+    expect(await locksB.isLocked('j:4')).toBe(false);
+  });
+
+  it('a joined reader with minHold leaves first: the last release keeps the key until minHold', async () => {
+    const r1 = await locksA.acquire('j:5', read);
+    const started = performance.now();
+    await locksA.using('j:5', () => undefined, { ...read, minHold: 600 });
+    await r1.release();
+    expect(await locksB.isLocked('j:5')).toBe(true);
+    const w = await within(locksB.acquire('j:5', { waitTimeout: 3_000 }), 5_000, 'writer');
+    expect(performance.now() - started).toBeGreaterThanOrEqual(550);
+    await w.release();
   });
 });
 
@@ -268,6 +414,66 @@ describe('permits', () => {
     await lost.release();
     await kept.release();
     expect(await locksA.isLocked('p:4')).toBe(false);
+  });
+
+  it('a caller of a process whose others already queue for the key goes straight into the queue (no first try)', async () => {
+    const two = { permits: 2, waitTimeout: 5_000 };
+    const held = [await locksB.acquire('p:q', two), await locksB.acquire('p:q', two)];
+    const first = locksA.acquire('p:q', two);
+    await sleep(50); // queued in Redis
+    const before = locksA.stats().attempts;
+    const second = locksA.acquire('p:q', two);
+    await sleep(50);
+    // One attempt: the one that queued it.
+    expect(locksA.stats().attempts - before).toBe(1);
+    await Promise.all(held.map((h) => h.release()));
+    const got = await within(Promise.all([first, second]), 5_000, 'queued permits');
+    await Promise.all(got.map((h) => h.release()));
+  });
+
+  it('a freed permit passes to the next permit caller of the same process, with a new, larger fence', async () => {
+    const two = { permits: 2, waitTimeout: 5_000 };
+    const p1 = await locksA.acquire('p:pass', two);
+    const p2 = await locksA.acquire('p:pass', two);
+    const waiting = locksA.acquire('p:pass', two);
+    await sleep(50); // queued in Redis
+    const handoffs = locksA.stats().localHandoffs;
+    await p1.release();
+    const p3 = await within(waiting, 2_000, 'passed permit');
+    expect(locksA.stats().localHandoffs - handoffs).toBe(1);
+    expect(p3.fence).toBeGreaterThan(Math.max(p1.fence, p2.fence));
+    const k = lockRedisKey(prefix, 'p:pass');
+    // Two shares (the passed one is p1's token), and nobody left in the queue.
+    expect(await redis.zcard(`${k}:h`)).toBe(2);
+    expect(await redis.zcard(`${k}:q`)).toBe(0);
+    await Promise.all([p2.release(), p3.release()]);
+    expect(await locksA.isLocked('p:pass')).toBe(false);
+    expect(locksA.stats().queues).toBe(0);
+  });
+
+  it('a permit passes within its process at most localHandoffs (4) times in a row, then to the oldest waiter of another process', async () => {
+    const two = { permits: 2, waitTimeout: 10_000 };
+    const order: string[] = [];
+    const pB = await locksB.acquire('p:turns', two);
+    const pA = await locksA.acquire('p:turns', two);
+    const other = locksB.using('p:turns', () => order.push('B'), two);
+    await sleep(50); // B's waiter queued first
+    const ours = [1, 2, 3, 4, 5, 6].map((i) =>
+      locksA.using(
+        'p:turns',
+        async () => {
+          order.push(`A${i}`);
+          await sleep(5);
+        },
+        two,
+      ),
+    );
+    await sleep(50); // A's waiters queued behind it
+    await pA.release();
+    await within(other, 5_000, "B's waiter");
+    await pB.release();
+    await within(Promise.all(ours), 5_000, "A's waiters");
+    expect(order.slice(0, 5)).toEqual(['A1', 'A2', 'A3', 'A4', 'B']);
   });
 
   it('refuses a call with another N than the current holders, naming both', async () => {

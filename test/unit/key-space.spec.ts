@@ -50,13 +50,11 @@ describe('KeySpace', () => {
     expect(KeySpace.grantChannel('ab12')).toBe('nest-locked:g:ab12');
   });
 
-  describe('parseQueued', () => {
-    it('decodes the key of a queued notice, and nothing else', () => {
-      expect(space.parseQueued('w locks:{product:1}')).toBe('product:1');
-      expect(space.parseQueued('w locks:{a b}')).toBe('a b');
-      expect(space.parseQueued('g tok.7 42 3 locks:{product:1}')).toBeUndefined();
-      expect(space.parseQueued('w other:{product:1}')).toBeUndefined();
-      expect(space.parseQueued('w')).toBeUndefined();
+  describe('parseWriterNotice', () => {
+    it('decodes the key of a waiter notice, and nothing else', () => {
+      expect(space.parseWriterNotice('w locks:{product:1}')).toBe('product:1');
+      expect(space.parseWriterNotice('g tok.7 42 3 locks:{product:1}')).toBeUndefined();
+      expect(space.parseWriterNotice('w other:{product:1}')).toBeUndefined();
     });
   });
 

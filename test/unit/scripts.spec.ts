@@ -74,7 +74,7 @@ describe('scripts', () => {
   });
 
   it('RELEASE decoder: released, granted and published key counts', () => {
-    const none = { shares: [] };
+    const none = { grants: [] };
     expect(RELEASE.decode([1, 0, 1])).toEqual({ released: 1, granted: 0, published: 1, ...none });
     expect(RELEASE.decode([3, 2, 0])).toEqual({ released: 3, granted: 2, published: 0, ...none });
     expect(RELEASE.decode(['0', '0', '0'])).toEqual({
@@ -83,16 +83,17 @@ describe('scripts', () => {
       published: 0,
       ...none,
     });
-    // Shares the release granted follow the counts: token, fence (whole, as text).
+    // What the release granted follows the counts: token, fence (whole, as text), spare fences
+    // (a share's 0, a lock's block).
     expect(
-      RELEASE.decode([1, 1, 0, 'p1:7', '1795438628934258', 'p2:9', '1795438628934259']),
+      RELEASE.decode([1, 1, 0, 'p1:7', '1795438628934258', 0, 'p2:9', '1795438628934259', 4]),
     ).toEqual({
       released: 1,
       granted: 1,
       published: 0,
-      shares: [
-        { token: 'p1:7', fence: 1795438628934258 },
-        { token: 'p2:9', fence: 1795438628934259 },
+      grants: [
+        { token: 'p1:7', fence: 1795438628934258, spare: 0 },
+        { token: 'p2:9', fence: 1795438628934259, spare: 4 },
       ],
     });
   });
