@@ -61,7 +61,8 @@ export interface LineListener {
  * - whenever the key stops being busy here, the head is woken to try;
  * - a new head is always woken (when the key is busy here it only sleeps, with a timer, until
  *   the hold ends), so the callers behind the head need no timer of their own;
- * - consecutive local handoffs are counted, so the key goes public after `localHandoffs`.
+ * - consecutive local handoffs are counted, so the key goes public after `localHandoffs` (on a
+ *   single node: once a waiter of another process is known to be queued).
  * @internal
  */
 export class KeyLine<W extends LineWaiter = LineWaiter> {
@@ -77,6 +78,17 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
   private trying = 0;
   /** Consecutive local handoffs since the key last went public. */
   private handoffs = 0;
+  /** A waiter of another process may be queued in Redis for the key (single node). */
+  private othersQueued = true;
+  /**
+   * When (performance.now()) the script that last found nobody else queued was sent: a process
+   * that has not listened for notices since then cannot know who queued after it.
+   */
+  private quiet = Infinity;
+  /** Times this process was told a waiter of another process queued (see `nobodyElseSince`). */
+  private notices = 0;
+  /** A REFILL of the fences of the hold passed on in memory is on its way. */
+  private refilling = false;
 
   constructor(readonly key: string) {}
 
@@ -190,9 +202,66 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
     return end;
   }
 
-  /** Whether the key may pass to a caller of this process once more before going public. */
-  mayHandOff(limit: number): boolean {
-    return this.handoffs < limit;
+  /**
+   * Whether the key may pass to a caller of this process once more before going public: fewer
+   * than `limit` times in a row, or (`queued`: single node, whose waiters queue in Redis, and
+   * this process has heard every notice since `quietSince`) any number of times while no waiter
+   * of another process is known to be queued. Until a script found nobody else queued, someone
+   * may be. A `limit` of 0 keeps strict FIFO across processes: never.
+   */
+  mayHandOff(limit: number, queued: boolean): boolean {
+    return this.handoffs < limit || (queued && limit > 0 && !this.othersQueued);
+  }
+
+  /** A waiter of another process queued for the key (or may have: a conservative guess). */
+  othersWait(): void {
+    this.othersQueued = true;
+    this.notices++;
+  }
+
+  /** Whether a waiter of another process may be queued (so the key goes public soon). */
+  get othersMayWait(): boolean {
+    return this.othersQueued;
+  }
+
+  /** Marks the moment a script that looks at the Redis queue is sent (see `nobodyElseSince`). */
+  noticeMark(): number {
+    return this.notices;
+  }
+
+  /**
+   * A script sent at `mark` found no waiter of another process queued. Believed only if no
+   * notice came since it was sent: a notice heard meanwhile may be of a waiter that queued after
+   * the script ran (the notice and the reply come on different connections).
+   */
+  nobodyElseSince(mark: number, sentAt: number): void {
+    if (mark !== this.notices) return;
+    this.othersQueued = false;
+    this.quiet = sentAt;
+  }
+
+  /** When the script that last found nobody else queued was sent (Infinity: none did). */
+  get quietSince(): number {
+    return this.quiet;
+  }
+
+  /** The hold of `token` in progress (not released yet), if any. */
+  holdOf(token: string): Lease | undefined {
+    const { held } = this;
+    if (held && held.token === token && !held.released) return held;
+    for (const l of this.moreHeld ?? []) if (l.token === token && !l.released) return l;
+    return undefined;
+  }
+
+  /** Starts a refill unless one is on its way; false if one is. */
+  startRefill(): boolean {
+    if (this.refilling) return false;
+    this.refilling = true;
+    return true;
+  }
+
+  endRefill(): void {
+    this.refilling = false;
   }
 
   handedOff(): void {

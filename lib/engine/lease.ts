@@ -19,6 +19,8 @@ export class Lease {
   released = false;
   /** A shared hold's kind (read lock or permits of N); undefined for the exclusive lock. */
   share?: Share;
+  /** The first fence of a block reserved by a refill, if any (see `nextFence`). */
+  private refill?: number;
   /**
    * A single-key share that callers of this process hold together or in turn (see ShareGroup);
    * undefined for everything else.
@@ -33,10 +35,10 @@ export class Lease {
     readonly token: string,
     readonly fences: readonly number[],
     /**
-     * Fences reserved after `fences[0]` (single key, single node): each lets the key pass to the
-     * next caller of this process with no round trip.
+     * Fences reserved after `fences[0]` (single key, single node), from `nextFence` on: each
+     * lets the key pass to the next caller of this process with no round trip.
      */
-    readonly spare: number,
+    public spare: number,
     public ttl: number,
     /**
      * Taken by a first try with the key free: most likely nobody waits for it, so its release
@@ -50,6 +52,14 @@ export class Lease {
     readonly acks?: ReplicaAcks,
   ) {}
 
+  /**
+   * The fence the next caller this lease passes to in memory gets (while `spare` > 0). Derived,
+   * not stored: a fence is no small integer, and a stored one would cost every hold a number.
+   */
+  get nextFence(): number {
+    return this.refill ?? this.fences[0] + 1;
+  }
+
   /** Whether the lease is still certainly ours at `now`. */
   validAt(now: number): boolean {
     return now < this.validUntil;
@@ -59,6 +69,15 @@ export class Lease {
   renewed(start: number, ttl: number, drift: number): void {
     this.ttl = ttl;
     this.validUntil = start + ttl - drift;
+  }
+
+  /**
+   * More fences reserved for in-memory handoffs: `count` from `first`, all above every fence
+   * handed out before (the ones left of the old block are skipped).
+   */
+  refilled(first: number, count: number): void {
+    this.refill = first;
+    this.spare = count;
   }
 
   /** Found lost, or ran out: it proves nothing from now on. */
@@ -133,7 +152,7 @@ export class Leases {
     return new Lease(
       lease.keys,
       lease.token,
-      [lease.fences[0] + 1],
+      [lease.nextFence],
       lease.spare - 1,
       lease.ttl,
       false,

@@ -14,6 +14,7 @@ import {
 import { MODE_MISMATCH, PERMITS_MISMATCH } from '../redlock.messages';
 import { isCluster, type RedisNode } from '../redis/redis-node';
 import { ScriptRunner } from '../redis/script-runner';
+import { ServerClock } from '../redis/server-clock';
 import type { KeyLine as Line, LineListener } from './key-line';
 
 type KeyLine = Line<Waiter>;
@@ -79,6 +80,12 @@ export class LockClient implements LockBackend {
   private readonly sharedGrants = new Map<string, SharedGrantee>();
   /** Keys with shared holds or waits of this process, and how many. */
   private readonly sharedKeys = new Map<string, number>();
+  /** Fences a REFILL reserves for a key passed on in memory (single node). */
+  private readonly refillBlock: number;
+  /** A hold passed on in memory with fewer spare fences than this asks for a REFILL. */
+  private readonly refillBelow: number;
+  /** One plain node: its clock, bounded against ours, lets a fresh grant hold at once. */
+  private readonly serverClock?: ServerClock;
   /** Per key (single node): shared waits of this process queued in Redis right now. */
   private readonly sharedWaits = new Map<string, number>();
   /** Per key (single node): permit waits of this process queued in Redis, oldest first. */
@@ -93,6 +100,10 @@ export class LockClient implements LockBackend {
     onSubscriberError: (error: Error) => void,
   ) {
     this.fair = nodes.length === 1;
+    // Four blocks' worth: one refill per dozen or so sections of a hot key, well ahead of need.
+    this.refillBlock = 4 * (settings.localHandoffs + 1);
+    this.refillBelow = Math.ceil((settings.localHandoffs + 1) / 2);
+    if (this.fair && !isCluster(nodes[0])) this.serverClock = new ServerClock(nodes[0]);
     this.space = new KeySpace(settings.keyPrefix, nodes.some(isCluster));
     this.runner = new ScriptRunner(settings.commandTimeout);
     this.leases = new Leases(settings.driftFactor);
@@ -698,7 +709,12 @@ export class LockClient implements LockBackend {
   /** The lease a round took; a single key's line counts it as held. */
   private hold(keys: readonly string[], taker: LeaseTaker, taken: Taken): Lease {
     const lease = this.leases.taken(keys, taker, taken);
-    if (keys.length === 1) this.lines.of(keys[0]).hold(lease);
+    if (keys.length === 1) {
+      const line = this.lines.of(keys[0]);
+      line.hold(lease);
+      // Taken after waiting (a grant, an attempt that queued): others may be queued behind.
+      if (this.fair && !lease.uncontended) line.othersWait();
+    }
     // Only a token that queued in Redis can be granted a key: a first try's needs no entry.
     if (!lease.uncontended) this.tokens.hold(taker.token);
     if (lease.ttl < taker.ttl) this.renewLater(lease, taker.ttl);
@@ -713,7 +729,8 @@ export class LockClient implements LockBackend {
    */
   private renewLater(lease: Lease, ttl: number): void {
     const timer = setTimeout(() => {
-      if (lease.released || !lease.validAt(performance.now())) return;
+      // Released, over, or renewed meanwhile (a grant held at once claims it at once).
+      if (lease.released || !lease.validAt(performance.now()) || lease.ttl >= ttl) return;
       void this.extend(lease, ttl).catch(() => undefined);
     }, lease.ttl / 3);
     timer.unref();
@@ -727,20 +744,28 @@ export class LockClient implements LockBackend {
   /**
    * A caller of this process waits for the key: hand it over (in memory, or by HANDOFF) while
    * the bounded barging allows; past it, on a single node, the oldest waiter of another process
-   * goes first (RELEASE_TO). The line counts the key as held until Redis has it back, so our own
-   * head does not compete for a key this process still holds.
+   * goes first (RELEASE_TO). On a single node the bound counts only while a waiter of another
+   * process is known to be queued: with nobody else waiting the key stays here, passed on in
+   * memory (its fences refilled in the background). The line counts the key as held until
+   * Redis has it back, so our own head does not compete for a key this process still holds.
    */
   private async passOn(lease: Lease, line: KeyLine, next: Waiter): Promise<void> {
-    if (line.mayHandOff(this.settings.localHandoffs) && performance.now() < lease.validUntil) {
-      const handed =
-        (next.enqueued ? undefined : this.leases.passedOn(lease, next)) ??
-        (await this.handoff(lease, next));
+    const limit = this.settings.localHandoffs;
+    // Past the bound only while this process heard every notice since nobody else was queued
+    // (a notice lost while its subscriber reconnected would otherwise keep the key here).
+    const quiet = this.fair && this.notifier.heardSince(line.quietSince);
+    if (line.mayHandOff(limit, quiet) && performance.now() < lease.validUntil) {
+      const inMemory = next.enqueued ? undefined : this.leases.passedOn(lease, next);
+      const handed = inMemory ?? (await this.handoff(lease, next));
       if (handed) {
         line.handedOff();
         this.stats.localHandoffs++;
+        if (inMemory) this.refill(line, inMemory);
         return this.handTo(lease, handed, line, next);
       }
     } else if (this.fair) {
+      const mark = line.noticeMark();
+      const sentAt = performance.now();
       const r = await this.protocol
         .releaseTo(lease.keys, lease.token, next, next.acks)
         .catch(() => {
@@ -758,6 +783,10 @@ export class LockClient implements LockBackend {
         return;
       }
       if (r !== 'notOurs') {
+        // Nobody else was queued: the key stays here until someone is (heard by a notice, so
+        // this process must listen for them).
+        line.nobodyElseSince(mark, sentAt);
+        if (!this.notifier.listening) this.notifier.ready().catch(() => undefined);
         this.stats.localHandoffs++;
         this.tokens.hold(next.token);
         return this.handTo(lease, this.leases.taken(lease.keys, next, r), line, next);
@@ -776,6 +805,37 @@ export class LockClient implements LockBackend {
     handed.released = true;
     line.wentPublic();
     return this.giveBack(handed);
+  }
+
+  /**
+   * The key went on in memory with `lease` (`line` still lists its new holder) and its spare
+   * fences run low for the callers waiting: more are reserved in
+   * the background (REFILL, one round trip while the callers hold), so the next passes need
+   * none. The answer goes to whichever hold of the token is current by then; it also says
+   * whether a waiter of another process is queued (a notice lost on the way is caught here).
+   */
+  private refill(line: KeyLine, lease: Lease): void {
+    // Not while the callers already waiting fit in the spare fences, nor with others waiting
+    // (the key then goes public within `localHandoffs`, which the block covers).
+    if (lease.spare >= this.refillBelow || line.length - 1 <= lease.spare) return;
+    if (line.othersMayWait || !line.startRefill()) return;
+    const mark = line.noticeMark();
+    const sentAt = performance.now();
+    this.protocol.refill(lease.keys, lease.token, this.refillBlock, lease.acks).then(
+      (r) => {
+        line.endRefill();
+        const current = line.holdOf(lease.token);
+        if (r.kind === 'notOurs') {
+          // The token lost the key (expired, taken): its hold here proves nothing any more.
+          if (current) this.leaseEnded(current);
+          return;
+        }
+        if (r.othersQueued) line.othersWait();
+        else line.nobodyElseSince(mark, sentAt);
+        current?.refilled(r.fence, this.refillBlock);
+      },
+      () => line.endRefill(),
+    );
   }
 
   /** HANDOFF: the key to `next`'s token in one round trip; undefined if it could not be. */
@@ -830,7 +890,10 @@ export class LockClient implements LockBackend {
     const grant = this.space.parseGrant(message);
     if (!grant) {
       const key = this.space.parseWriterNotice(message);
-      if (key !== undefined) this.writerWaits(key);
+      if (key === undefined) return;
+      // A waiter of another process queued for a key a share or a token of ours holds.
+      this.lines.get(key)?.othersWait();
+      this.writerWaits(key);
       return;
     }
     this.stats.grants++;
@@ -841,13 +904,13 @@ export class LockClient implements LockBackend {
    * A release granted a key to a token of ours: its waiter confirms the grant (claims it) before
    * it holds the key; with no waiter left, the key is given back.
    */
-  private granted({ key, token, fence, spare }: Grant): void {
+  private granted({ key, token, fence, spare, serverMs }: Grant): void {
     if (this.tokens.holds(token)) return; // already taken by a retry that found it ours
     const share = this.sharedGrants.get(token);
     if (share) return share.message({ key, token, fence, spare });
     const waiter = this.lines.get(key)?.waiterOf(token);
     // Its waiter left (timed out) after the grant: pass the key on.
-    if (!waiter?.granted({ fence, spare })) this.protocol.abandon([key], token);
+    if (!waiter?.granted({ fence, spare, serverMs })) this.protocol.abandon([key], token);
   }
 
   /**
@@ -867,6 +930,42 @@ export class LockClient implements LockBackend {
     return { kind: 'ok', fences: [grant.fence], start, spare: grant.spare, uncontended: false };
   }
 
+  /**
+   * A grant held at once, without waiting for its claim: only when the message carries the
+   * server's clock at the grant (`serverMs`, read before the key was set for the claim window)
+   * and this process has a bound on that clock (`ServerClock`). The window then surely runs
+   * until a local moment computed here; the lease ends there (less the drift allowance), and
+   * only a grant with at least half of its window ahead is held this way: one read late (a
+   * stalled event loop, a starved CPU) is claimed first, as any grant without the time. The
+   * claim is sent here, before the holder's method starts (not deferred past it: a method that
+   * blocks the event loop for longer than the window would then hold a key Redis let go); lost
+   * or failing, the lease ends with the window and its watchdog says so.
+   */
+  private holdAtOnce(
+    keys: readonly string[],
+    taker: LeaseTaker,
+    grant: GrantedKey,
+  ): Lease | undefined {
+    // With replicaAcks a hold waits for its acknowledged claim (a failover may lose the grant).
+    if (grant.serverMs === undefined || !this.serverClock || taker.acks) return undefined;
+    const claim = Math.min(taker.ttl, GRANT_CLAIM_MS);
+    const end = this.serverClock.localBefore(grant.serverMs + claim);
+    if (end === undefined) return undefined;
+    const start = end - claim;
+    if (this.leases.validUntil(start, claim) - performance.now() < claim / 2) return undefined;
+    const taken: Taken = {
+      kind: 'ok',
+      fences: [grant.fence],
+      start,
+      spare: grant.spare,
+      uncontended: false,
+      ttl: claim,
+    };
+    const lease = this.hold(keys, taker, taken);
+    if (claim < taker.ttl) void this.extend(lease, taker.ttl).catch(() => undefined);
+    return lease;
+  }
+
   // ---------------------------------------------------------------- waiting
 
   private lineWaitContext(): LineWaitContext {
@@ -875,14 +974,18 @@ export class LockClient implements LockBackend {
       fair: this.fair,
       // Single node: grants come on this group's own channel, nothing to subscribe per key.
       // Quorum: heads race, woken by the key's release channel.
-      listen: (line) =>
-        this.fair
+      listen: (line) => {
+        // A grant may come: the clock bound that lets it hold at once is kept fresh.
+        this.serverClock?.refresh();
+        return this.fair
           ? this.subscribed()
           : line.hearsReleases
             ? RESOLVED
-            : this.soon(line.listen(() => this.onReleases(line.key, () => line.head?.wake()))),
+            : this.soon(line.listen(() => this.onReleases(line.key, () => line.head?.wake())));
+      },
       holds: (token) => this.tokens.holds(token),
       claim: (keys, taker, grant) => this.claim(keys, taker, grant),
+      holdAtOnce: (keys, taker, grant) => this.holdAtOnce(keys, taker, grant),
       dropIfIdle: (line) => this.lines.dropIfIdle(line),
     };
   }

@@ -46,12 +46,22 @@ export interface LineWaitContext {
    * the moment the claim was sent), or undefined when the key is no longer the token's.
    */
   claim(keys: readonly string[], taker: LeaseTaker, grant: GrantedKey): Promise<Taken | undefined>;
+  /**
+   * A grant whose claim window surely still runs long enough (by a bound of this process's clock
+   * against the server's): held at once (the line counts it), the lease ending with the window,
+   * its claim sent beside the holder; undefined when it must be claimed first.
+   */
+  holdAtOnce(keys: readonly string[], taker: LeaseTaker, grant: GrantedKey): Lease | undefined;
 }
 
-/** What a grant message gave a waiter's token: its fence and the spare ones after it. */
+/**
+ * What a grant message gave a waiter's token: its fence and the spare ones after it, and the
+ * server's clock when the claim window was set (when the message says).
+ */
 export interface GrantedKey {
   readonly fence: number;
   readonly spare: number;
+  readonly serverMs?: number;
 }
 
 /**
@@ -292,9 +302,18 @@ export class Waiter implements LeaseTaker, DeadlineListener {
     if (why === 'timer') this.ctx.timerWakeup();
   }
 
-  /** Confirms a grant: the lease, or (the key went to someone else) back to trying. */
+  /**
+   * Confirms a grant: the lease, or (the key went to someone else) back to trying. A grant whose
+   * claim window surely still runs is held at once, its claim sent beside the holder.
+   */
   private async claimGrant(grant: GrantedKey): Promise<void> {
     this.grant = undefined;
+    const lease = this.ctx.holdAtOnce(this.keys, this, grant);
+    if (lease) {
+      this.finish();
+      this.resolve(lease);
+      return;
+    }
     this.attempting = true;
     let taken: Taken | undefined;
     try {

@@ -13,8 +13,9 @@
  *   `<prefix>{<key>}:qm`     per queued token: "<lease ms>:<deadline ms>[:r|:<N>]" (hash)
  *   `<prefix>{<key>}:h`      shared holders: token -> lease end in server ms (zset)
  * Channels: `<prefix>{<key>}:rel` carries `r` when a release frees a key racing waiters wait for;
- * `nest-locked:g:<token prefix>` carries `g <token> <fence> <spare> <lock key>` when a release
- * grants a key to a token the process with that token prefix queued.
+ * `nest-locked:g:<token prefix>` carries `g <token> <fence> <spare>[:<server ms>] <lock key>` when a release
+ * grants a key to a token the process with that token prefix queued, and `w <lock key>` when a
+ * waiter of another process queues for a key a token of that process holds.
  * @internal
  */
 
@@ -27,8 +28,9 @@ export const GRANT_CHANNEL_PREFIX = 'nest-locked:g:';
 /** First word of a grant message. */
 export const GRANT_WORD = 'g';
 /**
- * First word of a writer notice on a grant channel (`w <lock key>`): a writer waits for a key
- * readers of that process hold.
+ * First word of a waiter notice on a grant channel (`w <lock key>`): a waiter of another process
+ * queued for a key that process holds (a writer behind its readers' share, or any waiter behind
+ * its exclusive hold).
  */
 export const WRITER_WORD = 'w';
 /** Separates a token's process prefix from its counter. */
@@ -44,6 +46,11 @@ export interface Grant {
   readonly fence: number;
   /** Fences reserved after `fence` for local handoffs. */
   readonly spare: number;
+  /**
+   * The server's clock (ms) when the grant was made, at or before the claim window was set (a
+   * grant to an exclusive waiter); undefined when the message does not say.
+   */
+  readonly serverMs?: number;
 }
 
 /** The script keys of one lock key, built once: the same come back at every cycle. */
@@ -106,7 +113,16 @@ export class KeySpace {
     if (parts[0] !== GRANT_WORD || parts.length < 5) return undefined;
     const key = this.keyOf(parts.slice(4).join(' '));
     if (key === undefined) return undefined;
-    return { key, token: parts[1], fence: Number(parts[2]), spare: Number(parts[3]) || 0 };
+    // `<spare>` or `<spare>:<server ms>`.
+    const [spare, ms] = parts[3].split(':');
+    const serverMs = ms === undefined ? undefined : Number(ms);
+    return {
+      key,
+      token: parts[1],
+      fence: Number(parts[2]),
+      spare: Number(spare) || 0,
+      serverMs: Number.isFinite(serverMs) ? serverMs : undefined,
+    };
   }
 
   /** The key of a writer notice (`w <lock key>`); undefined for anything else. */

@@ -20,6 +20,8 @@ import {
   RAISE_FENCE,
   RELEASE,
   RELEASE_TO,
+  REFILL,
+  type RefillReply,
   type Script,
   type ScriptArgs,
   type ShareArg,
@@ -417,6 +419,20 @@ export class LockProtocol {
     );
     if (reply.kind !== 'handed') return reply.kind;
     return { kind: 'ok', fences: [reply.fence], start, spare: block - 1, uncontended: false };
+  }
+
+  /**
+   * Single node, one key `token` holds and passes in memory: `count` more fences for the next
+   * callers of this process, and whether a live waiter of another process is queued.
+   */
+  refill(
+    keys: readonly string[],
+    token: string,
+    count: number,
+    acks?: ReplicaAcks,
+  ): Promise<RefillReply> {
+    const args: [string, number] = [token, this.fenceArg(count)];
+    return this.runner.runAcked(this.nodes[0], REFILL, this.space.allKeys(keys), args, acks);
   }
 
   /**

@@ -239,11 +239,14 @@ local function pass_on(l, block)
       local fence = mint(l, block)
       -- The others still queued (or racing) keep the flag, as long as the queue lives.
       flag(l, math.max(redis.call('PTTL', KEYS[l + 3]), 1000))
-      -- Told to the waiter's process only, on its own channel (its token's prefix).
+      -- Told to the waiter's process only, on its own channel (its token's prefix), with the
+      -- server's clock (ms) read before the claim window was set: the window surely runs until
+      -- that + the claim, so a waiter that can bound its clock against the server's may hold at
+      -- once (the spare count and the time as '<spare>:<ms>': an older reader sees no spare).
       -- Fences are formatted whole: Lua's own number-to-text keeps only 14 digits.
       redis.call('PUBLISH', '${GRANT_CHANNEL_PREFIX}' .. string.match(token, '^(.*)%${TOKEN_SEPARATOR}'),
         '${GRANT_WORD} ' .. token .. ' ' .. string.format('%.0f', fence) .. ' '
-        .. (math.abs(block) - 1) .. ' ' .. KEYS[l])
+        .. (math.abs(block) - 1) .. ':' .. string.format('%.0f', now) .. ' ' .. KEYS[l])
       granted_shares[#granted_shares + 1] = token
       granted_shares[#granted_shares + 1] = string.format('%.0f', fence)
       granted_shares[#granted_shares + 1] = math.abs(block) - 1
@@ -308,6 +311,15 @@ local function enqueue(l, token, ttl, wait_ms, kind)
     redis.call('PEXPIRE', KEYS[l + 4], keep)
   end
   flag(l, keep)
+  -- Tells the holder's process (a token's, not shared holders') that a waiter of another process
+  -- queued: it passes the key to its own callers past localHandoffs only while nobody else waits.
+  local owner = redis.call('GET', KEYS[l])
+  if owner and string.byte(owner, 1) ~= 0 then
+    local holder = string.match(owner, '^(.*)%${TOKEN_SEPARATOR}')
+    if holder and holder ~= string.match(token, '^(.*)%${TOKEN_SEPARATOR}') then
+      redis.call('PUBLISH', '${GRANT_CHANNEL_PREFIX}' .. holder, '${WRITER_WORD} ' .. KEYS[l])
+    end
+  end
 end
 `;
 
@@ -512,6 +524,38 @@ if redis.call('ZCARD', KEYS[4]) > 0 then
 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 return {3, mint(1, tonumber(ARGV[5]))}
+`;
+
+/**
+ * Single node, while the process passes a held key from caller to caller in memory (the token in
+ * Redis stays the same): reserve more fences for those handoffs ahead of need, so the next
+ * callers get the key with no round trip. Only the holding token mints, so fences stay
+ * increasing across every holder. The lease is left as it is (a renewal is the watchdog's, which
+ * knows `maxHold`). ARGV[1] token, ARGV[2] fences to reserve.
+ * Returns {0} not ours any more, or {1, first fence, 1 when a live waiter of another process is
+ * queued else 0}.
+ */
+export const REFILL_SCRIPT = `${MINT}
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0} end
+local fence = mint(1, tonumber(ARGV[2]))
+local others = 0
+local queued = redis.call('ZRANGE', KEYS[4], 0, 7)
+if #queued > 0 then
+  local mine = string.match(ARGV[1], '^(.*)%${TOKEN_SEPARATOR}')
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  for _, token in ipairs(queued) do
+    if string.match(token, '^(.*)%${TOKEN_SEPARATOR}') ~= mine then
+      local meta = redis.call('HGET', KEYS[5], token)
+      local deadline = meta and tonumber(string.match(meta, '^[^:]*:([^:]*)'))
+      if deadline and deadline > now then
+        others = 1
+        break
+      end
+    end
+  end
+end
+return {1, fence, others}
 `;
 
 /**

@@ -11,6 +11,7 @@ import {
   RAISE_FENCE_SCRIPT,
   RELEASE_SCRIPT,
   RELEASE_TO_SCRIPT,
+  REFILL_SCRIPT,
   TAKE_ANY_SCRIPT,
   TRY_SCRIPT,
 } from './lock.scripts';
@@ -89,6 +90,11 @@ export type ReleaseToReply =
 /** HANDOFF: the new holder's fences, or the old token held the keys no more. */
 export type HandoffReply = { readonly kind: 'ok'; readonly fences: number[] } | { kind: 'notOurs' };
 
+/** REFILL: the first fence of the new block, and whether a waiter of another process is queued. */
+export type RefillReply =
+  | { readonly kind: 'ok'; readonly fence: number; readonly othersQueued: boolean }
+  | { readonly kind: 'notOurs' };
+
 /** TAKE_ANY: the candidate taken (0-based) and its fence, or the shortest lease left. */
 export type TakeAnyReply =
   | { readonly kind: 'ok'; readonly index: number; readonly fence: number }
@@ -157,6 +163,16 @@ export const HANDOFF = defineScript<[Token, Token, LeaseMs, Block], HandoffReply
   (reply) => {
     const r = numbers(reply);
     return r[0] === 1 ? { kind: 'ok', fences: r.slice(1) } : { kind: 'notOurs' };
+  },
+);
+
+/** `[token, fences to reserve]`. */
+export const REFILL = defineScript<[Token, Block], RefillReply>(
+  'REFILL',
+  REFILL_SCRIPT,
+  (reply) => {
+    const [code, fence, others] = numbers(reply);
+    return code === 1 ? { kind: 'ok', fence, othersQueued: others === 1 } : { kind: 'notOurs' };
   },
 );
 

@@ -406,15 +406,58 @@ describe('KeyLine', () => {
   describe('local handoffs', () => {
     it('counts handoffs in a row up to the limit; going public starts over', () => {
       const line = new KeyLine('k');
-      expect(line.mayHandOff(2)).toBe(true);
+      expect(line.mayHandOff(2, false)).toBe(true);
       line.handedOff();
-      expect(line.mayHandOff(2)).toBe(true);
+      expect(line.mayHandOff(2, false)).toBe(true);
       line.handedOff();
-      expect(line.mayHandOff(2)).toBe(false);
-      expect(line.mayHandOff(3)).toBe(true);
+      expect(line.mayHandOff(2, false)).toBe(false);
+      expect(line.mayHandOff(3, false)).toBe(true);
       line.wentPublic();
-      expect(line.mayHandOff(2)).toBe(true);
-      expect(line.mayHandOff(0)).toBe(false);
+      expect(line.mayHandOff(2, false)).toBe(true);
+      expect(line.mayHandOff(0, false)).toBe(false);
+    });
+
+    it('on a queueing group, passes on past the limit only while nobody else is known to wait', () => {
+      const line = new KeyLine('k');
+      line.handedOff();
+      line.handedOff();
+      // A new line: until a script found nobody else queued, someone may be.
+      expect(line.mayHandOff(2, true)).toBe(false);
+      expect(line.quietSince).toBe(Infinity);
+      line.nobodyElseSince(line.noticeMark(), 1_000);
+      expect(line.quietSince).toBe(1_000);
+      expect(line.mayHandOff(2, true)).toBe(true);
+      // A notice: a waiter of another process queued. The count is already past the limit.
+      line.othersWait();
+      expect(line.mayHandOff(2, true)).toBe(false);
+      line.wentPublic();
+      expect(line.mayHandOff(2, true)).toBe(true);
+      line.handedOff();
+      line.handedOff();
+      expect(line.mayHandOff(2, true)).toBe(false);
+      // Strict FIFO (limit 0) never passes on, whoever waits.
+      expect(new KeyLine('k').mayHandOff(0, true)).toBe(false);
+    });
+
+    it('believes "nobody else queued" only if no notice came since the script was sent', () => {
+      const line = new KeyLine('k');
+      line.othersWait();
+      line.handedOff();
+      const mark = line.noticeMark();
+      // A notice came between the script and its reply: it may be of a later waiter.
+      line.othersWait();
+      line.nobodyElseSince(mark, 1);
+      expect(line.mayHandOff(1, true)).toBe(false);
+      line.nobodyElseSince(line.noticeMark(), 2);
+      expect(line.mayHandOff(1, true)).toBe(true);
+    });
+
+    it('runs one refill at a time', () => {
+      const line = new KeyLine('k');
+      expect(line.startRefill()).toBe(true);
+      expect(line.startRefill()).toBe(false);
+      line.endRefill();
+      expect(line.startRefill()).toBe(true);
     });
   });
 

@@ -50,6 +50,28 @@ describe('KeySpace', () => {
     expect(KeySpace.grantChannel('ab12')).toBe('nest-locked:g:ab12');
   });
 
+  describe('parseWriterNotice', () => {
+    it('decodes the key of a waiter notice, and nothing else', () => {
+      expect(space.parseWriterNotice('w locks:{product:1}')).toBe('product:1');
+      expect(space.parseWriterNotice('g tok.7 42 3 locks:{product:1}')).toBeUndefined();
+      expect(space.parseWriterNotice('w other:{product:1}')).toBeUndefined();
+    });
+  });
+
+  describe('parseGrant with the server time', () => {
+    it('reads <spare>:<server ms>; a bad time is left out', () => {
+      expect(space.parseGrant('g tok.7 42 4:1763900000123 locks:{k}')).toEqual({
+        key: 'k',
+        token: 'tok.7',
+        fence: 42,
+        spare: 4,
+        serverMs: 1763900000123,
+      });
+      expect(space.parseGrant('g tok.7 42 4:x locks:{k}')?.serverMs).toBeUndefined();
+      expect(space.parseGrant('g tok.7 42 0 locks:{k}')?.serverMs).toBeUndefined();
+    });
+  });
+
   describe('parseGrant', () => {
     it('decodes a grant', () => {
       expect(space.parseGrant('g tok.7 42 3 locks:{product:1}')).toEqual({

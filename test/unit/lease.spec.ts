@@ -183,6 +183,21 @@ describe('Leases', () => {
       expect(l).toBeUndefined();
     });
 
+    it('goes on with a refilled block: its fences from the first one given, the old ones skipped', () => {
+      const from = fresh({ spare: 2 });
+      const a = leases.passedOn(from, next)!;
+      expect(a.fences).toEqual([11]);
+      a.refilled(50, 4);
+      const fences: number[] = [];
+      let l: Lease | undefined = a;
+      for (let i = 0; i < 5; i++) {
+        l = leases.passedOn(l!, next);
+        if (l) fences.push(l.fences[0]);
+      }
+      expect(fences).toEqual([50, 51, 52, 53]);
+      expect(l).toBeUndefined();
+    });
+
     it('undefined with no spare fence', () => {
       expect(leases.passedOn(fresh({ spare: 0 }), next)).toBeUndefined();
     });

@@ -8,6 +8,7 @@ import {
   RAISE_FENCE,
   RELEASE,
   RELEASE_TO,
+  REFILL,
   TAKE_ANY,
   TRY,
 } from '../../lib/redis/scripts';
@@ -110,6 +111,12 @@ describe('scripts', () => {
     it.each([[[0]], [[0, 0]], [[1, 7]], [[4, 7]]])('%j: not ours', (reply) => {
       expect(RELEASE_TO.decode(reply)).toEqual({ kind: 'notOurs' });
     });
+  });
+
+  it('REFILL decoder: {1, fence, others} ok with whether others are queued, {0} not ours', () => {
+    expect(REFILL.decode([1, 40, 0])).toEqual({ kind: 'ok', fence: 40, othersQueued: false });
+    expect(REFILL.decode([1, 40, 1])).toEqual({ kind: 'ok', fence: 40, othersQueued: true });
+    expect(REFILL.decode([0])).toEqual({ kind: 'notOurs' });
   });
 
   it('HANDOFF decoder: {1, fence...} ok, anything else not ours', () => {

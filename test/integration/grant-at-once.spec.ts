@@ -1,0 +1,169 @@
+import type { INestApplication } from '@nestjs/common';
+import type { Redis } from 'ioredis';
+import { LockService } from 'nest-locked';
+import { createLockApp, lockRedisKey, sleep, uniquePrefix, within } from '../support/lock-app';
+import { redisForFile } from '../support/redis-for-file';
+import type { RedisServerHandle } from '../support/redis-server';
+import { blockEventLoop, setNxFromAnotherProcess } from '../support/stalls';
+import type { LockClient } from '../../lib/engine/lock-client';
+import { GRANT_CLAIM_MS } from '../../lib/redis/lock.scripts';
+import { LockClientRegistry } from '../../lib/module/lock-client.registry';
+
+/**
+ * A grant message carries the server's clock at the grant; a waiter with a bound on that clock
+ * holds a fresh grant at once (its lease ending with the claim window) and sends the claim beside
+ * it, while a grant read late is still claimed first (defect 14, engine-defects.spec). The grants
+ * here are made by the test itself, as the release script makes them (the key set to the queued
+ * token for the claim window, the token out of the queue, the message on its group's channel),
+ * so the server time in the message is the test's to choose.
+ */
+jest.setTimeout(30_000);
+
+let server: RedisServerHandle;
+let redis: Redis;
+redisForFile((s, r) => {
+  server = s;
+  redis = r;
+});
+
+let app: INestApplication;
+let locks: LockService;
+let prefix: string;
+beforeAll(async () => {
+  prefix = uniquePrefix('at-once');
+  app = await createLockApp({ options: { clients: [server.url], keyPrefix: prefix, ttl: 5_000 } });
+  locks = app.get(LockService);
+});
+afterAll(() => app?.close());
+
+/** Records, in order, each reply to this app's EVALSHAs (the claim's among them). */
+function onReplies(log: string[]): () => void {
+  const node = (app.get(LockClientRegistry).get('default') as LockClient).nodes[0] as Redis;
+  const evalsha = node.evalsha.bind(node);
+  node.evalsha = ((...args: Parameters<Redis['evalsha']>) => {
+    const reply = evalsha(...args);
+    void reply.then(
+      () => log.push('reply'),
+      () => log.push('reply'),
+    );
+    return reply;
+  }) as Redis['evalsha'];
+  return () => {
+    node.evalsha = evalsha;
+  };
+}
+
+/** The server's clock in ms. */
+async function serverMs(): Promise<number> {
+  const [s, us] = await redis.time();
+  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+}
+
+/**
+ * Another process holds `key`; this app's caller queues behind it. Resolves with the queued
+ * token once it is in the Redis queue, and `grant(atServerMs)`, which grants the key to it.
+ */
+async function queuedBehindAnother(key: string) {
+  const rk = lockRedisKey(prefix, key);
+  await redis.set(rk, 'another.1', 'PX', 10_000);
+  let token: string | undefined;
+  return {
+    rk,
+    token: async () => {
+      for (let i = 0; i < 400 && !token; i++) {
+        token = (await redis.zrange(`${rk}:q`, 0, 0))[0];
+        if (!token) await sleep(5);
+      }
+      if (!token) throw new Error('the waiter never queued');
+      return token;
+    },
+    grant: async (atServerMs: number) => {
+      const t = token!;
+      const channel = `nest-locked:g:${t.slice(0, t.lastIndexOf('.'))}`;
+      await redis
+        .multi()
+        .set(rk, t, 'PX', GRANT_CLAIM_MS)
+        .zrem(`${rk}:q`, t)
+        .hdel(`${rk}:qm`, t)
+        .publish(channel, `g ${t} 42 0:${atServerMs} ${rk}`)
+        .exec();
+    },
+  };
+}
+
+it('holds a fresh grant at once: the method runs before the claim is answered, the claim lands', async () => {
+  const log: string[] = [];
+  const key = 'job:fresh';
+  const q = await queuedBehindAnother(key);
+  let owner: string | null = null;
+  const call = locks.using(
+    key,
+    async ({ fence, signal }) => {
+      log.push('section');
+      expect(fence).toBe(42);
+      await sleep(50);
+      owner = await redis.get(q.rk);
+      log.push(`aborted:${signal.aborted}`);
+    },
+    { waitTimeout: 10_000 },
+  );
+  const token = await q.token();
+  const undo = onReplies(log);
+  try {
+    await q.grant(await serverMs());
+    await within(call, 5_000, 'the granted call');
+  } finally {
+    undo();
+  }
+  expect(log[0]).toBe('section');
+  expect(log).toContain('reply');
+  expect(log).toContain('aborted:false');
+  expect(owner).toBe(token);
+  expect(await redis.exists(q.rk)).toBe(0);
+});
+
+it('claims a grant first when less than half of its window is surely left (read late)', async () => {
+  const log: string[] = [];
+  const key = 'job:late';
+  const q = await queuedBehindAnother(key);
+  const call = locks.using(key, () => void log.push('section'), { waitTimeout: 10_000 });
+  await q.token();
+  const undo = onReplies(log);
+  try {
+    // Granted (as far as the message says) 0.9 s ago: 0.1 s of the window left at most.
+    await q.grant((await serverMs()) - 900);
+    await within(call, 5_000, 'the granted call');
+  } finally {
+    undo();
+  }
+  expect(log.indexOf('reply')).toBeGreaterThanOrEqual(0);
+  expect(log.indexOf('reply')).toBeLessThan(log.indexOf('section'));
+});
+
+it('a grantee held at once that stalls past the claim window keeps the key: its claim was sent first', async () => {
+  const key = 'job:stall';
+  const q = await queuedBehindAnother(key);
+  let ownerAfterStall: string | null = null;
+  const call = locks.using(
+    key,
+    async () => {
+      // Longer than the claim window: with the claim not on its way yet, Redis would let the
+      // key go meanwhile and the intruder would take it. (Its signal may still abort: the
+      // watchdog's timer can run before the claim's answer is read, and a lease past its local
+      // end with no answer read is reported expired, as after any stall.)
+      blockEventLoop(GRANT_CLAIM_MS + 500);
+      ownerAfterStall = await redis.get(q.rk);
+    },
+    { waitTimeout: 10_000 },
+  );
+  const token = await q.token();
+  const intruder = setNxFromAnotherProcess(server.port, q.rk, 'intruder', {
+    delayMs: GRANT_CLAIM_MS + 200,
+    pxMs: 1_000,
+  });
+  await q.grant(await serverMs());
+  await within(call, 10_000, 'the granted call');
+  expect((await intruder).trim()).not.toBe('OK');
+  expect(ownerAfterStall).toBe(token);
+  expect(await redis.exists(q.rk)).toBe(0);
+});

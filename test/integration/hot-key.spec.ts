@@ -1,0 +1,241 @@
+import { randomBytes } from 'node:crypto';
+import type { INestApplication } from '@nestjs/common';
+import { Redis } from 'ioredis';
+import { LockContext, LockService } from 'nest-locked';
+import type { CounterScenario } from '../fixtures/lock-worker';
+import { describeOverlaps, findOverlaps, now } from '../support/intervals';
+import { createLockApp, lockRedisKey, sleep, uniquePrefix, within } from '../support/lock-app';
+import { redisForFile } from '../support/redis-for-file';
+import type { RedisServerHandle } from '../support/redis-server';
+import { describeResult, spawnWorker } from '../support/workers';
+import { REFILL_SCRIPT } from '../../lib/redis/lock.scripts';
+
+/**
+ * A hot key on a single node: a process passes it from caller to caller in memory for as long as
+ * no waiter of another process is queued (its fences refilled in the background), and goes
+ * public within `localHandoffs` once one is. Exclusion, fences and order are checked by the
+ * sections themselves, never by timing.
+ */
+jest.setTimeout(60_000);
+
+const LOCAL_HANDOFFS = 4;
+
+let server: RedisServerHandle;
+let redis: Redis;
+redisForFile((s, r) => {
+  server = s;
+  redis = r;
+});
+
+const evalshaCalls = async (): Promise<number> =>
+  Number(/cmdstat_evalsha:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
+
+interface Section {
+  readonly by: string;
+  readonly index: number;
+  readonly key: string;
+  readonly fence: number;
+  readonly start: number;
+  readonly end: number;
+}
+
+/** One caller's call: records its section (who, its call number, fence, start and end). */
+function section(
+  service: LockService,
+  key: string,
+  by: string,
+  index: number,
+  ms: number,
+  into: Section[],
+): Promise<void> {
+  return service.using(
+    key,
+    async () => {
+      const { fence } = LockContext.current()!;
+      const start = now();
+      await sleep(ms);
+      into.push({ by, index, key, fence, start, end: now() });
+    },
+    { waitTimeout: 30_000 },
+  );
+}
+
+/** Sections whose fence is not above the fence of the section before (by start): none. */
+function fencesNotIncreasing(sections: readonly Omit<Section, 'index'>[]): string[] {
+  const sorted = [...sections].sort((a, b) => a.start - b.start);
+  const bad: string[] = [];
+  for (let i = 1; i < sorted.length; i++) {
+    if (sorted[i].fence <= sorted[i - 1].fence) {
+      bad.push(`#${i} by ${sorted[i].by}: ${sorted[i].fence} after ${sorted[i - 1].fence}`);
+    }
+  }
+  return bad;
+}
+
+describe('one process alone on a hot key', () => {
+  let app: INestApplication;
+  let prefix: string;
+
+  beforeAll(async () => {
+    prefix = uniquePrefix('hot');
+    app = await createLockApp({
+      options: { clients: [server.url], keyPrefix: prefix, localHandoffs: LOCAL_HANDOFFS },
+    });
+  });
+  afterAll(() => app?.close());
+
+  it('passes it on in memory past localHandoffs, in FIFO order, fences refilled ahead of need', async () => {
+    const locks = app.get(LockService);
+    const calls = 60;
+    const sections: Section[] = [];
+    const before = { evalsha: await evalshaCalls(), stats: locks.stats() };
+    await Promise.all(
+      Array.from({ length: calls }, (_, i) => section(locks, 'job:alone', 'a', i, 1, sections)),
+    );
+    const evalsha = (await evalshaCalls()) - before.evalsha;
+    const handoffs = locks.stats().localHandoffs - before.stats.localHandoffs;
+
+    expect(sections).toHaveLength(calls);
+    expect(findOverlaps(sections)).toEqual([]);
+    // FIFO: the callers ran in the order they called.
+    expect(sections.map((s) => s.index)).toEqual(sections.map((_, i) => i));
+    // Fences still strictly increasing, far beyond one block of localHandoffs + 1.
+    expect(fencesNotIncreasing(sections)).toEqual([]);
+    expect(handoffs).toBe(calls - 1);
+    // No release every localHandoffs + 1 sections (that was 12 going public and 1 acquire here):
+    // the first try, a refill per 4 blocks (20 fences) and the last release.
+    expect(evalsha).toBeLessThanOrEqual(2 + Math.ceil(calls / (4 * (LOCAL_HANDOFFS + 1))) + 1);
+    expect(await redis.exists(lockRedisKey(prefix, 'job:alone'))).toBe(0);
+  });
+});
+
+describe('a waiter of another client group', () => {
+  let apps: INestApplication[] = [];
+  let prefix: string;
+
+  beforeAll(async () => {
+    prefix = uniquePrefix('hot2');
+    apps = await Promise.all(
+      [0, 1].map(() =>
+        createLockApp({
+          options: { clients: [server.url], keyPrefix: prefix, localHandoffs: LOCAL_HANDOFFS },
+        }),
+      ),
+    );
+  });
+  afterAll(() => Promise.all(apps.map((a) => a.close())));
+
+  it('gets in after at most localHandoffs local sections once it queued', async () => {
+    const [here, there] = apps.map((a) => a.get(LockService));
+    const sections: Section[] = [];
+    // Sections long enough that the other group's first try, its queueing round and the notice
+    // to this group all land inside the section during which it called.
+    const ms = 15;
+    const hammer = Promise.all(
+      Array.from({ length: 24 }, (_, i) => section(here, 'job:hot2', 'here', i, ms, sections)),
+    );
+    // Past localHandoffs in a row: the key stays here because nobody else waits.
+    while (sections.length < LOCAL_HANDOFFS + 4) await sleep(2);
+    const calledAt = now();
+    await within(section(there, 'job:hot2', 'there', 0, 1, sections), 10_000, 'the other group');
+    await hammer;
+
+    expect(findOverlaps(sections)).toEqual([]);
+    expect(fencesNotIncreasing(sections)).toEqual([]);
+    const theirs = sections.find((s) => s.by === 'there')!;
+    // Sections of this group that started after the other group called and before it got in:
+    // the bound of README "How waiting works" (the one running when it called is not counted).
+    const passedBy = sections.filter(
+      (s) => s.by === 'here' && s.start > calledAt && s.start < theirs.start,
+    );
+    expect(passedBy.length).toBeLessThanOrEqual(LOCAL_HANDOFFS);
+    // FIFO within the hammering group, across the other group's turn.
+    const ours = sections.filter((s) => s.by === 'here').sort((a, b) => a.start - b.start);
+    expect(ours.map((s) => s.index)).toEqual(ours.map((_, i) => i));
+  });
+});
+
+describe('REFILL', () => {
+  const keys = (prefix: string, key: string): string[] => {
+    const rk = lockRedisKey(prefix, key);
+    return [rk, `${rk}:fence`, `${rk}:wait`, `${rk}:q`, `${rk}:qm`, `${rk}:h`];
+  };
+  const refill = (k: string[], token: string, count: number) =>
+    redis.eval(REFILL_SCRIPT, 6, ...k, token, -count) as Promise<number[]>;
+
+  it('mints a block above every fence only for the holding token, and tells who is queued', async () => {
+    const k = keys(uniquePrefix('refill'), 'job:r');
+    await redis.set(k[0], 'mine.1', 'PX', 10_000);
+    await redis.set(k[1], '1000');
+    expect(await refill(k, 'theirs.1', 5)).toEqual([0]);
+    const [ok, first, others] = await refill(k, 'mine.1', 5);
+    expect([ok, others]).toEqual([1, 0]);
+    // Never below the server's clock (microseconds) on a single node, and above the counter.
+    expect(first).toBeGreaterThan(1000);
+    const [, second] = await refill(k, 'mine.1', 5);
+    expect(second).toBeGreaterThanOrEqual(first + 5);
+    // The lease is left alone (renewals are the watchdog's).
+    expect(await redis.pttl(k[0])).toBeLessThanOrEqual(10_000);
+
+    const serverMs = Number((await redis.time())[0]) * 1000;
+    // A waiter of this process queued, and one of another process whose deadline passed: nobody.
+    await redis.zadd(k[3], 1, 'mine.2', 2, 'gone.1');
+    await redis.hset(k[4], 'mine.2', `1000:${serverMs + 60_000}`, 'gone.1', `1000:${serverMs - 1}`);
+    expect((await refill(k, 'mine.1', 5))[2]).toBe(0);
+    // A live waiter of another process (a reader's entry too): someone else waits.
+    await redis.zadd(k[3], 3, 'other.1');
+    await redis.hset(k[4], 'other.1', `1000:${serverMs + 60_000}:r`);
+    expect((await refill(k, 'mine.1', 5))[2]).toBe(1);
+    await redis.del(...k);
+  });
+});
+
+describe('across OS processes', () => {
+  it('keeps exclusion and fence order when a second process joins a key passed on in memory', async () => {
+    const id = randomBytes(4).toString('hex');
+    const config = (calls: number): CounterScenario => ({
+      scenario: 'counter',
+      clients: [server.url],
+      keyPrefix: `hot:${id}:`,
+      dataUrl: server.url,
+      dataPrefix: `hot:${id}:data:`,
+      timeoutMs: 45_000,
+      waitTimeout: 40_000,
+      names: ['n'],
+      calls,
+      delayMs: 2,
+      locked: true,
+    });
+    const first = spawnWorker(config(120));
+    const second = spawnWorker(config(30));
+    await Promise.all([first.ready, second.ready]);
+    let joined = false;
+    const joins = new Promise<void>((resolve) =>
+      first.onLine(() => {
+        // The first process alone for a while: well past localHandoffs, fences refilled.
+        if (!joined && first.lines.filter((l) => l.type === 'hold').length >= 20) {
+          joined = true;
+          second.go();
+          resolve();
+        }
+      }),
+    );
+    first.go();
+    await within(joins, 30_000, 'the first process passing 20 sections');
+    const results = await Promise.all([first.exited, second.exited]);
+    for (const r of results)
+      expect({ code: r.code, why: describeResult(r) }).toMatchObject({ code: 0 });
+
+    expect(await redis.get(`hot:${id}:data:n`)).toBe('150');
+    const holds = results.flatMap((r, p) =>
+      r.lines.flatMap((l) => (l.type === 'hold' ? [{ ...l, by: String(p), index: 0 }] : [])),
+    );
+    expect(holds).toHaveLength(150);
+    expect(describeOverlaps(findOverlaps(holds))).toBe('');
+    expect(fencesNotIncreasing(holds)).toEqual([]);
+    // The second process was not starved: it got in while the first still had callers.
+    const lastOfFirst = Math.max(...holds.filter((h) => h.by === '0').map((h) => h.start));
+    const firstOfSecond = Math.min(...holds.filter((h) => h.by === '1').map((h) => h.start));
+    expect(firstOfSecond).toBeLessThan(lastOfFirst);
+  });
+});
