@@ -751,6 +751,9 @@ export class LockClient implements LockBackend {
    */
   private async passOn(lease: Lease, line: KeyLine, next: Waiter): Promise<void> {
     const limit = this.settings.localHandoffs;
+    // Staying here past the bound needs the notices of other processes: listen (once).
+    if (this.fair && limit > 0 && !this.notifier.listening)
+      this.notifier.ready().catch(() => undefined);
     // Past the bound only while this process heard every notice since nobody else was queued
     // (a notice lost while its subscriber reconnected would otherwise keep the key here).
     const quiet = this.fair && this.notifier.heardSince(line.quietSince);
