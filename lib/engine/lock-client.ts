@@ -755,8 +755,14 @@ export class LockClient implements LockBackend {
     if (this.fair && limit > 0 && !this.notifier.listening)
       this.notifier.ready().catch(() => undefined);
     // Past the bound only while this process heard every notice since nobody else was queued
-    // (a notice lost while its subscriber reconnected would otherwise keep the key here).
-    const quiet = this.fair && this.notifier.heardSince(line.quietSince);
+    // (a notice lost while its subscriber reconnected would otherwise keep the key here), and
+    // for QUIET_PROOF_MS at most: then the key goes public once more, which proves it again (a
+    // notice can be lost without the subscriber noticing, as in a failover).
+    const { quietSince } = line;
+    const quiet =
+      this.fair &&
+      performance.now() - quietSince < QUIET_PROOF_MS &&
+      this.notifier.heardSince(quietSince);
     if (line.mayHandOff(limit, quiet) && performance.now() < lease.validUntil) {
       const inMemory = next.enqueued ? undefined : this.leases.passedOn(lease, next);
       const handed = inMemory ?? (await this.handoff(lease, next));
@@ -1052,6 +1058,12 @@ export class LockClient implements LockBackend {
 }
 
 const RESOLVED: Promise<void> = Promise.resolve();
+
+/**
+ * How long a release that found nobody else queued lets a hot key stay in its process past
+ * `localHandoffs` (a waiter of another process whose notice was lost waits at most about this).
+ */
+const QUIET_PROOF_MS = 1_000;
 
 /** A share as the scripts take it: 'r' for a read hold, N for permits of N. */
 function shareArg(share: Share | undefined): string | undefined {
