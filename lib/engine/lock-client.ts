@@ -18,6 +18,7 @@ import { ServerClock } from '../redis/server-clock';
 import type { KeyLine as Line, LineListener } from './key-line';
 
 type KeyLine = Line<Waiter>;
+import { KeyCounts } from './key-counts';
 import { KeyLines } from './key-lines';
 import { Lease, type LeaseTaker, Leases } from './lease';
 import {
@@ -79,7 +80,7 @@ export class LockClient implements LockBackend {
   /** Shared holds waiting for a grant, by token: who takes the lease. */
   private readonly sharedGrants = new Map<string, SharedGrantee>();
   /** Keys with shared holds or waits of this process, and how many. */
-  private readonly sharedKeys = new Map<string, number>();
+  private readonly sharedKeys = new KeyCounts();
   /** Fences a REFILL reserves for a key passed on in memory (single node). */
   private readonly refillBlock: number;
   /** A hold passed on in memory with fewer spare fences than this asks for a REFILL. */
@@ -87,7 +88,7 @@ export class LockClient implements LockBackend {
   /** One plain node: its clock, bounded against ours, lets a fresh grant hold at once. */
   private readonly serverClock?: ServerClock;
   /** Per key (single node): shared waits of this process queued in Redis right now. */
-  private readonly sharedWaits = new Map<string, number>();
+  private readonly sharedWaits = new KeyCounts();
   /** Per key (single node): permit waits of this process queued in Redis, oldest first. */
   private readonly permitWaits = new Map<string, Set<PermitWait>>();
   /** Per key: the read hold of this process that later readers of this process may join. */
@@ -395,13 +396,11 @@ export class LockClient implements LockBackend {
       const deadline = taker.startedAt + waitTimeout;
       const ctx = this.sharedWaitContext(keys, share, taker);
       if (!queued) return await waitForKeys(ctx, keys, taker, deadline, signal);
-      this.sharedWaits.set(keys[0], (this.sharedWaits.get(keys[0]) ?? 0) + 1);
+      this.sharedWaits.add(keys[0]);
       try {
         return await waitForKeys(ctx, keys, taker, deadline, signal);
       } finally {
-        const n = this.sharedWaits.get(keys[0])! - 1;
-        if (n > 0) this.sharedWaits.set(keys[0], n);
-        else this.sharedWaits.delete(keys[0]);
+        this.sharedWaits.remove(keys[0]);
       }
     } catch (err) {
       this.sharedDone(keys);
@@ -693,15 +692,11 @@ export class LockClient implements LockBackend {
   }
 
   private sharedStarted(keys: readonly string[]): void {
-    for (const key of keys) this.sharedKeys.set(key, (this.sharedKeys.get(key) ?? 0) + 1);
+    for (const key of keys) this.sharedKeys.add(key);
   }
 
   private sharedDone(keys: readonly string[]): void {
-    for (const key of keys) {
-      const n = (this.sharedKeys.get(key) ?? 1) - 1;
-      if (n > 0) this.sharedKeys.set(key, n);
-      else this.sharedKeys.delete(key);
-    }
+    for (const key of keys) this.sharedKeys.remove(key);
   }
 
   // ---------------------------------------------------------------- holding and passing on
