@@ -565,9 +565,8 @@ export class LockClient implements LockBackend {
   private giveBackShare(lease: Lease): Promise<void> {
     this.tokens.drop(lease.token);
     const sentAt = performance.now();
-    return this.protocol
-      .releaseShare(lease.keys, lease.token)
-      .then((grants) => this.answered(lease.keys, grants, sentAt));
+    const granted = (grants: readonly ReleaseGrant[]) => this.answered(lease.keys, grants, sentAt);
+    return this.protocol.release(lease.keys, lease.token, false, granted).then(() => undefined);
   }
 
   /**

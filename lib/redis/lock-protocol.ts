@@ -314,8 +314,10 @@ export class LockProtocol {
   /**
    * Gives the keys of `token` back (compare-and-delete: never someone else's lock), granting
    * each to its oldest waiter queued in Redis. `lean` (one key, nobody known to wait): FREE
-   * first, RELEASE only when it finds someone queued for a grant. `onGrants` (single node) hears
-   * what the release granted, as soon as its answer comes.
+   * first, RELEASE only when it finds someone queued for a grant. A share (read hold, permit) is
+   * given back the same way. `onGrants` (single node) hears what the release granted (locks and
+   * shares, to queued waiters of any process), as soon as its answer comes, so a grantee of this
+   * process can hold without waiting for the grant message.
    * @returns whether racing waiters were woken (a PUBLISH on some node)
    * @throws LockBackendError when no majority of nodes could be told
    */
@@ -343,26 +345,6 @@ export class LockProtocol {
       (r) => !(r instanceof Error),
       conclude,
     );
-  }
-
-  /**
-   * Gives a share (read hold, permit) back as `release` does. On a single node the answer also
-   * names the shares the release granted (to queued waiters of any process), so a grantee of
-   * this process can take its share from the answer, without waiting for the grant message.
-   * @throws LockBackendError when no majority of nodes could be told
-   */
-  async releaseShare(keys: readonly string[], token: string): Promise<readonly ReleaseGrant[]> {
-    if (this.nodes.length > 1) {
-      await this.release(keys, token, false);
-      return [];
-    }
-    const args: [string, '0' | '1', number] = [token, '0', this.fenceArg(this.settings.block)];
-    const replies = await Promise.all(
-      this.space.units(keys).map((u) => this.runner.run(this.nodes[0], RELEASE, u, args)),
-    ).catch((e: unknown) => {
-      throw new LockBackendError(keys, [asError(e)], 'release');
-    });
-    return replies.flatMap((r) => r.grants);
   }
 
   /**
@@ -436,11 +418,6 @@ export class LockProtocol {
   }
 
   /**
-   * Swaps the owner token of `keys` from `token` to `next.token` in one script, minting new
-   * fences. Undefined when `token` no longer held the keys on a majority, or the new lease would
-   * already be over (the caller then releases publicly).
-   */
-  /**
    * PASS_SHARE (single node, one key): the permit `token` holds passes to `next`, a waiter of
    * this process, in one round trip: the share stays the holder token's, renewed to `next`'s
    * lease, with a new fence; `next`'s queue entry goes. Undefined when the share was lost.
@@ -462,6 +439,11 @@ export class LockProtocol {
     return { kind: 'ok', fences: [fence], start, spare: 0, uncontended: false };
   }
 
+  /**
+   * Swaps the owner token of `keys` from `token` to `next.token` in one script, minting new
+   * fences. Undefined when `token` no longer held the keys on a majority, or the new lease would
+   * already be over (the caller then releases publicly).
+   */
   async handoff(
     keys: readonly string[],
     token: string,
@@ -750,7 +732,11 @@ export class LockProtocol {
       return;
     }
     Promise.all(units.map((u) => this.runner.run(node, RELEASE, u, args))).then(
-      (replies) => answer(replies.some((r) => r.published > 0)),
+      (replies) => {
+        const grants = replies.flatMap((r) => r.grants);
+        if (grants.length > 0) onGrants?.(grants);
+        answer(replies.some((r) => r.published > 0));
+      },
       (e: unknown) => answer(asError(e)),
     );
   }
