@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { ReplicaAcks, Taken } from '../redis/lock-protocol';
+import { GRANT_CLAIM_MS } from '../redis/lock.scripts';
 import type { ShareGroup } from './share-group';
 
 /**
@@ -139,6 +140,27 @@ export class Leases {
   }
 
   /**
+   * A reader of this process joins the read share `base` holds, with no round trip: the same
+   * token and fence, and the share's validity (see ShareGroup).
+   */
+  joined(base: Lease, group: ShareGroup, ttl: number): Lease {
+    const lease = new Lease(
+      base.keys,
+      base.token,
+      base.fences,
+      0,
+      ttl,
+      false,
+      group.validUntil,
+      Date.now(),
+      0,
+    );
+    lease.share = 'read';
+    lease.group = group;
+    return lease;
+  }
+
+  /**
    * The lease passed to the next caller of this process with no round trip: Redis keeps the
    * process's token, the caller gets the next fence of the reserved block and the rest of the
    * lease. Only while the lease in Redis was set or renewed moments ago (the new holder gets at
@@ -162,4 +184,26 @@ export class Leases {
       lease.acks,
     );
   }
+}
+
+/**
+ * What a grant held before its claim is confirmed gives (granted by a release of this process,
+ * or surely inside its window by the server's clock): the key for its claim window only (the
+ * taker's `ttl`, at most GRANT_CLAIM_MS) from `start`, renewed to the full lease beside the
+ * holder.
+ * @internal
+ */
+export function claimWindow(
+  grant: { readonly fence: number; readonly spare: number },
+  start: number,
+  ttl: number,
+): Taken {
+  return {
+    kind: 'ok',
+    fences: [grant.fence],
+    start,
+    spare: grant.spare,
+    uncontended: false,
+    ttl: Math.min(ttl, GRANT_CLAIM_MS),
+  };
 }

@@ -20,7 +20,7 @@ import type { KeyLine as Line, LineListener } from './key-line';
 type KeyLine = Line<Waiter>;
 import { KeyCounts } from './key-counts';
 import { KeyLines } from './key-lines';
-import { Lease, type LeaseTaker, Leases } from './lease';
+import { claimWindow, type Lease, type LeaseTaker, Leases } from './lease';
 import {
   type Granted,
   type MultiKeyWaitContext,
@@ -464,14 +464,7 @@ export class LockClient implements LockBackend {
                 stop();
                 // Held from now on: the grant message still on its way is ignored.
                 this.tokens.hold(token);
-                deliver({
-                  kind: 'ok',
-                  fences: [fence],
-                  start: sentAt,
-                  spare: 0,
-                  uncontended: false,
-                  ttl: Math.min(waiter.ttl, GRANT_CLAIM_MS),
-                });
+                deliver(claimWindow({ fence, spare: 0 }, sentAt, waiter.ttl));
               },
             });
             if (typeof share === 'number' && this.settings.localHandoffs > 0) {
@@ -517,7 +510,7 @@ export class LockClient implements LockBackend {
       lease.group = new ShareGroup(taker.ttl, taker.startedAt, lease.validUntil);
       this.openReads.set(keys[0], lease);
       // Joins need the writer notices of the grant channel: listen (once) if not yet.
-      if (!this.notifier.heardSince(taker.startedAt)) this.notifier.ready().catch(() => undefined);
+      this.notifier.listenInBackground();
     }
     if (lease.ttl < taker.ttl) this.renewLater(lease, taker.ttl);
     return lease;
@@ -617,20 +610,7 @@ export class LockClient implements LockBackend {
     group.joined();
     this.sharedStarted(keys);
     this.stats.readJoins++;
-    const lease = new Lease(
-      base.keys,
-      base.token,
-      base.fences,
-      0,
-      ttl,
-      false,
-      group.validUntil,
-      Date.now(),
-      0,
-    );
-    lease.share = 'read';
-    lease.group = group;
-    return lease;
+    return this.leases.joined(base, group, ttl);
   }
 
   /**
@@ -700,8 +680,12 @@ export class LockClient implements LockBackend {
 
   // ---------------------------------------------------------------- holding and passing on
 
-  /** The lease a round took; a single key's line counts it as held. */
-  private hold(keys: readonly string[], taker: LeaseTaker, taken: Taken): Lease {
+  /**
+   * The lease a round took; a single key's line counts it as held. One set for a claim window
+   * only is renewed to the taker's full lease: at once (`claimNow`: the claim must be on its way
+   * before the holder runs), or later if it still holds then (`renewLater`).
+   */
+  private hold(keys: readonly string[], taker: LeaseTaker, taken: Taken, claimNow = false): Lease {
     const lease = this.leases.taken(keys, taker, taken);
     if (keys.length === 1) {
       const line = this.lines.of(keys[0]);
@@ -711,7 +695,10 @@ export class LockClient implements LockBackend {
     }
     // Only a token that queued in Redis can be granted a key: a first try's needs no entry.
     if (!lease.uncontended) this.tokens.hold(taker.token);
-    if (lease.ttl < taker.ttl) this.renewLater(lease, taker.ttl);
+    if (lease.ttl < taker.ttl) {
+      if (claimNow) void this.extend(lease, taker.ttl).catch(() => undefined);
+      else this.renewLater(lease, taker.ttl);
+    }
     return lease;
   }
 
@@ -723,7 +710,7 @@ export class LockClient implements LockBackend {
    */
   private renewLater(lease: Lease, ttl: number): void {
     const timer = setTimeout(() => {
-      // Released, over, or renewed meanwhile (a grant held at once claims it at once).
+      // Released, over, or renewed meanwhile (by its watchdog).
       if (lease.released || !lease.validAt(performance.now()) || lease.ttl >= ttl) return;
       void this.extend(lease, ttl).catch(() => undefined);
     }, lease.ttl / 3);
@@ -746,8 +733,7 @@ export class LockClient implements LockBackend {
   private async passOn(lease: Lease, line: KeyLine, next: Waiter): Promise<void> {
     const limit = this.settings.localHandoffs;
     // Staying here past the bound needs the notices of other processes: listen (once).
-    if (this.fair && limit > 0 && !this.notifier.listening)
-      this.notifier.ready().catch(() => undefined);
+    if (this.fair && limit > 0) this.notifier.listenInBackground();
     // Past the bound only while this process heard every notice since nobody else was queued
     // (a notice lost while its subscriber reconnected would otherwise keep the key here), and
     // for QUIET_PROOF_MS at most: then the key goes public once more, which proves it again (a
@@ -786,10 +772,9 @@ export class LockClient implements LockBackend {
         return;
       }
       if (r !== 'notOurs') {
-        // Nobody else was queued: the key stays here until someone is (heard by a notice, so
-        // this process must listen for them).
+        // Nobody else was queued: the key stays here until someone is (heard by a notice: this
+        // process listens since the start of this passOn).
         line.nobodyElseSince(mark, sentAt);
-        if (!this.notifier.listening) this.notifier.ready().catch(() => undefined);
         this.stats.localHandoffs++;
         this.tokens.hold(next.token);
         return this.handTo(lease, this.leases.taken(lease.keys, next, r), line, next);
@@ -956,17 +941,7 @@ export class LockClient implements LockBackend {
     if (end === undefined) return undefined;
     const start = end - claim;
     if (this.leases.validUntil(start, claim) - performance.now() < claim / 2) return undefined;
-    const taken: Taken = {
-      kind: 'ok',
-      fences: [grant.fence],
-      start,
-      spare: grant.spare,
-      uncontended: false,
-      ttl: claim,
-    };
-    const lease = this.hold(keys, taker, taken);
-    if (claim < taker.ttl) void this.extend(lease, taker.ttl).catch(() => undefined);
-    return lease;
+    return this.hold(keys, taker, claimWindow(grant, start, taker.ttl), true);
   }
 
   // ---------------------------------------------------------------- waiting

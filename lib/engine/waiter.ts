@@ -1,13 +1,12 @@
 import { performance } from 'node:perf_hooks';
 import { LockBackendError, LockNotAcquiredError } from '../errors';
 import type { Outcome, ReplicaAcks, Taken } from '../redis/lock-protocol';
-import { GRANT_CLAIM_MS } from '../redis/lock.scripts';
 import { type DeadlineListener, DeadlineTimer } from './deadline-timer';
 import type { KeyLine } from './key-line';
 
 /** A key line of waiters. */
 type WaiterLine = KeyLine<Waiter>;
-import type { Lease, LeaseTaker } from './lease';
+import { claimWindow, type Lease, type LeaseTaker } from './lease';
 import {
   abortReason,
   FRESH_ANSWER_MS,
@@ -198,16 +197,7 @@ export class Waiter implements LeaseTaker, DeadlineListener {
    */
   answered(grant: GrantedKey, sentAt: number): void {
     if (this.done || this.attempting || this.grant) return;
-    const lease = this.ctx.hold(this.keys, this, {
-      kind: 'ok',
-      fences: [grant.fence],
-      start: sentAt,
-      spare: grant.spare,
-      uncontended: false,
-      ttl: Math.min(this.ttl, GRANT_CLAIM_MS),
-    });
-    this.finish();
-    this.resolve(lease);
+    this.handOver(this.ctx.hold(this.keys, this, claimWindow(grant, sentAt, this.ttl)));
   }
 
   /** Nudges the waiter to try over the network now (remembered if it is busy). */
@@ -310,8 +300,7 @@ export class Waiter implements LeaseTaker, DeadlineListener {
     this.grant = undefined;
     const lease = this.ctx.holdAtOnce(this.keys, this, grant);
     if (lease) {
-      this.finish();
-      this.resolve(lease);
+      this.handOver(lease);
       return;
     }
     this.attempting = true;

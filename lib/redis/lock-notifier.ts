@@ -174,6 +174,14 @@ export class LockNotifier {
     return this.opening.promise;
   }
 
+  /**
+   * Subscribes to the own channel in the background unless subscribed already (for notices that
+   * are worth hearing but nobody waits for: a failure only means they are not heard).
+   */
+  listenInBackground(): void {
+    if (this.upCount === 0) this.ready().catch(() => undefined);
+  }
+
   /** Whether some node's subscriber is subscribed to the own channel right now. */
   get listening(): boolean {
     return this.upCount > 0;
