@@ -72,3 +72,17 @@ export const PEER_COLOR: Record<PeerName, string> = {
   'ours-permits5': '#146b33',
   semaphore5: '#5a6f98',
 };
+
+/**
+ * The head of a report section with one table: a blank line, the `## title`, the text that
+ * explains it, and the table's header and separator rows.
+ */
+export const tableSection = (title: string, text: string, columns: readonly string[]): string[] => [
+  '',
+  `## ${title}`,
+  '',
+  text,
+  '',
+  `| ${columns.join(' | ')} |`,
+  `|${'---|'.repeat(columns.length)}`,
+];

@@ -4,7 +4,7 @@
  * chart of heap and event-loop delay over time (latest-scale.svg).
  */
 import type { HoldsResult, TimeSample, WaitersResult } from './protocol';
-import { esc, fmt, PEER_COLOR, PEER_LABEL, pf } from './report-format';
+import { esc, fmt, PEER_COLOR, PEER_LABEL, pf, tableSection } from './report-format';
 import type { CaseSummary } from './run';
 
 /** PRODUCT.md section 4, the scale targets. */
@@ -113,17 +113,27 @@ export function scaleMarkdown(summaries: CaseSummary[]): string[] {
   const of = (scenario: string) => summaries.filter((s) => s.def.scenario === scenario);
   const handoff = of('handoff');
   if (handoff.length) {
-    L.push('', '## Cross-process handoff (one node, 2 processes x 1 caller, 1 ms section)', '');
     L.push(
-      'Every handoff crosses processes. Gap = section end (before its release) -> the next section ' +
-        'starts in the other process, on the shared monotonic clock. Split: the releasing call ' +
-        'resolved in the releasing process (its round trip); the grant message heard by a probe ' +
-        "subscriber (a connection of its own, `PSUBSCRIBE nest-locked:g:*`) in the next holder's " +
-        'process (Redis: the release script, PUBLISH, delivery); heard -> the next section starts ' +
-        "(the waiter's event loop and our code). Peers that poll have no grant message (`-`).",
-      '',
-      '| peer | sections/s | gap p50 ms | gap p99 ms | release resolved p50 | grant heard p50 / p99 | heard -> section p50 / p99 | handoffs | n |',
-      '|---|---|---|---|---|---|---|---|---|',
+      ...tableSection(
+        'Cross-process handoff (one node, 2 processes x 1 caller, 1 ms section)',
+        'Every handoff crosses processes. Gap = section end (before its release) -> the next section ' +
+          'starts in the other process, on the shared monotonic clock. Split: the releasing call ' +
+          'resolved in the releasing process (its round trip); the grant message heard by a probe ' +
+          "subscriber (a connection of its own, `PSUBSCRIBE nest-locked:g:*`) in the next holder's " +
+          'process (Redis: the release script, PUBLISH, delivery); heard -> the next section starts ' +
+          "(the waiter's event loop and our code). Peers that poll have no grant message (`-`).",
+        [
+          'peer',
+          'sections/s',
+          'gap p50 ms',
+          'gap p99 ms',
+          'release resolved p50',
+          'grant heard p50 / p99',
+          'heard -> section p50 / p99',
+          'handoffs',
+          'n',
+        ],
+      ),
     );
     for (const s of handoff) {
       const h = s.handoff;
@@ -134,16 +144,16 @@ export function scaleMarkdown(summaries: CaseSummary[]): string[] {
   }
   const many = of('many');
   if (many.length) {
-    L.push('', '## Many keys at once (each caller on its own key, one process)', '');
     L.push(
-      'N concurrent callers, each looping lock + unlock on a key of its own (one connection per ' +
-        'server for every peer). Every peer in one process, blocks of 8 cycles per caller, order ' +
-        'shuffled each round, after the uncontended warm-up and at least 4,000 untimed cycles of ' +
-        'the same blocks (the concurrent path compiled); x floor: each block over the floor ' +
-        'block of the same round.',
-      '',
-      '| callers | peer | cycles/s | x floor | client CPU µs/cycle | client cmds/cycle | n |',
-      '|---|---|---|---|---|---|---|',
+      ...tableSection(
+        'Many keys at once (each caller on its own key, one process)',
+        'N concurrent callers, each looping lock + unlock on a key of its own (one connection per ' +
+          'server for every peer). Every peer in one process, blocks of 8 cycles per caller, order ' +
+          'shuffled each round, after the uncontended warm-up and at least 4,000 untimed cycles of ' +
+          'the same blocks (the concurrent path compiled); x floor: each block over the floor ' +
+          'block of the same round.',
+        ['callers', 'peer', 'cycles/s', 'x floor', 'client CPU µs/cycle', 'client cmds/cycle', 'n'],
+      ),
     );
     for (const s of many) {
       L.push(
@@ -153,18 +163,30 @@ export function scaleMarkdown(summaries: CaseSummary[]): string[] {
   }
   const holds = of('holds');
   if (holds.length) {
-    L.push('', '## Many holds in one process', '');
     L.push(
-      'N distinct keys taken 256 at a time and kept, renewed by each peer as it does (ours: ' +
-        '`LockService.acquire`, watchdog on, ttl 30 s, renewed every 10 s; redlock 5: `using`, ' +
-        'extends ~0.5 s before the end; redis-semaphore: `Mutex` with lockTimeout 30 s, refresh ' +
-        'every 24 s), then all released. Heap per hold: collected heap with every hold minus before ' +
-        'the first. Commands/s: client-sent over the hold phase only (after the last acquire). ' +
-        'Event-loop delay: `monitorEventLoopDelay` over the hold phase. Unbatched = one renewal ' +
-        'per hold per ttl/3.',
-      '',
-      '| peer | holds | acquire s | heap per hold | heap before / held / after release (collected) | commands/s in hold (unbatched) | loop delay p50 / p99 / max ms | lost | release s | left in Redis | n |',
-      '|---|---|---|---|---|---|---|---|---|---|---|',
+      ...tableSection(
+        'Many holds in one process',
+        'N distinct keys taken 256 at a time and kept, renewed by each peer as it does (ours: ' +
+          '`LockService.acquire`, watchdog on, ttl 30 s, renewed every 10 s; redlock 5: `using`, ' +
+          'extends ~0.5 s before the end; redis-semaphore: `Mutex` with lockTimeout 30 s, refresh ' +
+          'every 24 s), then all released. Heap per hold: collected heap with every hold minus before ' +
+          'the first. Commands/s: client-sent over the hold phase only (after the last acquire). ' +
+          'Event-loop delay: `monitorEventLoopDelay` over the hold phase. Unbatched = one renewal ' +
+          'per hold per ttl/3.',
+        [
+          'peer',
+          'holds',
+          'acquire s',
+          'heap per hold',
+          'heap before / held / after release (collected)',
+          'commands/s in hold (unbatched)',
+          'loop delay p50 / p99 / max ms',
+          'lost',
+          'release s',
+          'left in Redis',
+          'n',
+        ],
+      ),
     );
     for (const s of holds) {
       if (s.n === 0) {
@@ -183,16 +205,26 @@ export function scaleMarkdown(summaries: CaseSummary[]): string[] {
   }
   const waiters = of('waiters');
   if (waiters.length) {
-    L.push('', '## Many waiters on one key (ours)', '');
     L.push(
-      'One holder; then N callers of `LockService.acquire` on the same key in one process (every ' +
-        '10th with `waitTimeout: 200` ms: it must time out in the line), weighed once all are in ' +
-        'line; then the holder releases and each caller takes and releases the key in turn. Grant ' +
-        'cost: mean ms between consecutive grants per tenth of the line, from the longest line to ' +
-        'the shortest. Peers that poll (redlock, redis-semaphore) have no line to measure: not run.',
-      '',
-      '| waiters | heap per waiter | ms per grant by tenth of the line (line length) | CPU µs per grant | out of order | granted / timed out / other | drain s | loop delay p99 (max of 250 ms windows) | left in Redis |',
-      '|---|---|---|---|---|---|---|---|---|',
+      ...tableSection(
+        'Many waiters on one key (ours)',
+        'One holder; then N callers of `LockService.acquire` on the same key in one process (every ' +
+          '10th with `waitTimeout: 200` ms: it must time out in the line), weighed once all are in ' +
+          'line; then the holder releases and each caller takes and releases the key in turn. Grant ' +
+          'cost: mean ms between consecutive grants per tenth of the line, from the longest line to ' +
+          'the shortest. Peers that poll (redlock, redis-semaphore) have no line to measure: not run.',
+        [
+          'waiters',
+          'heap per waiter',
+          'ms per grant by tenth of the line (line length)',
+          'CPU µs per grant',
+          'out of order',
+          'granted / timed out / other',
+          'drain s',
+          'loop delay p99 (max of 250 ms windows)',
+          'left in Redis',
+        ],
+      ),
     );
     for (const s of waiters) {
       for (const w of waitersOf(s)) {

@@ -4,7 +4,7 @@
  */
 import { PERMITS, type PeerName, TOPOLOGIES } from './protocol';
 import type { CaseSummary, Options } from './run';
-import { fmt, oneLine, pf, range, topCommands } from './report-format';
+import { fmt, oneLine, pf, range, tableSection, topCommands } from './report-format';
 
 export const SHARED_TARGETS = {
   /** Read-heavy (95% reads): read holds vs the exclusive lock, same load. */
@@ -120,19 +120,32 @@ export function sharedHoldsMarkdown(
   const L: string[] = [];
   const rw = summaries.filter((s) => s.def.scenario === 'readheavy');
   if (rw.length) {
-    L.push('', '## Read-heavy: read holds vs the exclusive lock, same load', '');
     L.push(
-      'One key, 1 ms section; each caller draws 5% writes and 95% reads from a fixed seed (the ' +
-        'same calls for both peers). Exclusive: every call takes the exclusive lock ' +
-        `(${o.hotIterations} iterations per caller); read holds: reads \`mode: 'read'\`, writes ` +
-        `\`mode: 'write'\` on the same key (${o.rwIterations} iterations per caller, so both runs ` +
-        'last about as long). Writer wait: from the call to entering the section, writes only. ' +
-        'Overlaps: writes that overlapped any other section (reads may overlap each other).',
-      '',
-    );
-    L.push(
-      '| config | peer | sections/s | speedup | >= 10x | wait p50 ms | wait p99 ms | writer wait p99 ms | writes per run | client cmds/section | client / redis CPU µs per section | failed acquires | overlaps | n |',
-      '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+      ...tableSection(
+        'Read-heavy: read holds vs the exclusive lock, same load',
+        'One key, 1 ms section; each caller draws 5% writes and 95% reads from a fixed seed (the ' +
+          'same calls for both peers). Exclusive: every call takes the exclusive lock ' +
+          `(${o.hotIterations} iterations per caller); read holds: reads \`mode: 'read'\`, writes ` +
+          `\`mode: 'write'\` on the same key (${o.rwIterations} iterations per caller, so both runs ` +
+          'last about as long). Writer wait: from the call to entering the section, writes only. ' +
+          'Overlaps: writes that overlapped any other section (reads may overlap each other).',
+        [
+          'config',
+          'peer',
+          'sections/s',
+          'speedup',
+          '>= 10x',
+          'wait p50 ms',
+          'wait p99 ms',
+          'writer wait p99 ms',
+          'writes per run',
+          'client cmds/section',
+          'client / redis CPU µs per section',
+          'failed acquires',
+          'overlaps',
+          'n',
+        ],
+      ),
     );
     for (const s of rw) {
       const label = LABEL[s.def.peer] ?? s.def.peer;
