@@ -91,6 +91,17 @@ interface Behaviour {
   share?: Share;
 }
 
+/** A locked call in progress: what `runHeld` runs, and the promise it settles. */
+interface HeldCall {
+  readonly needed: readonly string[];
+  readonly b: Behaviour;
+  readonly fn: () => unknown;
+  readonly parent: LockScope | undefined;
+  readonly segment: number | undefined;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (reason: unknown) => void;
+}
+
 const settle = async <T>(value: T | Promise<T>): Promise<T> => value;
 
 /** What `finish` returns for a hold already finished. */
@@ -408,8 +419,12 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     return this.runWith(undefined, needed, b, fn, scope, undefined, signal) as Promise<never>;
   }
 
-  /** Runs `fn` under `given`, or under the keys `needed`, taken first. */
-  private async runWith(
+  /**
+   * Runs `fn` under `given`, or under the keys `needed`, taken first. Not async: one promise
+   * carries the call from the acquire to the release's answer (every async step would make a
+   * promise of its own, and with the lock context's async hooks each promise allocates more).
+   */
+  private runWith(
     given: ActiveHold | undefined,
     needed: readonly string[],
     b: Behaviour,
@@ -418,32 +433,40 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     segment?: number,
     signal?: AbortSignal,
   ): Promise<unknown> {
-    let hold = given;
-    if (!hold) {
-      // `take` inlined: one async step less per call on the path of every locked call.
-      let lease: Lease;
-      try {
-        lease = await b.client.acquire(needed, acquireRequest(b, signal));
-      } catch (err) {
-        throw this.refused(err, b);
-      }
-      hold = this.start(lease, b);
-    }
-    const scope = new HoldScope(hold, b.clientName, needed, parent, segment);
+    return new Promise((resolve, reject) => {
+      const call: HeldCall = { needed, b, fn, parent, segment, resolve, reject };
+      if (given) return this.runHeld(given, call);
+      b.client.acquire(needed, acquireRequest(b, signal)).then(
+        (lease) => {
+          let hold: ActiveHold;
+          try {
+            hold = this.start(lease, b);
+          } catch (err) {
+            return reject(err);
+          }
+          this.runHeld(hold, call);
+        },
+        (err: unknown) => reject(this.refused(err, b)),
+      );
+    });
+  }
 
+  /** Runs the call's method under `hold`; its promise settles once the hold is released. */
+  private runHeld(hold: ActiveHold, call: HeldCall): void {
+    const { b, resolve, reject } = call;
+    const scope = new HoldScope(hold, b.clientName, call.needed, call.parent, call.segment);
     let result: unknown;
     try {
-      result = LockContext.run(scope, fn);
+      result = LockContext.run(scope, call.fn);
     } catch (err) {
-      await this.finish(hold);
-      throw err;
+      return this.finishThen(hold, () => reject(err));
     }
-    if (isObservable(result)) return this.holdObservable(result, scope, hold);
-    try {
-      return await result;
-    } finally {
-      await this.finish(hold);
-    }
+    if (isObservable(result)) return resolve(this.holdObservable(result, scope, hold));
+    // As `await result` would: a thenable is followed, any other value is the result.
+    Promise.resolve(result).then(
+      (value) => this.finishThen(hold, () => resolve(value)),
+      (err: unknown) => this.finishThen(hold, () => reject(err)),
+    );
   }
 
   /** An Observable keeps the lock until it completes, errors or is unsubscribed. */
@@ -568,6 +591,12 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
    */
   private finish(hold: ActiveHold): Promise<void> {
     if (!hold.active) return DONE;
+    return new Promise((resolve) => this.finishThen(hold, resolve));
+  }
+
+  /** `finish`, then `done` (at once for a hold already finished). Never throws. */
+  private finishThen(hold: ActiveHold, done: () => void): void {
+    if (!hold.active) return done();
     this.holds.remove(hold);
     hold.watchdog?.stop();
     hold.active = false;
@@ -575,24 +604,25 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     const held = Date.now() - lease.acquiredAt;
     // Kept for minHold, the key is busy that long whatever the method took.
     this.recordHold(client.name, lease.keys, Math.max(held, hold.minHold));
-    let releasing: Promise<void>;
-    try {
-      releasing =
-        hold.minHold > held
-          ? client.releaseByExpiry(lease, hold.minHold - held)
-          : client.release(lease);
-    } catch (err) {
-      releasing = Promise.reject(err);
-    }
-    return releasing.then(
-      () => this.released(hold, held),
-      (err: unknown) => {
+    const after = (err?: unknown) => {
+      if (err !== undefined) {
         const why = err instanceof LockError || err instanceof Error ? err.message : String(err);
         this.logger.warn(`Release failed, the lease will expire by itself: ${why}`);
         if (this.events.error && this.events.wants('error')) this.releaseFailed(hold, err);
-        this.released(hold, held);
-      },
-    );
+      }
+      this.released(hold, held);
+      done();
+    };
+    try {
+      if (hold.minHold > held) {
+        client.releaseByExpiry(lease, hold.minHold - held).then(
+          () => after(),
+          (err: unknown) => after(err ?? new Error('release failed')),
+        );
+      } else client.releaseThen(lease, after);
+    } catch (err) {
+      after(err ?? new Error('release failed'));
+    }
   }
 
   /** The `released` event, once the release was sent (whether or not it succeeded). */

@@ -97,6 +97,8 @@ export interface LockBackend {
   leaseEnded(lease: Lease): void;
   /** Releases the lease (or hands it to the next waiter). */
   release(lease: Lease): Promise<void>;
+  /** `release` answered by callback, once: `error` undefined when it succeeded. */
+  releaseThen(lease: Lease, done: (error?: unknown) => void): void;
   /**
    * Gives the lease up without freeing the keys: they stay locked until `ms` from now, then
    * expire (`minHold`); this process forgets the hold at once.

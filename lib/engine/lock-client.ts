@@ -167,19 +167,26 @@ export class LockClient implements LockBackend {
    * @throws LockNotAcquiredError when still busy at the deadline
    * @throws LockBackendError when too many nodes fail for a quorum, or the client closes
    */
-  async acquire(keys: readonly string[], request: AcquireRequest): Promise<Lease> {
+  acquire(keys: readonly string[], request: AcquireRequest): Promise<Lease> {
     if (request.share !== undefined) return this.acquireShared(keys, request, request.share);
+    try {
+      return this.acquireExclusive(keys, request);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /**
+   * `acquire` of the exclusive lock. Not async (a synchronous throw is turned into a rejection
+   * by `acquire`): the uncontended first try of one key costs one promise, answered by callback.
+   */
+  private acquireExclusive(keys: readonly string[], request: AcquireRequest): Promise<Lease> {
     const { ttl, waitTimeout, signal, acks } = request;
     const taker = this.taker(ttl, acks);
     const { startedAt } = taker;
     const deadline = startedAt + waitTimeout;
     if (signal?.aborted) throw signal.reason;
-    if (keys.length !== 1) {
-      const first = await this.protocol.attempt(keys, taker.token, ttl, 0, startedAt, acks);
-      if (first.kind === 'ok') return this.hold(keys, taker, first);
-      if (waitTimeout <= 0) throw new LockNotAcquiredError(keys, 0, first.pttl);
-      return waitForKeys(this.keysWait, keys, taker, deadline, signal);
-    }
+    if (keys.length !== 1) return this.acquireAll(keys, taker, waitTimeout, deadline, signal);
     const waits = waitTimeout > 0;
     const existing = this.lines.get(keys[0]);
     if (existing?.occupied()) {
@@ -197,27 +204,43 @@ export class LockClient implements LockBackend {
       return new Waiter(this.lineWait, line, keys, taker, deadline, signal, true).lease;
     }
     line.startTry();
-    let first;
-    try {
+    return new Promise((resolve, reject) => {
       // The first try neither queues nor flags: only a waiting caller asks to be woken.
-      first = await this.protocol.attempt(keys, taker.token, ttl, 0, startedAt, acks);
-    } catch (err) {
-      this.endTry(line);
-      throw err;
-    }
-    if (first.kind === 'ok') {
-      // Counted as held before the try ends, so the callers queued behind wait for a handoff.
-      const lease = this.hold(keys, taker, first);
-      this.endTry(line);
-      return lease;
-    }
-    if (!waits || performance.now() >= deadline) {
-      this.endTry(line);
-      throw new LockNotAcquiredError(keys, performance.now() - startedAt, first.pttl);
-    }
-    // First in line: ahead of the callers that queued behind this try.
-    line.endTry();
-    return new Waiter(this.lineWait, line, keys, taker, deadline, signal, true).lease;
+      this.protocol.tryFirst(keys, taker.token, ttl, startedAt, acks, (error, first) => {
+        if (error !== undefined) {
+          this.endTry(line);
+          return reject(error);
+        }
+        if (first!.kind === 'ok') {
+          // Counted as held before the try ends, so the callers queued behind wait for a handoff.
+          const lease = this.hold(keys, taker, first!);
+          this.endTry(line);
+          return resolve(lease);
+        }
+        if (!waits || performance.now() >= deadline) {
+          this.endTry(line);
+          return reject(new LockNotAcquiredError(keys, performance.now() - startedAt, first!.pttl));
+        }
+        // First in line: ahead of the callers that queued behind this try.
+        line.endTry();
+        resolve(new Waiter(this.lineWait, line, keys, taker, deadline, signal, true).lease);
+      });
+    });
+  }
+
+  /** Several keys: one try at all of them, then a race for each (`waitForKeys`). */
+  private async acquireAll(
+    keys: readonly string[],
+    taker: LeaseTaker,
+    waitTimeout: number,
+    deadline: number,
+    signal: AbortSignal | undefined,
+  ): Promise<Lease> {
+    const { token, ttl, startedAt, acks } = taker;
+    const first = await this.protocol.attempt(keys, token, ttl, 0, startedAt, acks);
+    if (first.kind === 'ok') return this.hold(keys, taker, first);
+    if (waitTimeout <= 0) throw new LockNotAcquiredError(keys, 0, first.pttl);
+    return waitForKeys(this.keysWait, keys, taker, deadline, signal);
   }
 
   /**
@@ -305,12 +328,24 @@ export class LockClient implements LockBackend {
    *   itself)
    */
   release(lease: Lease): Promise<void> {
-    if (lease.released) return Promise.resolve();
+    return new Promise((resolve, reject) =>
+      this.releaseThen(lease, (error) => (error === undefined ? resolve() : reject(error))),
+    );
+  }
+
+  /**
+   * `release` answered by callback (`error` undefined: done): a lease nobody of this process
+   * waits for is given back with no promise made.
+   */
+  releaseThen(lease: Lease, done: (error?: unknown) => void): void {
+    if (lease.released) return done();
     lease.released = true;
-    if (lease.share !== undefined) return this.releaseShare(lease);
-    const line = lease.keys.length === 1 ? this.lines.get(lease.keys[0]) : undefined;
-    if (line?.head && !this.closed) return this.passOn(lease, line, line.head);
-    return this.giveBack(lease);
+    if (lease.share === undefined) {
+      const line = lease.keys.length === 1 ? this.lines.get(lease.keys[0]) : undefined;
+      if (!line?.head || this.closed) return this.giveBackThen(lease, done);
+      return settleTo(this.passOn(lease, line, line.head), done);
+    }
+    settleTo(this.releaseShare(lease), done);
   }
 
   /**
@@ -838,23 +873,26 @@ export class LockClient implements LockBackend {
 
   /** Gives the key back in Redis (compare-and-delete), then wakes our head if it must try. */
   private giveBack(lease: Lease): Promise<void> {
+    return new Promise((resolve, reject) =>
+      this.giveBackThen(lease, (error) => (error === undefined ? resolve() : reject(error))),
+    );
+  }
+
+  /** `giveBack` answered by callback. */
+  private giveBackThen(lease: Lease, done: (error?: unknown) => void): void {
     this.tokens.drop(lease.token);
     const single = lease.keys.length === 1;
     // Racing groups: FREE does all RELEASE would for one key. Queueing groups: only for a lease
     // taken by a first try (nobody waited then); a waiter queued since sends RELEASE after it.
     const lean = single && (!this.fair || lease.uncontended);
-    // A head that listens hears the PUBLISH at the same moment as the other processes' heads
-    // and competes on equal terms; one that does not is told directly.
-    const returned = (published: boolean) =>
-      this.holdReturned(lease, (line) => !published || !line.hearsReleases);
     const sentAt = performance.now();
     const granted = (grants: readonly ReleaseGrant[]) => this.answered(lease.keys, grants, sentAt);
-    return this.protocol
-      .release(lease.keys, lease.token, lean, granted)
-      .then(returned, (err: unknown) => {
-        returned(false);
-        throw err;
-      });
+    this.protocol.releaseThen(lease.keys, lease.token, lean, granted, (error, published) => {
+      // A head that listens hears the PUBLISH at the same moment as the other processes' heads
+      // and competes on equal terms; one that does not is told directly.
+      this.holdReturned(lease, (line) => error !== undefined || !published || !line.hearsReleases);
+      done(error);
+    });
   }
 
   /**
@@ -1071,4 +1109,12 @@ interface SharedGrantee {
   message(grant: Grant): void;
   /** A release of this process granted it, per the release's answer (sent at `sentAt`). */
   answered(fence: number, sentAt: number): void;
+}
+
+/** Passes a promise's outcome to a callback (`error` undefined: fulfilled). */
+function settleTo(promise: Promise<unknown>, done: (error?: unknown) => void): void {
+  promise.then(
+    () => done(),
+    (error: unknown) => done(error ?? new Error('release failed')),
+  );
 }

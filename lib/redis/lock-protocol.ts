@@ -125,6 +125,28 @@ export class LockProtocol {
   }
 
   /**
+   * `attempt` with `waitMs` 0 on one key (a first try), answered by callback: on a single node
+   * no promise is made, as the uncontended cycle's acquire goes through here.
+   */
+  tryFirst(
+    key: readonly string[],
+    token: string,
+    ttl: number,
+    start: number,
+    acks: ReplicaAcks | undefined,
+    done: (error: unknown, outcome?: Outcome) => void,
+  ): void {
+    if (this.nodes.length === 1) {
+      this.counters.attempts++;
+      return this.firstTryOnOne(key, token, ttl, start, acks, done);
+    }
+    this.attempt(key, token, ttl, 0, start, acks).then(
+      (outcome) => done(undefined, outcome),
+      (e: unknown) => done(e),
+    );
+  }
+
+  /**
    * One acquire round for `token`. `waitMs` > 0: the caller waits that long, so the round
    * queues it for a grant (fair groups, single key) or flags the key so a release publishes.
    * `waitMs` 0 with one key: a first try (TRY, the least Lua).
@@ -328,10 +350,9 @@ export class LockProtocol {
     onGrants?: (grants: readonly ReleaseGrant[]) => void,
   ): Promise<boolean> {
     if (this.nodes.length === 1) {
-      // The only node decides: its error is the failure (as `failIfNoMajority` on one node).
       return new Promise((resolve, reject) =>
-        this.releaseOn(this.nodes[0], keys, token, lean, onGrants, (r) =>
-          r instanceof Error ? reject(new LockBackendError(keys, [r], 'release')) : resolve(r),
+        this.releaseThen(keys, token, lean, onGrants, (error, published) =>
+          error ? reject(error) : resolve(published),
         ),
       );
     }
@@ -344,6 +365,32 @@ export class LockProtocol {
       (node, answer) => this.releaseOn(node, keys, token, lean, undefined, answer),
       (r) => !(r instanceof Error),
       conclude,
+    );
+  }
+
+  /**
+   * `release` answered by callback: on a single node no promise is made (the uncontended cycle
+   * releases through here). `published`: whether racing waiters were woken.
+   */
+  releaseThen(
+    keys: readonly string[],
+    token: string,
+    lean: boolean,
+    onGrants: ((grants: readonly ReleaseGrant[]) => void) | undefined,
+    done: (error: LockBackendError | undefined, published: boolean) => void,
+  ): void {
+    if (this.nodes.length !== 1) {
+      this.release(keys, token, lean, onGrants).then(
+        (published) => done(undefined, published),
+        (e: unknown) => done(e as LockBackendError, false),
+      );
+      return;
+    }
+    // The only node decides: its error is the failure (as `failIfNoMajority` on one node).
+    this.releaseOn(this.nodes[0], keys, token, lean, onGrants, (r) =>
+      r instanceof Error
+        ? done(new LockBackendError(keys, [r], 'release'), false)
+        : done(undefined, r),
     );
   }
 
@@ -501,21 +548,15 @@ export class LockProtocol {
     start: number,
     acks: ReplicaAcks | undefined,
   ): Promise<Outcome> {
-    const take = this.space.keySet(keys[0]).take;
-    const { block } = this.settings;
-    const args: [string, number, number] = [token, ttl, this.fenceArg(block)];
     if (this.nodes.length === 1) {
-      const node = this.nodes[0];
-      return new Promise((resolve, reject) => {
-        this.runner.sendAcked(node, TRY, take, args, acks, (e, r) => {
-          if (e) {
-            this.undo(node, keys, token);
-            return reject(new LockBackendError(keys, [e]));
-          }
-          resolve(this.onlyVote(keys, r!, start, block - 1, true) as Outcome);
-        });
-      });
+      return new Promise((resolve, reject) =>
+        this.firstTryOnOne(keys, token, ttl, start, acks, (error, outcome) =>
+          error ? reject(error) : resolve(outcome!),
+        ),
+      );
     }
+    const take = this.space.keySet(keys[0]).take;
+    const args: [string, number, number] = [token, ttl, this.fenceArg(this.settings.block)];
     return this.quorum.collect<RedisNode, Vote, SharedOutcome>(
       this.nodes,
       (node, answer) =>
@@ -526,6 +567,27 @@ export class LockProtocol {
       (v) => v.kind === 'ok',
       (votes) => this.countVotes(keys, token, ttl, start, votes, true),
     ) as Promise<Outcome>;
+  }
+
+  /** TRY on the only node, answered by callback (no promise: the uncontended cycle's path). */
+  private firstTryOnOne(
+    keys: readonly string[],
+    token: string,
+    ttl: number,
+    start: number,
+    acks: ReplicaAcks | undefined,
+    done: (error: LockBackendError | undefined, outcome?: Outcome) => void,
+  ): void {
+    const node = this.nodes[0];
+    const { block } = this.settings;
+    const args: [string, number, number] = [token, ttl, this.fenceArg(block)];
+    this.runner.sendAcked(node, TRY, this.space.keySet(keys[0]).take, args, acks, (e, r) => {
+      if (e) {
+        this.undo(node, keys, token);
+        return done(new LockBackendError(keys, [e]));
+      }
+      done(undefined, this.onlyVote(keys, r!, start, block - 1, true) as Outcome);
+    });
   }
 
   /** ACQUIRE on the only node, one unit: its reply is the outcome (an error rejects). */

@@ -199,6 +199,13 @@ export class InMemoryBackend implements LockBackend {
     this.grant();
   }
 
+  releaseThen(lease: Lease, done: (error?: unknown) => void): void {
+    this.release(lease).then(
+      () => done(),
+      (error: unknown) => done(error ?? new Error('release failed')),
+    );
+  }
+
   async releaseByExpiry(lease: Lease, ms: number): Promise<void> {
     if (lease.released) return;
     lease.released = true;
