@@ -1,5 +1,5 @@
 import type { RedisNode } from '../../lib/redis/redis-node';
-import { ScriptRunner } from '../../lib/redis/script-runner';
+import { CORK_BATCH, ScriptRunner } from '../../lib/redis/script-runner';
 import { FREE, TRY } from '../../lib/redis/scripts';
 
 /** Lets every pending promise callback and tick run. */
@@ -55,6 +55,30 @@ describe('ScriptRunner', () => {
     await flush();
     expect(log).toEqual(['FREE', 'FREE', 'cork', 'FREE', 'FREE', 'uncork']);
     expect(replies).toEqual(['freed', 'freed', 'freed', 'freed']);
+  });
+
+  it('sends the writes of a corked socket in batches while the tick goes on, each twice the last', async () => {
+    const { node, log } = fakeNode();
+    const send = (key: string) =>
+      runner.send(node, FREE, [key, `${key}:wait`], ['t', '1'], () => undefined);
+    send('a'); // nothing in flight: written at once
+    send('b'); // the first write of the tick that counts: at once
+    for (let i = 0; i < 3 * CORK_BATCH + 4; i++) send(`k${i}`);
+    const writes = (n: number) => Array.from({ length: n }, () => 'FREE');
+    // A full batch leaves before the next write, which starts the next batch.
+    expect(log).toEqual([
+      ...writes(2),
+      'cork',
+      ...writes(CORK_BATCH),
+      'uncork',
+      'cork',
+      ...writes(2 * CORK_BATCH),
+      'uncork',
+      'cork',
+      ...writes(4),
+    ]);
+    await flush();
+    expect(log.at(-1)).toBe('uncork');
   });
 
   it('corks each busy node of a tick once and uncorks them all', async () => {
