@@ -436,7 +436,13 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     return new Promise((resolve, reject) => {
       const call: HeldCall = { needed, b, fn, parent, segment, resolve, reject };
       if (given) return this.runHeld(given, call);
-      b.client.acquire(needed, acquireRequest(b, signal)).then(
+      let acquiring: Promise<Lease>;
+      try {
+        acquiring = b.client.acquire(needed, acquireRequest(b, signal));
+      } catch (err) {
+        return reject(this.refused(err, b));
+      }
+      acquiring.then(
         (lease) => {
           let hold: ActiveHold;
           try {

@@ -213,7 +213,13 @@ export class LockClient implements LockBackend {
         }
         if (first!.kind === 'ok') {
           // Counted as held before the try ends, so the callers queued behind wait for a handoff.
-          const lease = this.hold(keys, taker, first!);
+          let lease: Lease;
+          try {
+            lease = this.hold(keys, taker, first!);
+          } catch (err) {
+            this.endTry(line);
+            return reject(err);
+          }
           this.endTry(line);
           return resolve(lease);
         }
