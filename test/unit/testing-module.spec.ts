@@ -19,6 +19,7 @@ import {
   LockService,
 } from 'nest-locked';
 import { RedlockTestingController, RedlockTestingModule } from 'nest-locked/testing';
+import { type Observable, Subject } from 'rxjs';
 import { LockClientRegistry } from '../../lib/module/lock-client.registry';
 
 /**
@@ -118,6 +119,16 @@ class Shop {
   async audit(id: string): Promise<string> {
     return LockContext.current()!.keys[0];
   }
+
+  @Locked('stream:{id}')
+  stream(id: string, values: Subject<number>): Observable<number> {
+    return values.asObservable();
+  }
+
+  @Locked('boom:{id}')
+  boom(id: string): Promise<void> {
+    throw new Error('boom');
+  }
 }
 /* eslint-enable @typescript-eslint/no-unused-vars */
 
@@ -148,6 +159,25 @@ describe('RedlockTestingModule', () => {
   });
 
   describe('semantics of the engine', () => {
+    it('holds the lock of an Observable until it completes; a method that throws at once releases', async () => {
+      const values = new Subject<number>();
+      const stream = (await shop.stream('s', values)) as unknown as Observable<number>;
+      const seen: number[] = [];
+      const completed = new Promise<void>((resolve) =>
+        stream.subscribe({ next: (v) => seen.push(v), complete: resolve }),
+      );
+      values.next(1);
+      expect(await locks.isLocked('stream:s')).toBe(true);
+      values.complete();
+      // Completion reaches the subscriber once the lock is released.
+      await completed;
+      expect(seen).toEqual([1]);
+      expect(await locks.isLocked('stream:s')).toBe(false);
+
+      await expect(shop.boom('b')).rejects.toThrow('boom');
+      expect(await locks.isLocked('boom:b')).toBe(false);
+    });
+
     it('serializes concurrent calls on one key: no overlap, the read-check-write ends right', async () => {
       shop.stock.set(1, 100);
       await Promise.all(Array.from({ length: 20 }, () => shop.purchase(1, 1)));
