@@ -63,8 +63,8 @@ class HandoffRun {
   quiet = Infinity;
   /** Times this process was told a waiter of another process queued (see `nobodyElseSince`). */
   notices = 0;
-  /** A REFILL of the fences of the hold passed on in memory is on its way. */
-  refilling = false;
+  /** The REFILL of the fences of the hold passed on in memory on its way, if any. */
+  refilling?: Promise<void>;
 }
 
 /** A key's subscription to its release channel. */
@@ -262,6 +262,15 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
     return this.run?.quiet ?? Infinity;
   }
 
+  /**
+   * The hold of `token` this line counts, released or not: a released one is still being passed
+   * on (or given back), so fences reserved for the token belong to it.
+   */
+  leaseOf(token: string): Lease | undefined {
+    if (this.held?.token === token) return this.held;
+    return this.moreHeld?.find((l) => l.token === token);
+  }
+
   /** The hold of `token` in progress (not released yet), if any. */
   holdOf(token: string): Lease | undefined {
     const { held } = this;
@@ -270,16 +279,22 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
     return undefined;
   }
 
-  /** Starts a refill unless one is on its way; false if one is. */
-  startRefill(): boolean {
-    const run = (this.run ??= new HandoffRun());
-    if (run.refilling) return false;
-    run.refilling = true;
-    return true;
+  /** The refill on its way (settled once its answer is applied), if any. */
+  get refilling(): Promise<void> | undefined {
+    return this.run?.refilling;
   }
 
-  endRefill(): void {
-    if (this.run) this.run.refilling = false;
+  /**
+   * Sends a refill (`send`: settles once its answer is applied, never rejects) unless one is on
+   * its way: one at a time.
+   */
+  refillOnce(send: () => Promise<void>): void {
+    const run = (this.run ??= new HandoffRun());
+    if (run.refilling) return;
+    const pending = send().then(() => {
+      if (run.refilling === pending) run.refilling = undefined;
+    });
+    run.refilling = pending;
   }
 
   handedOff(): void {
