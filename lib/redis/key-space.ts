@@ -161,7 +161,7 @@ export class KeySpace {
     return keys.map((k) => this.keySet(k).all);
   }
 
-  /** Every key's script keys when they go in one script (as `units` groups them), else undefined. */
+  /** Every key's script keys when they go in one script (as `units` groups them), else none. */
   oneUnit(keys: readonly string[]): string[] | undefined {
     return !this.clustered || keys.length === 1 ? this.allKeys(keys) : undefined;
   }

@@ -605,8 +605,7 @@ export class LockProtocol {
     return { kind: 'ok', fences };
   }
 
-  /** The outcome of a quorum acquire round, from the votes in so far. */
-  /** @internal (for the ballots) */
+  /** The outcome of a quorum acquire round, from the votes in so far (also for the ballots). */
   countVotes(
     keys: readonly string[],
     token: string,
@@ -740,8 +739,10 @@ export class LockProtocol {
     );
   }
 
-  /** Gives back what `token` holds or has queued on one node (fire and forget). */
-  /** @internal (also for the ballots) */
+  /**
+   * Gives back what `token` holds or has queued on one node (fire and forget). Also for the
+   * ballots.
+   */
   undo(node: RedisNode, keys: readonly string[], token: string): void {
     this.undoUnits(node, this.space.units(keys), token);
   }
@@ -758,17 +759,17 @@ export class LockProtocol {
    * How many fences a script reserves, as the scripts take it: negative on a single-node group,
    * whose fences are also never below the server's clock (a promoted replica may hold an older
    * counter); a quorum counts only (its nodes' clocks differ, and a missing counter is seeded).
+   * Also for the ballots.
    */
-  /** @internal (also for the ballots) */
   fenceArg(count: number): number {
     return this.settings.fair ? -count : count;
   }
 
   /**
+   * Also for the ballots.
    * @throws LockBackendError when the nodes that failed (their answer an Error) leave no
    *   majority possible
    */
-  /** @internal (also for the ballots) */
   failIfNoMajority(keys: readonly string[], answers: unknown[], operation: string): void {
     const errors = answers.filter((a): a is Error => a instanceof Error);
     if (this.quorum.impossible(errors.length)) throw new LockBackendError(keys, errors, operation);

@@ -238,9 +238,9 @@ export class ScriptRunner {
 
   /**
    * Batches the writes of one tick to a node while other calls are in flight: the first command
-   * of a tick goes out at once; when a second follows in the same tick (many callers answered by one read, a script and its
-   * WAIT), the socket is corked until the end of the tick, so the rest leave in one system call
-   * instead of one each. Commands keep their order and nothing waits past the tick. Only a
+   * of a tick goes out at once; when a second follows in the same tick (many callers answered by
+   * one read, a script and its WAIT), the socket is corked until the end of the tick, so the rest
+   * leave in one system call instead of one each. Commands keep their order and nothing waits past the tick. Only a
    * standalone connection that is ready writes to its socket at once (ioredis queues the others
    * itself).
    */
