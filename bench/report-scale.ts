@@ -229,8 +229,10 @@ export function scaleMarkdown(summaries: CaseSummary[]): string[] {
       ...tableSection(
         'Many waiters on one key (ours)',
         'One holder; then N callers of `LockService.acquire` on the same key in one process (every ' +
-          '10th with `waitTimeout: 200` ms: it must time out in the line), weighed once all are in ' +
-          'line; then the holder releases and each caller takes and releases the key in turn. Grant ' +
+          '10th with `waitTimeout: 200` ms: it must time out in the line); then the holder releases ' +
+          'and each caller takes and releases the key in turn. Heap per waiter: from a line of its ' +
+          'own, weighed with forced collections once all are in line (a forced full collection ' +
+          'right before the timed drain made its first tenths 2-3x slower). Grant ' +
           'cost: mean ms between consecutive grants per tenth of the line, from the longest line to ' +
           'the shortest; one row per run and the per-tenth medians (the target uses those). Before ' +
           'the timed line, two lines of a fifth of its length (at most 2,000) on keys of their own compile the paths ' +
@@ -240,6 +242,7 @@ export function scaleMarkdown(summaries: CaseSummary[]): string[] {
           'waiters',
           'heap per waiter',
           'ms per grant by tenth of the line (line length)',
+          'GC pause ms by tenth',
           'CPU µs per grant',
           'out of order',
           'granted / timed out / other',
@@ -254,13 +257,13 @@ export function scaleMarkdown(summaries: CaseSummary[]): string[] {
       for (const w of runs) {
         const f = waiterFigures(w);
         L.push(
-          `| ${fmt(w.count)} | ${kib(f.perWaiter)} | ${w.grantMsBySlice.map((x, i) => `${fmt(x, 3)} (${fmt(w.lineAtSlice[i])})`).join(', ')} | ${fmt(w.cpuUsPerGrant, 0)} | ${w.outOfOrder} | ${fmt(w.granted)} / ${fmt(w.timedOut)} / ${sum(w.otherErrors)} | ${fmt(w.drainMs / 1000, 2)} | ${fmt(w.loopP99, 1)} ms | ${w.leftInRedis} |`,
+          `| ${fmt(w.count)} | ${kib(f.perWaiter)} | ${w.grantMsBySlice.map((x, i) => `${fmt(x, 3)} (${fmt(w.lineAtSlice[i])})`).join(', ')} | ${(w.gcMsBySlice ?? []).map((x) => fmt(x, 0)).join(', ')} | ${fmt(w.cpuUsPerGrant, 0)} | ${w.outOfOrder} | ${fmt(w.granted)} / ${fmt(w.timedOut)} / ${sum(w.otherErrors)} | ${fmt(w.drainMs / 1000, 2)} | ${fmt(w.loopP99, 1)} ms | ${w.leftInRedis} |`,
         );
       }
       if (runs.length > 1) {
         const cost = medianGrantCost(runs);
         L.push(
-          `| median of ${runs.length} | | ${cost.grantMsBySlice.map((x) => fmt(x, 3)).join(', ')} | ${fmt(median(runs.map((w) => w.cpuUsPerGrant)), 0)} | | | ${fmt(median(runs.map((w) => w.drainMs)) / 1000, 2)} | | |`,
+          `| median of ${runs.length} | | ${cost.grantMsBySlice.map((x) => fmt(x, 3)).join(', ')} | | ${fmt(median(runs.map((w) => w.cpuUsPerGrant)), 0)} | | | ${fmt(median(runs.map((w) => w.drainMs)) / 1000, 2)} | | |`,
         );
       }
     }
