@@ -167,6 +167,8 @@ export interface WaitersResult {
   grantMsBySlice: number[];
   /** Line length at the start of each slice. */
   lineAtSlice: number[];
+  /** Garbage-collection pauses (ms, summed) in each slice, from `PerformanceObserver('gc')`. */
+  gcMsBySlice?: number[];
   drainMs: number;
   cpuUsPerGrant: number;
   leftInRedis: number;

@@ -3,7 +3,12 @@
  * and a long line of waiters on one key (`waiters`). Both sample heap, event-loop delay and the
  * commands sent once a second (no forced gc while sampling: a forced gc would be the delay).
  */
-import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import {
+  monitorEventLoopDelay,
+  performance,
+  PerformanceObserver,
+  type IntervalHistogram,
+} from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import type {
@@ -216,6 +221,34 @@ async function warmLine(peer: Peer, key: string, n: number, ttl: number): Promis
 const SHORT_WAIT_MS = 200;
 
 /**
+ * Heap per waiter, from a line of its own (the same callers as the timed line), weighed with
+ * forced collections before and once all are in line, then drained untimed. Not the timed line:
+ * a forced full collection just before a drain made its first three tenths 2-3x slower than the
+ * rest (0.021 vs 0.010 ms per grant; without it the tenths were flat), a cost of the weighing,
+ * not of the line.
+ */
+async function weighLine(
+  peer: Peer,
+  key: string,
+  n: number,
+  ttl: number,
+): Promise<{ heapBefore: number; heapQueued: number }> {
+  const holder = await peer.hold!(key, { ttl, waitTimeout: 0 });
+  const heapBefore = collectedHeap();
+  const calls = Array.from({ length: n }, (_, i) =>
+    peer.hold!(key, { ttl, waitTimeout: i % 10 === 9 ? SHORT_WAIT_MS : 60_000 }).then(
+      (h) => h.release(),
+      () => undefined,
+    ),
+  );
+  await sleep(50);
+  const heapQueued = collectedHeap();
+  await holder.release();
+  await Promise.all(calls);
+  return { heapBefore, heapQueued };
+}
+
+/**
  * One holder, then `count` callers queued on the same key (every 10th with a short wait that
  * runs out while it is in the line); heap per waiter from collected heaps; then the holder
  * releases and every caller takes and releases the key in turn. Order, grant cost along the
@@ -225,9 +258,13 @@ export async function runWaiters(peer: Peer, spec: WorkerSpec, r: WorkerResult):
   if (!peer.hold) throw new SkipError(`${spec.peer} cannot keep a lock (no hold)`);
   const count = spec.count ?? 10_000;
   const key = `${spec.key}:line`;
-  await warmLine(peer, `${spec.key}:warm`, Math.min(500, Math.ceil(count / 10)), spec.ttl);
+  // Two lines of a fifth of the length (at most 2,000) on keys of their own: the long line's
+  // paths (passes in memory that wait for a refill of a large block, timeouts in the line) are
+  // compiled before the timed line, whose first tenth otherwise measured the JIT.
+  const warm = Math.min(2_000, Math.ceil(count / 5));
+  for (const n of [1, 2]) await warmLine(peer, `${spec.key}:warm${n}`, warm, spec.ttl);
+  const { heapBefore, heapQueued } = await weighLine(peer, `${spec.key}:weigh`, count, spec.ttl);
   const holder = await peer.hold(key, { ttl: spec.ttl, waitTimeout: 0 });
-  const heapBefore = collectedHeap();
   const enterOrder: number[] = [];
   const enterAt: number[] = [];
   let timedOut = 0;
@@ -256,11 +293,16 @@ export async function runWaiters(peer: Peer, spec: WorkerSpec, r: WorkerResult):
       ),
     );
   }
-  // Let every call reach the line, then weigh it.
-  await sleep(50);
-  const heapQueued = collectedHeap();
-  // The short waits run out while the key is still held.
-  await sleep(SHORT_WAIT_MS * 2);
+  // Every call reaches the line, and the short waits run out while the key is still held.
+  await sleep(50 + SHORT_WAIT_MS * 2);
+  // GC pauses during the drain, to show with the grant cost of each tenth.
+  const pauses: [number, number][] = [];
+  const gcWatch = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) pauses.push([e.startTime, e.duration]);
+  });
+  gcWatch.observe({ entryTypes: ['gc'] });
+  // GC entries are on the performance.now() clock; this file's now() is hrtime's.
+  const clockOffset = now() - performance.now();
   const cpu = process.cpuUsage();
   const drainStart = now();
   await holder.release();
@@ -271,14 +313,23 @@ export async function runWaiters(peer: Peer, spec: WorkerSpec, r: WorkerResult):
   sampler.stop();
   // Grant cost along the line: mean ms between consecutive grants in 10 slices.
   const granted = enterOrder.length;
+  gcWatch.disconnect();
   const grantMsBySlice: number[] = [];
   const lineAtSlice: number[] = [];
+  const gcMsBySlice: number[] = [];
   for (let s = 0; s < 10; s++) {
     const a = Math.floor((s * granted) / 10);
     const b = Math.floor(((s + 1) * granted) / 10);
     if (b - a < 2) continue;
     grantMsBySlice.push((enterAt[b - 1] - enterAt[a]) / (b - 1 - a));
     lineAtSlice.push(granted - a);
+    const from = enterAt[a];
+    const to = enterAt[b - 1];
+    gcMsBySlice.push(
+      pauses
+        .filter(([t]) => t + clockOffset >= from && t + clockOffset < to)
+        .reduce((sum, [, ms]) => sum + ms, 0),
+    );
   }
   // FIFO: a caller that entered before one that arrived earlier (callers arrive in index order).
   const rank = new Map<number, number>();
@@ -305,6 +356,7 @@ export async function runWaiters(peer: Peer, spec: WorkerSpec, r: WorkerResult):
     outOfOrder,
     grantMsBySlice,
     lineAtSlice,
+    gcMsBySlice,
     drainMs,
     cpuUsPerGrant: (used.user + used.system) / Math.max(1, granted),
     leftInRedis: await leftInRedis(spec.ports, spec.key),

@@ -46,6 +46,27 @@ class Waiters<W extends LineWaiter> extends Chain<W> {
   }
 }
 
+/**
+ * A key's run of local handoffs and what its process knows of other processes' waiters: kept
+ * apart from the line because most keys never pass in memory (a held key costs memory for each
+ * field it has).
+ */
+class HandoffRun {
+  /** Consecutive local handoffs since the key last went public. */
+  handoffs = 0;
+  /** A waiter of another process may be queued in Redis for the key (single node). */
+  othersQueued = true;
+  /**
+   * When (performance.now()) the script that last found nobody else queued was sent: a process
+   * that has not listened for notices since then cannot know who queued after it.
+   */
+  quiet = Infinity;
+  /** Times this process was told a waiter of another process queued (see `nobodyElseSince`). */
+  notices = 0;
+  /** The REFILL of the fences of the hold passed on in memory on its way, if any. */
+  refilling?: Promise<void>;
+}
+
 /** A key's subscription to its release channel. */
 export interface LineListener {
   readonly ready: Promise<void>;
@@ -76,19 +97,11 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
   private moreHeld?: Lease[];
   /** First tries in flight (callers arriving meanwhile queue behind them). */
   private trying = 0;
-  /** Consecutive local handoffs since the key last went public. */
-  private handoffs = 0;
-  /** A waiter of another process may be queued in Redis for the key (single node). */
-  private othersQueued = true;
   /**
-   * When (performance.now()) the script that last found nobody else queued was sent: a process
-   * that has not listened for notices since then cannot know who queued after it.
+   * Its run of local handoffs and what it knows of other processes' waiters: made the first time
+   * any of it departs from the defaults (most keys are taken and given back and never need it).
    */
-  private quiet = Infinity;
-  /** Times this process was told a waiter of another process queued (see `nobodyElseSince`). */
-  private notices = 0;
-  /** A REFILL of the fences of the hold passed on in memory is on its way. */
-  private refilling = false;
+  private run?: HandoffRun;
 
   constructor(readonly key: string) {}
 
@@ -210,23 +223,26 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
    * may be. A `limit` of 0 keeps strict FIFO across processes: never.
    */
   mayHandOff(limit: number, queued: boolean): boolean {
-    return this.handoffs < limit || (queued && limit > 0 && !this.othersQueued);
+    const run = this.run;
+    if (!run) return limit > 0;
+    return run.handoffs < limit || (queued && limit > 0 && !run.othersQueued);
   }
 
   /** A waiter of another process queued for the key (or may have: a conservative guess). */
   othersWait(): void {
-    this.othersQueued = true;
-    this.notices++;
+    const run = (this.run ??= new HandoffRun());
+    run.othersQueued = true;
+    run.notices++;
   }
 
   /** Whether a waiter of another process may be queued (so the key goes public soon). */
   get othersMayWait(): boolean {
-    return this.othersQueued;
+    return this.run?.othersQueued ?? true;
   }
 
   /** Marks the moment a script that looks at the Redis queue is sent (see `nobodyElseSince`). */
   noticeMark(): number {
-    return this.notices;
+    return this.run?.notices ?? 0;
   }
 
   /**
@@ -235,14 +251,24 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
    * the script ran (the notice and the reply come on different connections).
    */
   nobodyElseSince(mark: number, sentAt: number): void {
-    if (mark !== this.notices) return;
-    this.othersQueued = false;
-    this.quiet = sentAt;
+    if (mark !== (this.run?.notices ?? 0)) return;
+    const run = (this.run ??= new HandoffRun());
+    run.othersQueued = false;
+    run.quiet = sentAt;
   }
 
   /** When the script that last found nobody else queued was sent (Infinity: none did). */
   get quietSince(): number {
-    return this.quiet;
+    return this.run?.quiet ?? Infinity;
+  }
+
+  /**
+   * The hold of `token` this line counts, released or not: a released one is still being passed
+   * on (or given back), so fences reserved for the token belong to it.
+   */
+  leaseOf(token: string): Lease | undefined {
+    if (this.held?.token === token) return this.held;
+    return this.moreHeld?.find((l) => l.token === token);
   }
 
   /** The hold of `token` in progress (not released yet), if any. */
@@ -253,23 +279,30 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
     return undefined;
   }
 
-  /** Starts a refill unless one is on its way; false if one is. */
-  startRefill(): boolean {
-    if (this.refilling) return false;
-    this.refilling = true;
-    return true;
+  /** The refill on its way (settled once its answer is applied), if any. */
+  get refilling(): Promise<void> | undefined {
+    return this.run?.refilling;
   }
 
-  endRefill(): void {
-    this.refilling = false;
+  /**
+   * Sends a refill (`send`: settles once its answer is applied, never rejects) unless one is on
+   * its way: one at a time.
+   */
+  refillOnce(send: () => Promise<void>): void {
+    const run = (this.run ??= new HandoffRun());
+    if (run.refilling) return;
+    const pending = send().then(() => {
+      if (run.refilling === pending) run.refilling = undefined;
+    });
+    run.refilling = pending;
   }
 
   handedOff(): void {
-    this.handoffs++;
+    (this.run ??= new HandoffRun()).handoffs++;
   }
 
   wentPublic(): void {
-    this.handoffs = 0;
+    if (this.run) this.run.handoffs = 0;
   }
 
   /** Nothing held, tried or awaited here: the line can go. */

@@ -785,6 +785,14 @@ export class LockClient implements LockBackend {
       performance.now() - quietSince < QUIET_PROOF_MS &&
       this.notifier.heardSince(quietSince);
     if (line.mayHandOff(limit, quiet) && performance.now() < lease.validUntil) {
+      const refilling = lease.spare <= 0 && !next.enqueued ? line.refilling : undefined;
+      if (refilling) {
+        // The callers ran through the block before the refill came back: wait for it (a round
+        // trip, as a HANDOFF would be) rather than pass by HANDOFF, whose new token would lose
+        // the refill's block; then decide again (it may say others are queued).
+        await refilling;
+        return this.passOnAgain(lease, line);
+      }
       const inMemory = next.enqueued ? undefined : this.leases.passedOn(lease, next);
       const handed = inMemory ?? (await this.handoff(lease, next));
       if (handed) {
@@ -825,6 +833,14 @@ export class LockClient implements LockBackend {
     return this.giveBack(lease);
   }
 
+  /** passOn after a wait: to the head of the line now, or back to Redis if nobody waits. */
+  private passOnAgain(lease: Lease, line: KeyLine): Promise<void> {
+    const head = line.head;
+    if (head && !this.closed) return this.passOn(lease, line, head);
+    line.wentPublic();
+    return this.giveBack(lease);
+  }
+
   /** The key passed from `lease` to `handed` for `next`; given back if `next` left meanwhile. */
   private handTo(lease: Lease, handed: Lease, line: KeyLine, next: Waiter): Promise<void> {
     line.passHold(lease, handed);
@@ -847,23 +863,27 @@ export class LockClient implements LockBackend {
     // Not while the callers already waiting fit in the spare fences, nor with others waiting
     // (the key then goes public within `localHandoffs`, which the block covers).
     if (lease.spare >= this.refillBelow || line.length - 1 <= lease.spare) return;
-    if (line.othersMayWait || !line.startRefill()) return;
+    if (line.othersMayWait || line.refilling) return;
+    // A block for every caller waiting now (a long line costs one round trip, not one per block).
+    const count = Math.min(Math.max(this.refillBlock, line.length), MAX_REFILL);
     const mark = line.noticeMark();
     const sentAt = performance.now();
-    this.protocol.refill(lease.keys, lease.token, this.refillBlock, lease.acks).then(
-      (r) => {
-        line.endRefill();
-        const current = line.holdOf(lease.token);
-        if (r.kind === 'notOurs') {
-          // The token lost the key (expired, taken): its hold here proves nothing any more.
-          if (current) this.leaseEnded(current);
-          return;
-        }
-        if (r.othersQueued) line.othersWait();
-        else line.nobodyElseSince(mark, sentAt);
-        current?.refilled(r.fence, this.refillBlock);
-      },
-      () => line.endRefill(),
+    line.refillOnce(() =>
+      this.protocol.refill(lease.keys, lease.token, count, lease.acks).then(
+        (r) => {
+          if (r.kind === 'notOurs') {
+            // The token lost the key (expired, taken): its hold here proves nothing any more.
+            const current = line.holdOf(lease.token);
+            if (current) this.leaseEnded(current);
+            return;
+          }
+          if (r.othersQueued) line.othersWait();
+          else line.nobodyElseSince(mark, sentAt);
+          // The token's hold now, even if it was let go and waits in passOn for this block.
+          line.leaseOf(lease.token)?.refilled(r.fence, count);
+        },
+        () => undefined,
+      ),
     );
   }
 
@@ -1124,3 +1144,10 @@ function settleTo(promise: Promise<unknown>, done: (error?: unknown) => void): v
     (error: unknown) => done(error ?? new Error('release failed')),
   );
 }
+
+/**
+ * The most fences one REFILL reserves (a block covers the callers waiting at the time, at least
+ * `4 × (localHandoffs + 1)`): fences are sparse anyway (minted from the server's clock), this only
+ * bounds how far one refill moves the counter.
+ */
+const MAX_REFILL = 1_024;

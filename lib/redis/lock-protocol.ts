@@ -1,10 +1,10 @@
 import { performance } from 'node:perf_hooks';
 import { LockBackendError } from '../errors';
 import { type KeySpace, KEYS_PER_LOCK } from './key-space';
-import { Quorum } from './quorum';
+import { Ballot, Quorum } from './quorum';
 import type { RedisNode } from './redis-node';
 import { RenewalBatcher } from './renewal-batcher';
-import { asError, type ReplicaAcks, type ScriptRunner } from './script-runner';
+import { asError, type ReplicaAcks, type ScriptReplies, type ScriptRunner } from './script-runner';
 
 export type { ReplicaAcks } from './script-runner';
 import {
@@ -14,6 +14,7 @@ import {
   EXTEND_SHARED,
   type ExtendReply,
   FREE,
+  type FreeReply,
   HANDOFF,
   LET_EXPIRE,
   PASS_SHARE,
@@ -22,6 +23,7 @@ import {
   RELEASE_TO,
   REFILL,
   type RefillReply,
+  type ReleaseReply,
   type Script,
   type ScriptArgs,
   type ShareArg,
@@ -115,9 +117,9 @@ export class LockProtocol {
 
   constructor(
     readonly nodes: readonly RedisNode[],
-    private readonly space: KeySpace,
-    private readonly runner: ScriptRunner,
-    private readonly settings: LockProtocolSettings,
+    readonly space: KeySpace,
+    readonly runner: ScriptRunner,
+    readonly settings: LockProtocolSettings,
     private readonly counters: ProtocolCounters,
   ) {
     this.quorum = new Quorum(nodes.length);
@@ -245,12 +247,14 @@ export class LockProtocol {
     }
     // Go on as soon as a majority agreed (or can no longer agree), as Redlock does: the slowest
     // node's answer is not waited for. What it took is undone (see `countVotes`).
+    if (units.length === 1) {
+      const need = everyNode ? this.nodes.length : this.quorum.size;
+      const ballot = new AcquireBallot(this, keys, token, ttl, start, false, everyNode, need);
+      return ballot.ask(script, units[0], args, acks);
+    }
     return this.quorum.collect<RedisNode, Vote, SharedOutcome>(
       this.nodes,
-      (node, answer) => {
-        if (units.length === 1) this.acquireOn(script, node, units[0], token, args, acks, answer);
-        else void this.acquireUnits(script, node, units, token, args, acks).then(answer);
-      },
+      (node, answer) => void this.acquireUnits(script, node, units, token, args, acks).then(answer),
       (v) => v.kind === 'ok',
       (votes) => this.countVotes(keys, token, ttl, start, votes, false, everyNode),
       everyNode ? this.nodes.length : this.quorum.size,
@@ -356,6 +360,8 @@ export class LockProtocol {
         ),
       );
     }
+    const unit = this.space.oneUnit(keys);
+    if (unit) return new ReleaseBallot(this, keys, token, unit).ask(lean);
     const conclude = (results: (Freed | undefined)[]): boolean => {
       this.failIfNoMajority(keys, results, 'release');
       return results.some((r) => r === true);
@@ -557,16 +563,8 @@ export class LockProtocol {
     }
     const take = this.space.keySet(keys[0]).take;
     const args: [string, number, number] = [token, ttl, this.fenceArg(this.settings.block)];
-    return this.quorum.collect<RedisNode, Vote, SharedOutcome>(
-      this.nodes,
-      (node, answer) =>
-        this.runner.sendAcked(node, TRY, take, args, acks, (e, r) => {
-          if (e) this.undo(node, keys, token);
-          answer(e ? { kind: 'error', error: e } : r!);
-        }),
-      (v) => v.kind === 'ok',
-      (votes) => this.countVotes(keys, token, ttl, start, votes, true),
-    ) as Promise<Outcome>;
+    const ballot = new AcquireBallot(this, keys, token, ttl, start, true, false, this.quorum.size);
+    return ballot.ask(TRY, take, args, acks) as Promise<Outcome>;
   }
 
   /** TRY on the only node, answered by callback (no promise: the uncontended cycle's path). */
@@ -669,8 +667,8 @@ export class LockProtocol {
     return { kind: 'ok', fences };
   }
 
-  /** The outcome of a quorum acquire round, from the votes in so far. */
-  private countVotes(
+  /** The outcome of a quorum acquire round, from the votes in so far (also for the ballots). */
+  countVotes(
     keys: readonly string[],
     token: string,
     ttl: number,
@@ -684,19 +682,14 @@ export class LockProtocol {
     for (const v of votes) if (v?.kind === 'ok') perNode.push(v.fences);
     const validity = ttl - (performance.now() - start) - this.settings.drift(ttl);
     if (perNode.length >= need && validity > 0) {
-      const taken = (fences: readonly number[]): Taken => ({
-        kind: 'ok',
-        fences,
-        start,
-        spare: 0,
-        uncontended,
-      });
       // Every node had to agree (permits): the first node minted every holder's fence, in the
       // order it admitted them, so those are unique and increasing. The largest of each node's
       // (a majority's rule) could repeat: two holders minting on the nodes in different orders.
-      if (everyNode) return taken(perNode[0]);
+      if (everyNode) return quorumTaken(perNode[0], start, uncontended);
       const settled = this.settleFences(keys, perNode);
-      return settled instanceof Promise ? settled.then(taken) : taken(settled);
+      return settled instanceof Promise
+        ? settled.then((fences) => quorumTaken(fences, start, uncontended))
+        : quorumTaken(settled, start, uncontended);
     }
     // No quorum: give back what we took, also on nodes whose answer is still out (errors were
     // undone when they came in).
@@ -725,16 +718,21 @@ export class LockProtocol {
     keys: readonly string[],
     perNode: (readonly number[])[],
   ): readonly number[] | Promise<readonly number[]> {
-    const fences = perNode[0].slice();
+    const first = perNode[0];
     let inStep = true;
+    for (let n = 1; n < perNode.length && inStep; n++) {
+      const nodeFences = perNode[n];
+      for (let i = 0; i < first.length; i++) if (nodeFences[i] !== first[i]) inStep = false;
+    }
+    // In step (the usual case): every node's fences are the same, nothing to copy or raise.
+    if (inStep) return first;
+    const fences = first.slice();
     for (let n = 1; n < perNode.length; n++) {
       const nodeFences = perNode[n];
       for (let i = 0; i < fences.length; i++) {
-        if (nodeFences[i] !== fences[i]) inStep = false;
         if (nodeFences[i] > fences[i]) fences[i] = nodeFences[i];
       }
     }
-    if (inStep) return fences;
     const allKeys = this.space.allKeys(keys);
     return this.onNodes((node) => this.runner.run(node, RAISE_FENCE, allKeys, fences)).then(
       () => fences,
@@ -803,8 +801,11 @@ export class LockProtocol {
     );
   }
 
-  /** Gives back what `token` holds or has queued on one node (fire and forget). */
-  private undo(node: RedisNode, keys: readonly string[], token: string): void {
+  /**
+   * Gives back what `token` holds or has queued on one node (fire and forget). Also for the
+   * ballots.
+   */
+  undo(node: RedisNode, keys: readonly string[], token: string): void {
     this.undoUnits(node, this.space.units(keys), token);
   }
 
@@ -820,16 +821,18 @@ export class LockProtocol {
    * How many fences a script reserves, as the scripts take it: negative on a single-node group,
    * whose fences are also never below the server's clock (a promoted replica may hold an older
    * counter); a quorum counts only (its nodes' clocks differ, and a missing counter is seeded).
+   * Also for the ballots.
    */
-  private fenceArg(count: number): number {
+  fenceArg(count: number): number {
     return this.settings.fair ? -count : count;
   }
 
   /**
+   * Also for the ballots.
    * @throws LockBackendError when the nodes that failed (their answer an Error) leave no
    *   majority possible
    */
-  private failIfNoMajority(keys: readonly string[], answers: unknown[], operation: string): void {
+  failIfNoMajority(keys: readonly string[], answers: unknown[], operation: string): void {
     const errors = answers.filter((a): a is Error => a instanceof Error);
     if (this.quorum.impossible(errors.length)) throw new LockBackendError(keys, errors, operation);
   }
@@ -844,5 +847,121 @@ export class LockProtocol {
         ),
       ),
     );
+  }
+}
+
+/** A quorum round's lease: no spare fences (no local handoff without a round trip there). */
+function quorumTaken(fences: readonly number[], start: number, uncontended: boolean): Taken {
+  return { kind: 'ok', fences, start, spare: 0, uncontended };
+}
+
+/**
+ * A quorum acquire round on one unit of keys (one script per node): each node's reply is its
+ * vote, an error a vote against whose effect is undone at once; the outcome is
+ * `LockProtocol.countVotes`'. One object per round, its replies told apart by node index.
+ */
+class AcquireBallot extends Ballot<Vote, SharedOutcome> implements ScriptReplies<SharedReply> {
+  constructor(
+    private readonly protocol: LockProtocol,
+    private readonly keys: readonly string[],
+    private readonly token: string,
+    private readonly ttl: number,
+    private readonly start: number,
+    private readonly uncontended: boolean,
+    private readonly everyNode: boolean,
+    need: number,
+  ) {
+    super(protocol.nodes.length, need);
+  }
+
+  /** Sends `script` to every node at once. */
+  ask(
+    script: AcquireScript,
+    scriptKeys: readonly string[],
+    args: ScriptArgs,
+    acks: ReplicaAcks | undefined,
+  ): Promise<SharedOutcome> {
+    const { nodes, runner } = this.protocol;
+    for (let i = 0; i < nodes.length; i++) {
+      if (!acks) runner.sendTo(nodes[i], script, scriptKeys, args, this, i);
+      else
+        runner.sendAcked(nodes[i], script, scriptKeys, args, acks, (e, r) =>
+          this.answered(i, e, r),
+        );
+    }
+    return this.promise;
+  }
+
+  answered(i: number, error: Error | undefined, reply: SharedReply | undefined): void {
+    if (!error) return this.vote(i, reply!);
+    this.protocol.undo(this.protocol.nodes[i], this.keys, this.token);
+    this.vote(i, { kind: 'error', error });
+  }
+
+  protected yes(vote: Vote): boolean {
+    return vote.kind === 'ok';
+  }
+
+  protected conclude(votes: (Vote | undefined)[]): SharedOutcome | Promise<SharedOutcome> {
+    const { keys, token, ttl, start, uncontended, everyNode } = this;
+    return this.protocol.countVotes(keys, token, ttl, start, votes, uncontended, everyNode);
+  }
+}
+
+/**
+ * A quorum release of one unit of keys: `FREE` (`lean`), followed by `RELEASE` on a node where
+ * FREE found someone queued for a grant, or `RELEASE` at once. A node's answer is whether it
+ * published a wake-up, or its error; a majority of errors fails the release.
+ */
+class ReleaseBallot
+  extends Ballot<Freed, boolean>
+  implements ScriptReplies<FreeReply | ReleaseReply>
+{
+  constructor(
+    private readonly protocol: LockProtocol,
+    private readonly keys: readonly string[],
+    private readonly token: string,
+    /** The script keys of RELEASE. */
+    private readonly unit: string[],
+  ) {
+    super(protocol.nodes.length, protocol.quorum.size);
+  }
+
+  ask(lean: boolean): Promise<boolean> {
+    const { nodes, runner, space, settings } = this.protocol;
+    if (lean) {
+      const free = space.keySet(this.keys[0]).free;
+      const args: [string, '0' | '1'] = [this.token, settings.fair ? '1' : '0'];
+      for (let i = 0; i < nodes.length; i++) runner.sendTo(nodes[i], FREE, free, args, this, i);
+    } else {
+      for (let i = 0; i < nodes.length; i++) this.release(i);
+    }
+    return this.promise;
+  }
+
+  /** RELEASE on node `i` (its answer comes in slot nodes + `i`, FREE's in slot `i`). */
+  private release(i: number): void {
+    const { nodes, runner, settings } = this.protocol;
+    const args: [string, '0', number] = [this.token, '0', this.protocol.fenceArg(settings.block)];
+    runner.sendTo(nodes[i], RELEASE, this.unit, args, this, nodes.length + i);
+  }
+
+  answered(slot: number, error: Error | undefined, reply: FreeReply | ReleaseReply | undefined) {
+    const n = this.protocol.nodes.length;
+    if (error) return this.vote(slot % n, error);
+    if (slot >= n) return this.vote(slot - n, (reply as ReleaseReply).published > 0);
+    // FREE found someone queued for a grant: the full script grants it.
+    if (reply === 'waited') return this.release(slot);
+    this.vote(slot, reply === 'published');
+  }
+
+  protected yes(freed: Freed): boolean {
+    return !(freed instanceof Error);
+  }
+
+  protected conclude(results: (Freed | undefined)[]): boolean {
+    this.protocol.failIfNoMajority(this.keys, results, 'release');
+    for (const r of results) if (r === true) return true;
+    return false;
   }
 }

@@ -59,3 +59,56 @@ export class Quorum {
     });
   }
 }
+
+/**
+ * One vote over the nodes as an object (`Quorum.collect` with no closure per node): the
+ * answers come in by `vote(i, answer)`, and `promise` settles once `yes` holds for `need`
+ * nodes, or can no longer hold for them, or every node answered, with what `conclude` makes of
+ * the answers (those still out are `undefined`; later ones are dropped).
+ * @internal
+ */
+export abstract class Ballot<T, R> {
+  readonly promise: Promise<R>;
+  /** Each node's answer, by index; `undefined` while out. */
+  protected readonly answers: (T | undefined)[];
+  private ayes = 0;
+  private noes = 0;
+  private resolve!: (result: R | PromiseLike<R>) => void;
+  private reject!: (error: unknown) => void;
+
+  constructor(
+    private readonly n: number,
+    private readonly need: number,
+  ) {
+    this.answers = new Array<T | undefined>(n).fill(undefined);
+    this.promise = new Promise<R>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+  }
+
+  /** Whether the vote is over (later answers are dropped). */
+  get over(): boolean {
+    return (
+      this.ayes >= this.need || this.noes > this.n - this.need || this.ayes + this.noes === this.n
+    );
+  }
+
+  /** Node `i` answered. */
+  protected vote(i: number, answer: T): void {
+    if (this.over) return;
+    this.answers[i] = answer;
+    if (this.yes(answer)) this.ayes++;
+    else this.noes++;
+    if (!this.over) return;
+    try {
+      this.resolve(this.conclude(this.answers));
+    } catch (err) {
+      this.reject(err);
+    }
+  }
+
+  protected abstract yes(answer: T): boolean;
+
+  protected abstract conclude(answers: (T | undefined)[]): R | Promise<R>;
+}

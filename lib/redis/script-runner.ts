@@ -12,13 +12,27 @@ export interface ReplicaAcks {
   readonly timeout: number;
 }
 
+/** EVALSHA and EVAL with their arguments in one array (ioredis flattens array arguments). */
+interface ArgvCommands {
+  evalsha(argv: readonly (string | number)[]): Promise<unknown>;
+  eval(argv: readonly (string | number)[]): Promise<unknown>;
+}
+
 /** The answer to a script call: the decoded reply, or why there is none. */
 export type ScriptCallback<R> = (error: Error | undefined, reply?: R) => void;
 
 /**
+ * Who hears the answers of several round trips, told apart by `slot` (a node's index in a
+ * round): one object for a whole round instead of a callback per call.
+ */
+export interface ScriptReplies<R> {
+  answered(slot: number, error: Error | undefined, reply: R | undefined): void;
+}
+
+/**
  * One round trip in flight: answered once, by its reply, its error or the sweeper's timeout. A
  * class with methods (not a set of closures per call): the hot path allocates this object and
- * the two reply handlers only.
+ * the two reply handlers only. The answer goes to `cb`, or to `to` with `slot`.
  */
 class InFlight<R = unknown> {
   prev?: InFlight;
@@ -30,15 +44,22 @@ class InFlight<R = unknown> {
     /** The sweeper's tick when it was sent (a coarse clock: no clock read per command). */
     readonly sent: number,
     private readonly decode: ((reply: unknown) => R) | undefined,
-    private readonly cb: ScriptCallback<R>,
+    private readonly cb: ScriptCallback<R> | undefined,
+    private readonly to: ScriptReplies<R> | undefined,
+    private readonly slot: number,
   ) {}
 
   reply(value: unknown): void {
-    if (this.settle()) this.cb(undefined, this.decode ? this.decode(value) : (value as R));
+    if (!this.settle()) return;
+    const reply = this.decode ? this.decode(value) : (value as R);
+    if (this.to) this.to.answered(this.slot, undefined, reply);
+    else this.cb!(undefined, reply);
   }
 
   fail(error: Error): void {
-    if (this.settle()) this.cb(error);
+    if (!this.settle()) return;
+    if (this.to) this.to.answered(this.slot, error, undefined);
+    else this.cb!(error);
   }
 
   /** Whether this is the first answer (the call leaves the chain then). */
@@ -61,12 +82,14 @@ export const asError = (e: unknown): Error => (e instanceof Error ? e : new Erro
  */
 export const CORK_BATCH = 16;
 
-/** One socket's writes in this tick: those held corked, and the size of the batch they fill. */
+/** A socket corked in this tick: the writes it holds, and the size of the batch they fill. */
 class TickWrites {
-  /** Writes held corked (0: not corked; the tick's first write went out at once). */
-  held = 0;
+  /** Writes held corked (the tick's first write went out at once, before the cork). */
+  held = 1;
   /** Writes the current batch holds before it leaves: `CORK_BATCH`, doubled at each batch. */
   batch = CORK_BATCH;
+
+  constructor(readonly stream: Writable) {}
 }
 
 /**
@@ -84,8 +107,13 @@ export class ScriptRunner {
   private sweeper?: NodeJS.Timeout;
   /** The sweeper's clock: intervals since it started. */
   private ticks = 0;
-  /** Sockets written to in this tick, and their corked writes (see `cork`). */
-  private readonly written = new Map<Writable, TickWrites>();
+  /**
+   * Sockets written to in this tick, and the corked ones with the writes each holds (see
+   * `cork`). Arrays: a tick writes to a few sockets at most, and a map's hashing cost more per
+   * command.
+   */
+  private readonly written: Writable[] = [];
+  private readonly corked: TickWrites[] = [];
 
   constructor(private readonly commandTimeout: number) {}
 
@@ -96,14 +124,39 @@ export class ScriptRunner {
     args: A,
     cb: ScriptCallback<R>,
   ): void {
+    this.call(node, script, keys, args, this.track(script.decode, cb, undefined, 0));
+  }
+
+  /** `send`, its answer to `to.answered(slot, …)`. */
+  sendTo<A extends ScriptArgs, R>(
+    node: RedisNode,
+    script: Script<A, R>,
+    keys: readonly string[],
+    args: A,
+    to: ScriptReplies<R>,
+    slot: number,
+  ): void {
+    this.call(node, script, keys, args, this.track(script.decode, undefined, to, slot));
+  }
+
+  private call<R>(
+    node: RedisNode,
+    script: Script<ScriptArgs, R>,
+    keys: readonly string[],
+    args: ScriptArgs,
+    call: InFlight<R>,
+  ): void {
     // Alone in flight (one caller at a time): nothing to batch it with.
-    if (this.inFlight.first) this.cork(node);
-    const call = this.track(script.decode, cb);
-    node.evalsha(script.sha, keys.length, ...keys, ...args).then(
+    if (call.prev) this.cork(node);
+    // One argument list, passed as an array (ioredis flattens it): no spread call per command.
+    const argv: (string | number)[] = [script.sha, keys.length];
+    for (let i = 0; i < keys.length; i++) argv.push(keys[i]);
+    for (let i = 0; i < args.length; i++) argv.push(args[i]);
+    (node as unknown as ArgvCommands).evalsha(argv).then(
       (v) => call.reply(v),
       (e: unknown) => {
         if (e instanceof Error && e.message.startsWith('NOSCRIPT')) {
-          node.eval(script.lua, keys.length, ...keys, ...args).then(
+          (node as unknown as ArgvCommands).eval([script.lua, ...argv.slice(1)]).then(
             (v) => call.reply(v),
             (e2: unknown) => call.fail(asError(e2)),
           );
@@ -117,7 +170,7 @@ export class ScriptRunner {
    * sent on it so far (sent right after a script, it covers that script's writes).
    */
   waitForReplicas(node: RedisNode, replicas: number, timeout: number, cb: ScriptCallback<number>) {
-    const call = this.track<number>(Number, cb);
+    const call = this.track<number>(Number, cb, undefined, 0);
     (node as Redis).wait(replicas, timeout).then(
       (n) => call.reply(n),
       (e: unknown) => call.fail(asError(e)),
@@ -193,9 +246,11 @@ export class ScriptRunner {
   /** A call in flight: `cb` gets its decoded answer or its timeout, once. */
   private track<R>(
     decode: ((reply: unknown) => R) | undefined,
-    cb: ScriptCallback<R>,
+    cb: ScriptCallback<R> | undefined,
+    to: ScriptReplies<R> | undefined,
+    slot: number,
   ): InFlight<R> {
-    const call = new InFlight<R>(this.inFlight, this.ticks, decode, cb);
+    const call = new InFlight<R>(this.inFlight, this.ticks, decode, cb, to, slot);
     this.inFlight.push(call as InFlight);
     this.sweeper ??= this.startSweeper();
     return call;
@@ -216,13 +271,21 @@ export class ScriptRunner {
   private cork(node: RedisNode): void {
     const stream = (node as Partial<Redis>).stream;
     if (!stream || (node as Redis).status !== 'ready') return;
-    const tick = this.written.get(stream);
-    if (tick === undefined) {
-      this.written.set(stream, new TickWrites());
-      if (this.written.size === 1) process.nextTick(this.endTick);
-    } else if (tick.held === 0) {
+    const { written, corked } = this;
+    if (!written.includes(stream)) {
+      if (written.push(stream) === 1) process.nextTick(this.endTick);
+      return;
+    }
+    let tick: TickWrites | undefined;
+    for (const t of corked) {
+      if (t.stream === stream) {
+        tick = t;
+        break;
+      }
+    }
+    if (!tick) {
       stream.cork();
-      tick.held = 1;
+      corked.push(new TickWrites(stream));
     } else if (tick.held >= tick.batch) {
       // A full batch leaves now; this write starts the next one, twice as large.
       stream.uncork();
@@ -234,8 +297,9 @@ export class ScriptRunner {
 
   /** The tick is over: corked sockets write what they hold. */
   private readonly endTick = (): void => {
-    for (const [stream, tick] of this.written) if (tick.held > 0) stream.uncork();
-    this.written.clear();
+    for (const tick of this.corked) tick.stream.uncork();
+    this.corked.length = 0;
+    this.written.length = 0;
   };
 
   close(): void {

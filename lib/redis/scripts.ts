@@ -50,9 +50,11 @@ export type AcquireReply =
 
 /** `{1, fence...}` taken, `{0, pttl}` busy. */
 function acquireReply(reply: unknown): AcquireReply {
-  const r = numbers(reply);
-  if (r[0] !== 1) return { kind: 'busy', pttl: r[1] };
-  return { kind: 'ok', fences: r.slice(1) };
+  const r = reply as unknown[];
+  if (Number(r[0]) !== 1) return { kind: 'busy', pttl: Number(r[1]) };
+  const fences = new Array<number>(r.length - 1);
+  for (let i = 1; i < r.length; i++) fences[i - 1] = Number(r[i]);
+  return { kind: 'ok', fences };
 }
 
 /**
@@ -220,8 +222,8 @@ export const ACQUIRE_SHARED = defineScript<
   [Token, LeaseMs, number, QueueMode, ShareArg, Block, '0' | '1'],
   SharedReply
 >('ACQUIRE_SHARED', ACQUIRE_SHARED_SCRIPT, (reply) => {
-  const r = numbers(reply);
-  if (r[0] === 2) return { kind: 'conflict', held: r[1] };
+  const r = reply as unknown[];
+  if (Number(r[0]) === 2) return { kind: 'conflict', held: Number(r[1]) };
   return acquireReply(reply);
 });
 

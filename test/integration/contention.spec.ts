@@ -45,7 +45,8 @@ function onEvalsha(see: (keys: string[], argv: unknown[]) => void): () => void {
   const evalsha = node.evalsha.bind(node);
   const watching = (...args: Parameters<Redis['evalsha']>) => {
     const reply = evalsha(...args);
-    const [, numkeys, ...rest] = args as unknown as [string, number, ...unknown[]];
+    // The runner passes its arguments as one array (ioredis flattens it).
+    const [, numkeys, ...rest] = (args as unknown[]).flat() as [string, number, ...unknown[]];
     see(rest.slice(0, Number(numkeys)) as string[], rest.slice(Number(numkeys)));
     return reply;
   };

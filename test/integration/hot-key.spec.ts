@@ -116,6 +116,44 @@ describe('one process alone on a hot key', () => {
     );
     expect(await redis.exists(lockRedisKey(prefix, 'job:alone'))).toBe(0);
   });
+
+  it('keeps passing in memory when the sections are shorter than a refill round trip', async () => {
+    // Callers that let go at once run through a block of fences faster than a REFILL comes back:
+    // the next pass waits for the refill on its way (one round trip, as a HANDOFF would cost)
+    // instead of sending a HANDOFF that changes the token and so throws the refill's block away
+    // (which then repeated every block: a HANDOFF and a REFILL per localHandoffs + 1 callers).
+    const locks = app.get(LockService);
+    const calls = 200;
+    const order: number[] = [];
+    const fences: number[] = [];
+    const holder = await locks.acquire('job:quick');
+    const before = { evalsha: await evalshaCalls(), stats: locks.stats() };
+    const all = Promise.all(
+      Array.from({ length: calls }, (_, i) =>
+        locks.using(
+          'job:quick',
+          () => {
+            order.push(i);
+            fences.push(LockContext.current()!.fence);
+          },
+          { waitTimeout: 30_000 },
+        ),
+      ),
+    );
+    await sleep(20);
+    await holder.release();
+    await all;
+    const evalsha = (await evalshaCalls()) - before.evalsha;
+    const handoffs = locks.stats().localHandoffs - before.stats.localHandoffs;
+
+    expect(order).toEqual(order.map((_, i) => i));
+    expect(fences.filter((f, i) => i > 0 && f <= fences[i - 1])).toEqual([]);
+    expect(handoffs).toBe(calls);
+    // The release that finds nobody else queued, the refills (each a block of 4 x
+    // (localHandoffs + 1) fences at least) and the last release.
+    expect(evalsha).toBeLessThanOrEqual(2 + Math.ceil(calls / (4 * (LOCAL_HANDOFFS + 1))));
+    expect(await redis.exists(lockRedisKey(prefix, 'job:quick'))).toBe(0);
+  });
 });
 
 describe('a waiter of another client group', () => {

@@ -452,12 +452,25 @@ describe('KeyLine', () => {
       expect(line.mayHandOff(1, true)).toBe(true);
     });
 
-    it('runs one refill at a time', () => {
+    it('runs one refill at a time, and says which is on its way until it settles', async () => {
       const line = new KeyLine('k');
-      expect(line.startRefill()).toBe(true);
-      expect(line.startRefill()).toBe(false);
-      line.endRefill();
-      expect(line.startRefill()).toBe(true);
+      let answer!: () => void;
+      let sent = 0;
+      const send = () => {
+        sent++;
+        return new Promise<void>((resolve) => (answer = resolve));
+      };
+      expect(line.refilling).toBeUndefined();
+      line.refillOnce(send);
+      line.refillOnce(send);
+      expect(sent).toBe(1);
+      const pending = line.refilling;
+      expect(pending).toBeInstanceOf(Promise);
+      answer();
+      await pending;
+      expect(line.refilling).toBeUndefined();
+      line.refillOnce(send);
+      expect(sent).toBe(2);
     });
   });
 

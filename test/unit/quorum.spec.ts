@@ -1,4 +1,4 @@
-import { Quorum } from '../../lib/redis/quorum';
+import { Ballot, Quorum } from '../../lib/redis/quorum';
 
 /** Lets every pending promise callback run. */
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -198,6 +198,69 @@ describe('Quorum', () => {
       // Settled at the second yes; the third node is still asked, its answer dropped.
       expect(answers).toEqual([true, true, undefined]);
       expect(asked).toEqual([0, 1, 2]);
+    });
+  });
+
+  describe('Ballot', () => {
+    /** A ballot over `n` nodes, `need` yes votes, whose answers the test gives by hand. */
+    class Votes extends Ballot<boolean, (boolean | undefined)[]> {
+      readonly concluded: (boolean | undefined)[][] = [];
+      constructor(
+        n: number,
+        need: number,
+        private readonly fail = false,
+      ) {
+        super(n, need);
+      }
+      give(i: number, v: boolean): void {
+        this.vote(i, v);
+      }
+      protected yes(v: boolean): boolean {
+        return v;
+      }
+      protected conclude(answers: (boolean | undefined)[]): (boolean | undefined)[] {
+        if (this.fail) throw new Error('conclude failed');
+        this.concluded.push([...answers]);
+        return [...answers];
+      }
+    }
+
+    it('settles once a majority says yes; later answers are dropped', async () => {
+      const b = new Votes(5, 3);
+      b.give(4, true);
+      b.give(1, true);
+      expect(b.over).toBe(false);
+      b.give(2, true);
+      expect(b.over).toBe(true);
+      b.give(0, true);
+      b.give(3, false);
+      await expect(b.promise).resolves.toEqual([undefined, true, true, undefined, true]);
+      expect(b.concluded).toHaveLength(1);
+    });
+
+    it('settles as soon as no majority is possible', async () => {
+      const b = new Votes(3, 2);
+      b.give(0, false);
+      expect(b.over).toBe(false);
+      b.give(2, false);
+      await expect(b.promise).resolves.toEqual([false, undefined, false]);
+      b.give(1, true);
+      expect(b.concluded).toHaveLength(1);
+    });
+
+    it('needs every node when asked to (need = n)', async () => {
+      const b = new Votes(3, 3);
+      b.give(0, true);
+      b.give(1, true);
+      expect(b.over).toBe(false);
+      b.give(2, false);
+      await expect(b.promise).resolves.toEqual([true, true, false]);
+    });
+
+    it('rejects with what conclude throws', async () => {
+      const b = new Votes(1, 1, true);
+      b.give(0, true);
+      await expect(b.promise).rejects.toThrow('conclude failed');
     });
   });
 });

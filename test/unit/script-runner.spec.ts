@@ -18,7 +18,8 @@ function fakeNode(status = 'ready', reply: unknown = 1) {
   const node = {
     status,
     stream,
-    evalsha: (sha: string) => {
+    evalsha: (...args: unknown[]) => {
+      const sha = args.flat()[0] as string;
       log.push(sha === TRY.sha ? 'TRY' : sha === FREE.sha ? 'FREE' : sha);
       return Promise.resolve(reply);
     },
