@@ -539,7 +539,9 @@ it('keeps the exclusive path: an uncontended cycle is TRY + FREE (two keys each)
   const sent: string[][] = [];
   const key = lockRedisKey(prefix, 'excl:1');
   node.evalsha = ((...args: Parameters<Redis['evalsha']>) => {
-    const [, numkeys, ...rest] = args as unknown as [string, number, ...string[]];
+    // The ScriptRunner passes its arguments as one array (ioredis flattens it).
+    const argv = (args.length === 1 && Array.isArray(args[0]) ? args[0] : args) as unknown[];
+    const [, numkeys, ...rest] = argv as [string, number, ...string[]];
     if (rest[0] === key) sent.push(rest.slice(0, Number(numkeys)));
     return evalsha(...args);
   }) as Redis['evalsha'];
