@@ -21,6 +21,7 @@ import { assertRawKey, type KeyRenderer, rawKeys } from '../keys';
 import type { AcquireRequest, Lease, LockBackend, Share } from '../engine/lock-backend';
 import type { ReplicaAcks } from '../redis/lock-protocol';
 import { Chain } from '../chain';
+import { settleTo } from '../settle-to';
 import { ActiveHold, type HoldOwner } from './active-hold';
 import { HoldHandle } from './hold-handle';
 import { HoldScope } from './hold-scope';
@@ -620,12 +621,8 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
       done();
     };
     try {
-      if (hold.minHold > held) {
-        client.releaseByExpiry(lease, hold.minHold - held).then(
-          () => after(),
-          (err: unknown) => after(err ?? new Error('release failed')),
-        );
-      } else client.releaseThen(lease, after);
+      if (hold.minHold > held) settleTo(client.releaseByExpiry(lease, hold.minHold - held), after);
+      else client.releaseThen(lease, after);
     } catch (err) {
       after(err ?? new Error('release failed'));
     }

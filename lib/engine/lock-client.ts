@@ -15,6 +15,7 @@ import { MODE_MISMATCH, PERMITS_MISMATCH } from '../redlock.messages';
 import { isCluster, type RedisNode } from '../redis/redis-node';
 import { ScriptRunner } from '../redis/script-runner';
 import { ServerClock } from '../redis/server-clock';
+import { settleTo } from '../settle-to';
 import type { KeyLine as Line, LineListener } from './key-line';
 
 type KeyLine = Line<Waiter>;
@@ -1135,14 +1136,6 @@ interface SharedGrantee {
   message(grant: Grant): void;
   /** A release of this process granted it, per the release's answer (sent at `sentAt`). */
   answered(fence: number, sentAt: number): void;
-}
-
-/** Passes a promise's outcome to a callback (`error` undefined: fulfilled). */
-function settleTo(promise: Promise<unknown>, done: (error?: unknown) => void): void {
-  promise.then(
-    () => done(),
-    (error: unknown) => done(error ?? new Error('release failed')),
-  );
 }
 
 /**

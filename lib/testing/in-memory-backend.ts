@@ -10,6 +10,7 @@ import {
   type Share,
 } from '../engine/lock-backend';
 import { abortReason } from '../engine/wait-rules';
+import { settleTo } from '../settle-to';
 import { MODE_MISMATCH, PERMITS_MISMATCH } from '../redlock.messages';
 
 /** A lease held in memory, shared by every key it holds (several keys: all or nothing). */
@@ -200,10 +201,7 @@ export class InMemoryBackend implements LockBackend {
   }
 
   releaseThen(lease: Lease, done: (error?: unknown) => void): void {
-    this.release(lease).then(
-      () => done(),
-      (error: unknown) => done(error ?? new Error('release failed')),
-    );
+    settleTo(this.release(lease), done);
   }
 
   async releaseByExpiry(lease: Lease, ms: number): Promise<void> {
