@@ -263,20 +263,13 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
   }
 
   /**
-   * The hold of `token` this line counts, released or not: a released one is still being passed
-   * on (or given back), so fences reserved for the token belong to it.
+   * The hold of `token` this line counts (one at most: a pass in memory replaces it), released
+   * or not: a released one is still being passed on (or given back), so fences reserved for the
+   * token belong to it.
    */
   leaseOf(token: string): Lease | undefined {
     if (this.held?.token === token) return this.held;
     return this.moreHeld?.find((l) => l.token === token);
-  }
-
-  /** The hold of `token` in progress (not released yet), if any. */
-  holdOf(token: string): Lease | undefined {
-    const { held } = this;
-    if (held && held.token === token && !held.released) return held;
-    for (const l of this.moreHeld ?? []) if (l.token === token && !l.released) return l;
-    return undefined;
   }
 
   /** The refill on its way (settled once its answer is applied), if any. */

@@ -872,16 +872,16 @@ export class LockClient implements LockBackend {
     line.refillOnce(() =>
       this.protocol.refill(lease.keys, lease.token, count, lease.acks).then(
         (r) => {
+          // The token's hold now, even if it was let go and waits in passOn for this block.
+          const current = line.leaseOf(lease.token);
           if (r.kind === 'notOurs') {
             // The token lost the key (expired, taken): its hold here proves nothing any more.
-            const current = line.holdOf(lease.token);
-            if (current) this.leaseEnded(current);
+            if (current && !current.released) this.leaseEnded(current);
             return;
           }
           if (r.othersQueued) line.othersWait();
           else line.nobodyElseSince(mark, sentAt);
-          // The token's hold now, even if it was let go and waits in passOn for this block.
-          line.leaseOf(lease.token)?.refilled(r.fence, count);
+          current?.refilled(r.fence, count);
         },
         () => undefined,
       ),
