@@ -376,8 +376,8 @@ export class Waiter implements LeaseTaker, DeadlineListener {
     return this.outage ?? new LockNotAcquiredError(this.keys, waited, this.lastPttl);
   }
 
-  private async sleepWhileBusyHere(): Promise<void> {
-    await this.latch.sleep(Math.min(this.untilDeadline(), this.untilHoldsEnd()));
+  private sleepWhileBusyHere(): Promise<'woken' | 'timer'> {
+    return this.latch.sleep(Math.min(this.untilDeadline(), this.untilHoldsEnd()));
   }
 
   private untilDeadline(): number {
