@@ -207,7 +207,7 @@ export class LockClient implements LockBackend {
     line.startTry();
     return new Promise((resolve, reject) => {
       // The first try neither queues nor flags: only a waiting caller asks to be woken.
-      this.protocol.tryFirst(keys, taker.token, ttl, startedAt, acks, (error, first) => {
+      this.protocol.firstTryThen(keys, taker.token, ttl, startedAt, acks, (error, first) => {
         if (error !== undefined) {
           this.endTry(line);
           return reject(error);

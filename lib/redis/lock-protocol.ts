@@ -130,7 +130,7 @@ export class LockProtocol {
    * `attempt` with `waitMs` 0 on one key (a first try), answered by callback: on a single node
    * no promise is made, as the uncontended cycle's acquire goes through here.
    */
-  tryFirst(
+  firstTryThen(
     key: readonly string[],
     token: string,
     ttl: number,
