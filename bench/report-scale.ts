@@ -39,11 +39,16 @@ export function holdFigures(h: HoldsResult) {
   return { perHold, commandsPerS, unbatched, share: commandsPerS / unbatched };
 }
 
+/** The slowest tenth's ms per grant over the fastest's (tenths with no figure left out). */
+function grantSpread(msBySlice: readonly number[]): number {
+  const slices = msBySlice.filter((x) => Number.isFinite(x) && x > 0);
+  return slices.length ? Math.max(...slices) / Math.min(...slices) : NaN;
+}
+
 /** What a waiters run shows, derived. */
 export function waiterFigures(w: WaitersResult) {
   const perWaiter = (w.heapQueued - w.heapBefore) / Math.max(1, w.count);
-  const slices = w.grantMsBySlice.filter((x) => Number.isFinite(x) && x > 0);
-  const spread = slices.length ? Math.max(...slices) / Math.min(...slices) : NaN;
+  const spread = grantSpread(w.grantMsBySlice);
   const accounted =
     w.granted + w.timedOut === w.count && w.timedOut === w.shortWaits && sum(w.otherErrors) === 0;
   return { perWaiter, spread, accounted };
@@ -59,9 +64,7 @@ export function medianGrantCost(runs: readonly WaitersResult[]) {
   const grantMsBySlice = Array.from({ length: tenths }, (_, i) =>
     median(runs.map((w) => w.grantMsBySlice[i]).filter((x) => Number.isFinite(x) && x > 0)),
   );
-  const slices = grantMsBySlice.filter((x) => Number.isFinite(x) && x > 0);
-  const spread = slices.length ? Math.max(...slices) / Math.min(...slices) : NaN;
-  return { grantMsBySlice, spread, runs: runs.length };
+  return { grantMsBySlice, spread: grantSpread(grantMsBySlice), runs: runs.length };
 }
 
 /** Target rows (markdown table lines) for the scale scenarios, ours only. */

@@ -200,49 +200,38 @@ export async function runHolds(peer: Peer, spec: WorkerSpec, r: WorkerResult): P
   r.timedOut = timedOut;
 }
 
-/**
- * A short line on a key of its own before the timed one: the paths of queueing, handing over
- * and timing out get compiled first (a cold process spent the first tenth of the line in JIT).
- */
-async function warmLine(peer: Peer, key: string, n: number, ttl: number): Promise<void> {
-  const holder = await peer.hold!(key, { ttl, waitTimeout: 0 });
-  const calls = Array.from({ length: n }, (_, i) =>
-    peer.hold!(key, { ttl, waitTimeout: i % 10 === 9 ? 20 : 60_000 }).then(
-      (h) => h.release(),
-      () => undefined,
-    ),
-  );
-  await sleep(50);
-  await holder.release();
-  await Promise.all(calls);
-}
-
 /** Every 10th waiter waits this long only: it must time out in the line, and nothing else. */
 const SHORT_WAIT_MS = 200;
 
 /**
- * Heap per waiter, from a line of its own (the same callers as the timed line), weighed with
- * forced collections before and once all are in line, then drained untimed. Not the timed line:
- * a forced full collection just before a drain made its first three tenths 2-3x slower than the
- * rest (0.021 vs 0.010 ms per grant; without it the tenths were flat), a cost of the weighing,
- * not of the line.
+ * An untimed line on a key of its own: one holder, `n` callers queued behind it (every 10th
+ * waits `shortWaitMs` only), then drained. `weigh`: collected heaps before the callers queue and
+ * once they are in line (else NaN).
+ *
+ * Before the timed line, short ones compile the paths of queueing, handing over and timing out
+ * (a cold process spent the first tenth of the line in JIT), and a weighed one of the same
+ * length gives the heap per waiter. Not the timed line itself: a forced full collection just
+ * before a drain made its first three tenths 2-3x slower than the rest (0.021 vs 0.010 ms per
+ * grant; without it the tenths were flat), a cost of the weighing, not of the line.
  */
-async function weighLine(
+async function untimedLine(
   peer: Peer,
   key: string,
   n: number,
   ttl: number,
+  shortWaitMs: number,
+  weigh = false,
 ): Promise<{ heapBefore: number; heapQueued: number }> {
   const holder = await peer.hold!(key, { ttl, waitTimeout: 0 });
-  const heapBefore = collectedHeap();
+  const heapBefore = weigh ? collectedHeap() : NaN;
   const calls = Array.from({ length: n }, (_, i) =>
-    peer.hold!(key, { ttl, waitTimeout: i % 10 === 9 ? SHORT_WAIT_MS : 60_000 }).then(
+    peer.hold!(key, { ttl, waitTimeout: i % 10 === 9 ? shortWaitMs : 60_000 }).then(
       (h) => h.release(),
       () => undefined,
     ),
   );
   await sleep(50);
-  const heapQueued = collectedHeap();
+  const heapQueued = weigh ? collectedHeap() : NaN;
   await holder.release();
   await Promise.all(calls);
   return { heapBefore, heapQueued };
@@ -262,8 +251,16 @@ export async function runWaiters(peer: Peer, spec: WorkerSpec, r: WorkerResult):
   // paths (passes in memory that wait for a refill of a large block, timeouts in the line) are
   // compiled before the timed line, whose first tenth otherwise measured the JIT.
   const warm = Math.min(2_000, Math.ceil(count / 5));
-  for (const n of [1, 2]) await warmLine(peer, `${spec.key}:warm${n}`, warm, spec.ttl);
-  const { heapBefore, heapQueued } = await weighLine(peer, `${spec.key}:weigh`, count, spec.ttl);
+  for (const n of [1, 2]) await untimedLine(peer, `${spec.key}:warm${n}`, warm, spec.ttl, 20);
+  const weighed = await untimedLine(
+    peer,
+    `${spec.key}:weigh`,
+    count,
+    spec.ttl,
+    SHORT_WAIT_MS,
+    true,
+  );
+  const { heapBefore, heapQueued } = weighed;
   const holder = await peer.hold(key, { ttl: spec.ttl, waitTimeout: 0 });
   const enterOrder: number[] = [];
   const enterAt: number[] = [];
