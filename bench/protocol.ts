@@ -79,6 +79,8 @@ export interface WorkerSpec {
   key: string;
   /** Index of this process within the run (for worker ids). */
   proc: number;
+  /** How many processes the run has. */
+  procs: number;
   /** seq: rounds; hot: iterations per async worker; mem: total cycles. */
   iterations: number;
   /** Warm-up cycles before `ready` (on a key of its own, uncontended). */
@@ -89,6 +91,12 @@ export interface WorkerSpec {
    * paths too, so a short run measures the steady state, not a cold process.
    */
   contendedWarmup: number;
+  /**
+   * hot, with several processes: then iterations per async worker on a key every process of
+   * the run shares, so the paths between processes (queue entries, grant messages, claims) are
+   * compiled too, not only this process's own line.
+   */
+  sharedWarmup: number;
   /** hot: concurrent async workers in this process; mem: concurrent loops (distinct keys). */
   concurrency: number;
   /** hot: critical section, ms (`await setTimeout(sectionMs)`). */

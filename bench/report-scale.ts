@@ -140,11 +140,15 @@ export function scaleMarkdown(summaries: CaseSummary[]): string[] {
       ...tableSection(
         'Cross-process handoff (one node, 2 processes x 1 caller, 1 ms section)',
         'Every handoff crosses processes. Gap = section end (before its release) -> the next section ' +
-          'starts in the other process, on the shared monotonic clock. Split: the releasing call ' +
-          'resolved in the releasing process (its round trip); the grant message heard by a probe ' +
-          "subscriber (a connection of its own, `PSUBSCRIBE nest-locked:g:*`) in the next holder's " +
-          'process (Redis: the release script, PUBLISH, delivery); heard -> the next section starts ' +
-          "(the waiter's event loop and our code). Peers that poll have no grant message (`-`).",
+          'starts in the other process, on the shared monotonic clock. Before the timed run the two ' +
+          'processes pass the key between them (`--handoff-warmup` sections each), so the ' +
+          'cross-process path is compiled. The rows with a peer name are timed as they are; the ' +
+          '"with probe" row runs ours again with a probe subscriber in each process (a connection ' +
+          'of its own, `PSUBSCRIBE nest-locked:g:*`) to split the gap: the releasing call resolved ' +
+          'in the releasing process (its round trip); the grant message heard by the probe in the ' +
+          "next holder's process (Redis: the release script, PUBLISH, delivery); heard -> the next " +
+          "section starts (the waiter's event loop and our code). The probe's own deliveries make " +
+          "that row's gap a little longer. Peers that poll have no grant message (`-`).",
         [
           'peer',
           'sections/s',
@@ -161,7 +165,7 @@ export function scaleMarkdown(summaries: CaseSummary[]): string[] {
     for (const s of handoff) {
       const h = s.handoff;
       L.push(
-        `| ${PEER_LABEL[s.def.peer]} | ${fmt(s.rate.median)} | ${fmt(h?.gapP50, 3)} | ${fmt(h?.gapP99, 3)} | ${fmt(h?.releaseP50, 3)} | ${fmt(h?.heardP50, 3)} / ${fmt(h?.heardP99, 3)} | ${fmt(h?.enterP50, 3)} / ${fmt(h?.enterP99, 3)} | ${fmt(h?.n)} | ${s.n} |`,
+        `| ${PEER_LABEL[s.def.peer]}${s.def.spec.probe ? ', with probe' : ''} | ${fmt(s.rate.median)} | ${fmt(h?.gapP50, 3)} | ${fmt(h?.gapP99, 3)} | ${fmt(h?.releaseP50, 3)} | ${fmt(h?.heardP50, 3)} / ${fmt(h?.heardP99, 3)} | ${fmt(h?.enterP50, 3)} / ${fmt(h?.enterP99, 3)} | ${fmt(h?.n)} | ${s.n} |`,
       );
     }
   }

@@ -261,8 +261,10 @@ function markdown(summaries: CaseSummary[], d: Derived, meta: ReportMeta): strin
       'caller of acquire -> `await setTimeout(1)` -> release, all callers on one key; wait = call ' +
       'to entering the section. A failed acquire is counted and not retried. Before the timed ' +
       'part, every hot-key and segmented process warms up: uncontended cycles, then all its ' +
-      `callers ${o.hotWarmup} times each on a key of its own with the same section (the waiting paths get ` +
-      'compiled; a fresh process would otherwise spend the short run in its JIT).',
+      `callers ${o.hotWarmup} times each on a key of its own with the same section, and with ` +
+      `several processes ${o.hotWarmup} times more on a key they all share (the waiting paths, ` +
+      'and those between processes, get compiled; a fresh process would otherwise spend the ' +
+      'short run in its JIT).',
   );
 
   // -------- targets

@@ -73,16 +73,31 @@ async function warmUp(name: PeerName, peer: Peer): Promise<void> {
 /**
  * Hot mode: every async worker of this process takes a key of this process only, with the
  * scenario's section, `contendedWarmup` times: local queues, handoffs, sweeps and grants get
- * compiled before the timed run. A failed acquire is ignored (peers that give up are warm too).
+ * compiled before the timed run. With several processes, then `sharedWarmup` times a key all of
+ * them share: the paths between processes get compiled too. A failed acquire is ignored (peers
+ * that give up are warm too).
  */
 async function warmUpContended(peer: Peer): Promise<void> {
-  const key = `${spec.key}:warmc:${spec.proc}`;
-  const stopAt = now() + 10_000;
+  await warmUpOn(peer, `${spec.key}:warmc:${spec.proc}`, spec.contendedWarmup, 1_000_000, 10_000);
+  if (spec.procs > 1) {
+    await warmUpOn(peer, `${spec.key}:warmx`, spec.sharedWarmup, 2_000_000, 15_000);
+  }
+}
+
+/** `iterations` calls per async worker of this process on `key`, within `budgetMs`. */
+async function warmUpOn(
+  peer: Peer,
+  key: string,
+  iterations: number,
+  seed: number,
+  budgetMs: number,
+): Promise<void> {
+  const stopAt = now() + budgetMs;
   await Promise.all(
     Array.from({ length: spec.concurrency }, async (_, w) => {
       // rw: the scenario's mix of reads and writes (from another seed than the timed run's).
-      const writes = writeDraws(1_000_000 + spec.proc * 1000 + w);
-      for (let i = 0; i < spec.contendedWarmup && now() < stopAt; i++) {
+      const writes = writeDraws(seed + spec.proc * 1000 + w);
+      for (let i = 0; i < iterations && now() < stopAt; i++) {
         const take = spec.mode === 'rw' && !writes() && peer.runRead ? peer.runRead : peer.run;
         await take.call(peer, key, () => sleep(spec.sectionMs)).catch(() => undefined);
       }
