@@ -192,18 +192,33 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
    * renews it until `release()` (unless `watchdog: false`). Not reentrant: a second `acquire` of
    * a key you hold waits like any other caller.
    */
-  async acquire(
-    keys: string | readonly string[],
-    options: LockCallOptions = {},
-  ): Promise<LockHandle> {
-    validateBehaviour(options, 'LockService.acquire options');
-    if (options.segments !== undefined) {
-      throw new LockConfigError(ACQUIRE_TAKES_NO_SEGMENTS, 'segments');
+  acquire(keys: string | readonly string[], options: LockCallOptions = {}): Promise<LockHandle> {
+    // Not async: a caller waiting in line keeps one promise of ours alive, not two suspended
+    // async functions (each a generator, a context and two closures).
+    let list: string[];
+    let b: Behaviour;
+    try {
+      validateBehaviour(options, 'LockService.acquire options');
+      if (options.segments !== undefined) {
+        throw new LockConfigError(ACQUIRE_TAKES_NO_SEGMENTS, 'segments');
+      }
+      list = rawKeys(keys, 'LockService.acquire');
+      b = this.resolveBehaviour(options);
+    } catch (err) {
+      return Promise.reject(err);
     }
-    const list = rawKeys(keys, 'LockService.acquire');
-    const b = this.resolveBehaviour(options);
-    const hold = await this.take(sortUnique(list), b, options.signal);
-    return new HoldHandle(hold);
+    let acquired: Promise<Lease>;
+    try {
+      acquired = b.client.acquire(sortUnique(list), acquireRequest(b, options.signal));
+    } catch (err) {
+      return Promise.reject(this.refused(err, b));
+    }
+    return acquired.then(
+      (lease) => new HoldHandle(this.start(lease, b)),
+      (err: unknown) => {
+        throw this.refused(err, b);
+      },
+    );
   }
 
   /** Whether `key` (a rendered key, without keyPrefix) is locked right now. */
@@ -495,21 +510,6 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
         void this.finish(hold);
       };
     });
-  }
-
-  /** Acquires (waiting up to `waitTimeout`) and starts the watchdog. */
-  private async take(
-    keys: readonly string[],
-    b: Behaviour,
-    signal: AbortSignal | undefined,
-  ): Promise<ActiveHold> {
-    let lease: Lease;
-    try {
-      lease = await b.client.acquire(keys, acquireRequest(b, signal));
-    } catch (err) {
-      throw this.refused(err, b);
-    }
-    return this.start(lease, b);
   }
 
   /** An acquire that failed: told to the `busy` / `error` listeners, and the error to throw. */
