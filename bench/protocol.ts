@@ -15,6 +15,7 @@ export const PEERS = [
   'ours-rw',
   'ours-permits5',
   'semaphore5',
+  'floor-pubsub',
 ] as const;
 export type PeerName = (typeof PEERS)[number];
 

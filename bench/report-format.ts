@@ -53,6 +53,7 @@ export const PEER_LABEL: Record<PeerName, string> = {
   'ours-rw': "**ours: @Locked mode: 'read' / 'write'**",
   'ours-permits5': '**ours: @Locked permits: 5**',
   semaphore5: 'redis-semaphore Semaphore(5)',
+  'floor-pubsub': 'raw pub/sub pass (no lock: one PUBLISH hands the turn over)',
 };
 
 /** Every peer's colour in the charts. */
@@ -71,6 +72,7 @@ export const PEER_COLOR: Record<PeerName, string> = {
   'ours-rw': '#2e9e57',
   'ours-permits5': '#146b33',
   semaphore5: '#5a6f98',
+  'floor-pubsub': '#444444',
 };
 
 /**

@@ -315,7 +315,7 @@ const MANY_PEERS: PeerName[] = ['floor', 'redlock', 'mutex', 'nest-redlock', 'ou
 /** Peers that can keep a lock renewed until told (holds). */
 const HOLD_PEERS: PeerName[] = ['ours-locked', 'redlock', 'mutex'];
 /** Peers of the handoff scenario (redlock defaults would measure its 200 ms retry delay). */
-const HANDOFF_PEERS: PeerName[] = ['redlock-tuned', 'mutex', 'ours-locked'];
+const HANDOFF_PEERS: PeerName[] = ['floor-pubsub', 'redlock-tuned', 'mutex', 'ours-locked'];
 /** Lease of the holds scenario (the issue's: 30 s, renewed every 10 s). */
 const HOLD_TTL = 30_000;
 

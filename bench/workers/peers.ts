@@ -149,6 +149,74 @@ interface FloorAcks {
 }
 
 /**
+ * The floor of a cross-process handoff by pub/sub (the handoff scenario: one caller per
+ * process): no lock at all. The processes take turns on a key in order, process 0 first; after
+ * its section a process hands the turn to the next with one `PUBLISH` on a channel that process
+ * subscribed to. What it measures is what any grant by message costs at least on this machine:
+ * the PUBLISH's round into Redis, the delivery, and waking the next process. Keys of one
+ * process only (its warm-ups) run at once.
+ */
+async function pubsubFloorPeer(ports: number[], proc: number, procs: number): Promise<Peer> {
+  const pub = connect(ports[0]);
+  const sub = connect(ports[0]);
+  await ready([pub, sub]);
+  const SUFFIX = ':turn:';
+  /** Turns received for a key before its caller asked for one. */
+  const banked = new Map<string, number>();
+  const waiting = new Map<string, () => void>();
+  const started = new Set<string>();
+  sub.on('pmessage', (_pattern: string, channel: string) => {
+    const key = channel.slice(0, channel.lastIndexOf(SUFFIX));
+    const wake = waiting.get(key);
+    if (wake) {
+      waiting.delete(key);
+      wake();
+    } else {
+      banked.set(key, (banked.get(key) ?? 0) + 1);
+    }
+  });
+  await sub.psubscribe(`*${SUFFIX}${proc}`);
+  const turn = (key: string): Promise<void> | undefined => {
+    if (!started.has(key)) {
+      started.add(key);
+      if (proc === 0) return undefined;
+    }
+    const n = banked.get(key) ?? 0;
+    if (n > 0) {
+      banked.set(key, n - 1);
+      return undefined;
+    }
+    // A turn not handed over within a second (the other process stopped at its time budget)
+    // is taken anyway: a caller never hangs on a process that has left.
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        waiting.delete(key);
+        resolve();
+      }, 1_000);
+      waiting.set(key, () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  };
+  const own = (key: string) => key.includes(':warm:') || key.includes(':warmc:');
+  return {
+    async run(key, body) {
+      if (own(key)) return body();
+      await turn(key);
+      try {
+        await body();
+      } finally {
+        void pub.publish(`${key}${SUFFIX}${(proc + 1) % procs}`, '1');
+      }
+    },
+    close: async () => {
+      await Promise.all([sub.quit(), pub.quit()]);
+    },
+  };
+}
+
+/**
  * The raw floor: `SET key token NX PX ttl`, then a compare-and-delete Lua script by EVALSHA
  * (ioredis `defineCommand`, falling back to EVAL once). On 3 nodes: the same on every node in
  * parallel, going on as soon as a majority answered (as redlock does), the fastest correct
@@ -491,7 +559,13 @@ async function semaphorePeer(ports: number[]): Promise<Peer> {
   };
 }
 
-export async function createPeer(name: PeerName, ports: number[], ttl: number): Promise<Peer> {
+export async function createPeer(
+  name: PeerName,
+  ports: number[],
+  ttl: number,
+  proc = 0,
+  procs = 1,
+): Promise<Peer> {
   switch (name) {
     case 'timer':
       return timerPeer();
@@ -522,5 +596,7 @@ export async function createPeer(name: PeerName, ports: number[], ttl: number): 
       return oursPermitsPeer(ports);
     case 'semaphore5':
       return semaphorePeer(ports);
+    case 'floor-pubsub':
+      return pubsubFloorPeer(ports, proc, procs);
   }
 }

@@ -361,7 +361,7 @@ async function main(): Promise<void> {
   let stats: Redis[] = [];
   try {
     for (const name of names) {
-      const peer = await createPeer(name, spec.ports, spec.ttl);
+      const peer = await createPeer(name, spec.ports, spec.ttl, spec.proc, spec.procs);
       peers.set(name, peer);
       await warmUp(name, peer);
       if (spec.contendedWarmup > 0) await warmUpContended(peer);
