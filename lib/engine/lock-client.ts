@@ -15,7 +15,7 @@ import { MODE_MISMATCH, PERMITS_MISMATCH } from '../redlock.messages';
 import { isCluster, type RedisNode } from '../redis/redis-node';
 import { ScriptRunner } from '../redis/script-runner';
 import { ServerClock } from '../redis/server-clock';
-import { settleTo } from '../settle-to';
+import { promiseFrom, settleTo } from '../settle-to';
 import type { KeyLine as Line, LineListener } from './key-line';
 
 type KeyLine = Line<Waiter>;
@@ -335,9 +335,7 @@ export class LockClient implements LockBackend {
    *   itself)
    */
   release(lease: Lease): Promise<void> {
-    return new Promise((resolve, reject) =>
-      this.releaseThen(lease, (error) => (error === undefined ? resolve() : reject(error))),
-    );
+    return promiseFrom((done) => this.releaseThen(lease, done));
   }
 
   /**
@@ -900,9 +898,7 @@ export class LockClient implements LockBackend {
 
   /** Gives the key back in Redis (compare-and-delete), then wakes our head if it must try. */
   private giveBack(lease: Lease): Promise<void> {
-    return new Promise((resolve, reject) =>
-      this.giveBackThen(lease, (error) => (error === undefined ? resolve() : reject(error))),
-    );
+    return promiseFrom((done) => this.giveBackThen(lease, done));
   }
 
   /** `giveBack` answered by callback. */

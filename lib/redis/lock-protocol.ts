@@ -5,6 +5,7 @@ import { Ballot, Quorum } from './quorum';
 import type { RedisNode } from './redis-node';
 import { RenewalBatcher } from './renewal-batcher';
 import { asError, type ReplicaAcks, type ScriptReplies, type ScriptRunner } from './script-runner';
+import { promiseFrom } from '../settle-to';
 
 export type { ReplicaAcks } from './script-runner';
 import {
@@ -354,11 +355,7 @@ export class LockProtocol {
     onGrants?: (grants: readonly ReleaseGrant[]) => void,
   ): Promise<boolean> {
     if (this.nodes.length === 1) {
-      return new Promise((resolve, reject) =>
-        this.releaseThen(keys, token, lean, onGrants, (error, published) =>
-          error ? reject(error) : resolve(published),
-        ),
-      );
+      return promiseFrom<boolean>((done) => this.releaseThen(keys, token, lean, onGrants, done));
     }
     const unit = this.space.oneUnit(keys);
     if (unit) return new ReleaseBallot(this, keys, token, unit).ask(lean);
@@ -555,10 +552,8 @@ export class LockProtocol {
     acks: ReplicaAcks | undefined,
   ): Promise<Outcome> {
     if (this.nodes.length === 1) {
-      return new Promise((resolve, reject) =>
-        this.firstTryOnOne(keys, token, ttl, start, acks, (error, outcome) =>
-          error ? reject(error) : resolve(outcome!),
-        ),
+      return promiseFrom<Outcome>((done) =>
+        this.firstTryOnOne(keys, token, ttl, start, acks, done),
       );
     }
     const take = this.space.keySet(keys[0]).take;
