@@ -67,6 +67,9 @@ class HandoffRun {
   refilling?: Promise<void>;
 }
 
+/** What a key that never passed in memory knows: read only (a line writes to a run of its own). */
+const NO_RUN: Readonly<HandoffRun> = Object.freeze(new HandoffRun());
+
 /** A key's subscription to its release channel. */
 export interface LineListener {
   readonly ready: Promise<void>;
@@ -223,26 +226,25 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
    * may be. A `limit` of 0 keeps strict FIFO across processes: never.
    */
   mayHandOff(limit: number, queued: boolean): boolean {
-    const run = this.run;
-    if (!run) return limit > 0;
-    return run.handoffs < limit || (queued && limit > 0 && !run.othersQueued);
+    const { handoffs, othersQueued } = this.run ?? NO_RUN;
+    return handoffs < limit || (queued && limit > 0 && !othersQueued);
   }
 
   /** A waiter of another process queued for the key (or may have: a conservative guess). */
   othersWait(): void {
-    const run = (this.run ??= new HandoffRun());
+    const run = this.runNow();
     run.othersQueued = true;
     run.notices++;
   }
 
   /** Whether a waiter of another process may be queued (so the key goes public soon). */
   get othersMayWait(): boolean {
-    return this.run?.othersQueued ?? true;
+    return (this.run ?? NO_RUN).othersQueued;
   }
 
   /** Marks the moment a script that looks at the Redis queue is sent (see `nobodyElseSince`). */
   noticeMark(): number {
-    return this.run?.notices ?? 0;
+    return (this.run ?? NO_RUN).notices;
   }
 
   /**
@@ -251,15 +253,15 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
    * the script ran (the notice and the reply come on different connections).
    */
   nobodyElseSince(mark: number, sentAt: number): void {
-    if (mark !== (this.run?.notices ?? 0)) return;
-    const run = (this.run ??= new HandoffRun());
+    if (mark !== this.noticeMark()) return;
+    const run = this.runNow();
     run.othersQueued = false;
     run.quiet = sentAt;
   }
 
   /** When the script that last found nobody else queued was sent (Infinity: none did). */
   get quietSince(): number {
-    return this.run?.quiet ?? Infinity;
+    return (this.run ?? NO_RUN).quiet;
   }
 
   /**
@@ -282,7 +284,7 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
    * its way: one at a time.
    */
   refillOnce(send: () => Promise<void>): void {
-    const run = (this.run ??= new HandoffRun());
+    const run = this.runNow();
     if (run.refilling) return;
     const pending = send().then(() => {
       if (run.refilling === pending) run.refilling = undefined;
@@ -291,11 +293,16 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
   }
 
   handedOff(): void {
-    (this.run ??= new HandoffRun()).handoffs++;
+    this.runNow().handoffs++;
   }
 
   wentPublic(): void {
     if (this.run) this.run.handoffs = 0;
+  }
+
+  /** Its handoff run, made now if it has none yet (a first write departs from `NO_RUN`). */
+  private runNow(): HandoffRun {
+    return (this.run ??= new HandoffRun());
   }
 
   /** Nothing held, tried or awaited here: the line can go. */
