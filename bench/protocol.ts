@@ -19,6 +19,12 @@ export const PEERS = [
 ] as const;
 export type PeerName = (typeof PEERS)[number];
 
+/**
+ * In a key only one process of a run uses (its warm-ups): peers that coordinate the processes
+ * of a run (the raw pub/sub pass) leave such keys alone.
+ */
+export const OWN_KEY = ':own:';
+
 /** The peers of the uncontended scenario (the hot-key ones are these without the floor). */
 export const UNCONTENDED_PEERS: readonly PeerName[] = [
   'floor',

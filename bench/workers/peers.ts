@@ -16,7 +16,7 @@ import {
 } from 'nest-locked';
 import Redlock from 'redlock';
 import { Mutex, RedlockMutex, Semaphore } from 'redis-semaphore';
-import { type CommandCounts, PERMITS, type PeerName } from '../protocol';
+import { type CommandCounts, OWN_KEY, PERMITS, type PeerName } from '../protocol';
 
 /** The critical section; gets the slice index under a segmented lock. */
 export type Body = (segment?: number) => Promise<void>;
@@ -153,8 +153,8 @@ interface FloorAcks {
  * process): no lock at all. The processes take turns on a key in order, process 0 first; after
  * its section a process hands the turn to the next with one `PUBLISH` on a channel that process
  * subscribed to. What it measures is what any grant by message costs at least on this machine:
- * the PUBLISH's round into Redis, the delivery, and waking the next process. Keys of one
- * process only (its warm-ups) run at once.
+ * the PUBLISH's round into Redis, the delivery, and waking the next process. A process's own
+ * keys (`OWN_KEY`: its warm-ups) run at once.
  */
 async function pubsubFloorPeer(ports: number[], proc: number, procs: number): Promise<Peer> {
   const pub = connect(ports[0]);
@@ -199,10 +199,9 @@ async function pubsubFloorPeer(ports: number[], proc: number, procs: number): Pr
       });
     });
   };
-  const own = (key: string) => key.includes(':warm:') || key.includes(':warmc:');
   return {
     async run(key, body) {
-      if (own(key)) return body();
+      if (key.includes(OWN_KEY)) return body();
       await turn(key);
       try {
         await body();

@@ -14,6 +14,7 @@ import type {
   WorkerResult,
   WorkerSpec,
 } from '../protocol';
+import { OWN_KEY } from '../protocol';
 import { type Body, commandCounter, createPeer, SkipError, type Peer } from './peers';
 import { runHolds, runWaiters } from './scale';
 
@@ -58,7 +59,7 @@ function emptyResult(): WorkerResult {
 
 async function warmUp(name: PeerName, peer: Peer): Promise<void> {
   // Uncontended, on a key of this process only: loads scripts, JIT, connections.
-  const key = `${spec.key}:warm:${spec.proc}:${name}`;
+  const key = `${spec.key}${OWN_KEY}warm:${spec.proc}:${name}`;
   for (let i = 0; i < spec.warmup; i++) {
     let seg: number | undefined = -1;
     await peer.run(key, async (s) => {
@@ -78,7 +79,13 @@ async function warmUp(name: PeerName, peer: Peer): Promise<void> {
  * that give up are warm too).
  */
 async function warmUpContended(peer: Peer): Promise<void> {
-  await warmUpOn(peer, `${spec.key}:warmc:${spec.proc}`, spec.contendedWarmup, 1_000_000, 10_000);
+  await warmUpOn(
+    peer,
+    `${spec.key}${OWN_KEY}warmc:${spec.proc}`,
+    spec.contendedWarmup,
+    1_000_000,
+    10_000,
+  );
   if (spec.procs > 1) {
     await warmUpOn(peer, `${spec.key}:warmx`, spec.sharedWarmup, 2_000_000, 15_000);
   }
