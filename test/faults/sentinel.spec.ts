@@ -25,7 +25,12 @@ import {
 } from '../support/faults';
 import { byKey, describeOverlaps, findOverlaps } from '../support/intervals';
 import { sleep, uniquePrefix, within } from '../support/lock-app';
-import { closedPort, type RedisServerHandle, startRedisServer } from '../support/redis-server';
+import {
+  closedPort,
+  type RedisServerHandle,
+  sendCommand,
+  startRedisServer,
+} from '../support/redis-server';
 import { type SentinelGroupHandle, startSentinelGroup } from '../support/redis-sentinel';
 
 /**
@@ -253,6 +258,89 @@ describe('the primary SIGKILLed under load (failover to a replica)', () => {
       fencesBackwards: [],
       keysWithoutHoldAfterFailover: [],
       holdsBeforeTheKill: true,
+    });
+  });
+});
+
+describe('an old primary still running as a primary after the sentinels moved to another', () => {
+  // After a failover the old primary, once the sentinels reach it, is turned into a replica of
+  // the new one (REPLICAOF, then its clients are disconnected, so they follow). Until then it
+  // still answers as a primary: for about 11 s in one failover under load in this suite, after a
+  // second failover moved the sentinels away from a primary that was still up. Here the primary
+  // refuses REPLICAOF, so it stays one for as long as the test runs.
+  let stale: SentinelGroupHandle;
+  const renamed = (command: string): string[] => [
+    '--rename-command',
+    command,
+    `${command}-${uid()}`,
+  ];
+
+  beforeAll(async () => {
+    stale = await startSentinelGroup({
+      replicas: 2,
+      primaryArgs: [...renamed('REPLICAOF'), ...renamed('SLAVEOF')],
+    });
+    frame.servers.push(...stale.servers, ...stale.sentinels);
+  });
+
+  /**
+   * Within `ms`, whether a key `first` took is refused to `second` (one holder per key across
+   * the two apps): each round a new key, the holds released at once. The outcomes seen, for the
+   * failure message.
+   */
+  async function oneHolderAgainWithin(first: LockService, second: LockService, ms: number) {
+    const seen: string[] = [];
+    const until = performance.now() + ms;
+    while (performance.now() < until) {
+      const key = `switch:${uid()}`;
+      const a = await settle(() => first.acquire(key, { waitTimeout: 0 }));
+      const b = a.ok ? await settle(() => second.acquire(key, { waitTimeout: 0 })) : undefined;
+      await releaseIfHeld(a);
+      if (b) await releaseIfHeld(b);
+      seen.push(`${outcome(a)}/${b ? outcome(b) : '-'}`);
+      if (b && outcome(b) === LockNotAcquiredError.name) return { restored: true, seen };
+      await sleep(100);
+    }
+    return { restored: false, seen: [...new Set(seen)] };
+  }
+
+  it('apps connected before the switch follow the sentinels: one holder per key again within 5 s, and locks acknowledged again with replicaAcks: 1', async () => {
+    const options = (extra: Record<string, unknown> = {}): RedlockModuleOptions =>
+      ({
+        clients: [stale.entry],
+        keyPrefix,
+        commandTimeout: COMMAND_TIMEOUT,
+        ...extra,
+      }) as RedlockModuleOptions;
+    const before = (await frame.app(options())).get(LockService);
+    const beforeAcked = (await frame.app(options({ replicaAcks: 1, replicaAckTimeout: 500 }))).get(
+      LockService,
+    );
+    await before.using(`warm:${uid()}`, () => undefined);
+    await beforeAcked.using(`warm:${uid()}`, () => undefined);
+
+    const old = await stale.primary();
+    await stale.forceFailover();
+    await stale.waitForFailover(old, 20_000);
+    const oldRole = await sendCommand('127.0.0.1', old.port, ['INFO', 'replication'], 1_000);
+    const after = (await frame.app(options())).get(LockService);
+
+    const plain = await oneHolderAgainWithin(before, after, 5_000);
+    // The new primary has the other replica: an acknowledged lock is possible there again.
+    let acked = await settle(() => beforeAcked.acquire(`acked:${uid()}`, { waitTimeout: 0 }));
+    for (let i = 0; i < 25 && !acked.ok; i++) {
+      await sleep(200);
+      acked = await settle(() => beforeAcked.acquire(`acked:${uid()}`, { waitTimeout: 0 }));
+    }
+    await releaseIfHeld(acked);
+    expect({
+      oldStillAPrimary: /^role:master/m.test(oldRole),
+      oneHolderAgain: plain,
+      ackedLockAgain: outcome(acked),
+    }).toEqual({
+      oldStillAPrimary: true,
+      oneHolderAgain: { restored: true, seen: expect.any(Array) },
+      ackedLockAgain: 'acquired',
     });
   });
 });

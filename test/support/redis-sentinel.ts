@@ -32,6 +32,8 @@ export interface StartSentinelGroupOptions {
   downAfterMs?: number;
   /** `sentinel failover-timeout`. Default 3000. */
   failoverTimeoutMs?: number;
+  /** More `redis-server` arguments for the first primary only. */
+  primaryArgs?: string[];
 }
 
 export interface SentinelGroupHandle {
@@ -48,6 +50,8 @@ export interface SentinelGroupHandle {
    * server answers as a master; rejects after `timeoutMs`.
    */
   waitForFailover(old: RedisServerHandle, timeoutMs?: number): Promise<RedisServerHandle>;
+  /** `SENTINEL FAILOVER` on the first sentinel: a failover now, with the primary alive. */
+  forceFailover(): Promise<void>;
   /** Resolves once the primary reports `count` replicas online (within `timeoutMs`). */
   waitForReplicas(count: number, timeoutMs?: number): Promise<void>;
   /**
@@ -84,7 +88,9 @@ export async function startSentinelGroup(
   const sentinels: RedisServerHandle[] = [];
   try {
     // Every data server may become the primary: each starts replicas' syncs at once.
-    const primary = await startRedisServer({ args: REPLICATION_ARGS });
+    const primary = await startRedisServer({
+      args: [...REPLICATION_ARGS, ...(options.primaryArgs ?? [])],
+    });
     servers.push(primary);
     servers.push(
       ...(await startRedisServers(replicaCount, {
@@ -151,6 +157,9 @@ function sentinelGroupHandle(
     sentinels,
     entry: { sentinels: sentinels.map((s) => ({ host: HOST, port: s.port })), name },
     primary,
+    async forceFailover() {
+      await sendCommand(HOST, sentinels[0].port, ['SENTINEL', 'FAILOVER', name], 1_000);
+    },
     async waitForFailover(old, timeoutMs = 15_000) {
       let next: RedisServerHandle | undefined;
       await untilTrue(
