@@ -200,6 +200,41 @@ describe('a waiter of another client group', () => {
     const ours = sections.filter((s) => s.by === 'here').sort((a, b) => a.start - b.start);
     expect(ours.map((s) => s.index)).toEqual(ours.map((_, i) => i));
   });
+  it('counts a new run of localHandoffs once the key went back to Redis with nobody of this group waiting', async () => {
+    const [here, there] = apps.map((a) => a.get(LockService));
+    const key = `job:run:${randomBytes(3).toString('hex')}`;
+    // A run of two passes in memory...
+    const first = await here.acquire(key);
+    const next = [0, 1].map(() => here.acquire(key, { waitTimeout: 10_000 }));
+    await sleep(20);
+    await first.release();
+    const second = await next[0];
+    await second.release();
+    const third = await next[1];
+    // ...then the key goes back to Redis, nobody of this group waiting; a caller of this group
+    // arriving during that release waits for it and takes the key over the network.
+    const releasing = third.release();
+    const fourth = here.acquire(key, { waitTimeout: 10_000 });
+    await releasing;
+    const held = await fourth;
+
+    // Another group queues; then callers of this group line up behind the holder.
+    const sections: Section[] = [];
+    const theirs = section(there, key, 'there', 0, 1, sections);
+    await sleep(100);
+    const ours = Array.from({ length: LOCAL_HANDOFFS + 2 }, (_, i) =>
+      section(here, key, 'here', i, 1, sections),
+    );
+    await sleep(50);
+    await held.release();
+    await within(Promise.all([theirs, ...ours]), 10_000, 'the sections');
+
+    const order = [...sections].sort((a, b) => a.start - b.start).map((s) => s.by);
+    // The key was public when `held` took it: a whole run of localHandoffs passes in memory,
+    // then the other group's waiter (not the rest of an earlier run).
+    expect(order.indexOf('there')).toBe(LOCAL_HANDOFFS);
+    expect(findOverlaps(sections)).toEqual([]);
+  });
 });
 
 describe('REFILL', () => {
