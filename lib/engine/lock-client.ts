@@ -828,7 +828,6 @@ export class LockClient implements LockBackend {
         return this.handTo(lease, this.leases.taken(lease.keys, next, r), line, next);
       }
     }
-    line.wentPublic();
     return this.giveBack(lease);
   }
 
@@ -836,7 +835,6 @@ export class LockClient implements LockBackend {
   private passOnAgain(lease: Lease, line: KeyLine): Promise<void> {
     const head = line.head;
     if (head && !this.closed) return this.passOn(lease, line, head);
-    line.wentPublic();
     return this.giveBack(lease);
   }
 
@@ -847,7 +845,6 @@ export class LockClient implements LockBackend {
     if (next.handOver(handed)) return Promise.resolve();
     // The waiter gave up while the handoff was in flight: release what it was given.
     handed.released = true;
-    line.wentPublic();
     return this.giveBack(handed);
   }
 
@@ -901,10 +898,15 @@ export class LockClient implements LockBackend {
     return promiseFrom((done) => this.giveBackThen(lease, done));
   }
 
-  /** `giveBack` answered by callback. */
+  /**
+   * `giveBack` answered by callback. The key goes public: its line's run of local handoffs ends
+   * here, whichever path gave it back (nobody of this process waiting, the bound reached, a
+   * waiter that left during a handoff).
+   */
   private giveBackThen(lease: Lease, done: (error?: unknown) => void): void {
     this.tokens.drop(lease.token);
     const single = lease.keys.length === 1;
+    if (single) this.lines.get(lease.keys[0])?.wentPublic();
     // Racing groups: FREE does all RELEASE would for one key. Queueing groups: only for a lease
     // taken by a first try (nobody waited then); a waiter queued since sends RELEASE after it.
     const lean = single && (!this.fair || lease.uncontended);
