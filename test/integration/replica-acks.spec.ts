@@ -74,4 +74,30 @@ describe('replicaAcks: a lock counts only once replicas acknowledged it', () => 
       replica.kill('SIGCONT');
     }
   });
+
+  it.each([
+    ['a permit', { permits: 2 }, { permits: 2 }],
+    ['a read hold', { mode: 'write' }, { mode: 'read' }],
+  ] as const)(
+    '%s granted by a release of its own process counts only once a replica acknowledged it',
+    async (_kind, holding, waiting) => {
+      const key = `acks:granted:${_kind.replace(/ /g, '-')}`;
+      const held = await locks.acquire(key, { ...holding, ttl: 10_000 });
+      const also = 'permits' in holding ? await locks.acquire(key, holding) : undefined;
+      // Queued in Redis behind the holders (acknowledged: the replica is up).
+      const waiter = timed(locks.acquire(key, { ...waiting, waitTimeout: 2_500 }));
+      await sleep(300);
+      replica.kill('SIGSTOP');
+      try {
+        // The release grants the key to the waiter of this process; no replica can have it.
+        await held.release();
+        const r = await waiter;
+        if (r.ok) await r.value.release();
+        expect(r.ok ? 'acquired' : (r.error as Error).name).toBe(LockBackendError.name);
+      } finally {
+        replica.kill('SIGCONT');
+        await also?.release();
+      }
+    },
+  );
 });
