@@ -501,6 +501,9 @@ export class LockClient implements LockBackend {
               // began after `sentAt`, so the share holds from there at once; the claim to the
               // full lease follows (see `holdShared`).
               answered: (fence, sentAt) => {
+                // Replicas must acknowledge it first: the grant message's claim (with WAIT)
+                // decides, as for a grant from another process.
+                if (waiter.acks) return;
                 stop();
                 // Held from now on: the grant message still on its way is ignored.
                 this.tokens.hold(token);

@@ -193,10 +193,10 @@ export class Waiter implements LeaseTaker, DeadlineListener {
    * answer just came: the claim window began after `sentAt`, so the waiter holds the key from
    * there at once, for that window (the claim to its full lease follows beside the holder). Not
    * while an attempt or a claim of its own is on its way: the grant message then takes the usual
-   * path.
+   * path, nor when replicas must acknowledge the hold (the claim of that path waits for them).
    */
   answered(grant: GrantedKey, sentAt: number): void {
-    if (this.done || this.attempting || this.grant) return;
+    if (this.done || this.attempting || this.grant || this.acks) return;
     this.handOver(this.ctx.hold(this.keys, this, claimWindow(grant, sentAt, this.ttl)));
   }
 
