@@ -75,6 +75,64 @@ describe('replicaAcks: a lock counts only once replicas acknowledged it', () => 
     }
   });
 
+  it('with the replica stalled, on a node that does not have the scripts yet (a fresh or just promoted primary): LockBackendError, not a lock no replica acknowledged', async () => {
+    replica.kill('SIGSTOP');
+    await sleep(100); // stopped for sure (a signal lands when the process is next scheduled)
+    try {
+      // As on a replica just promoted: its script cache is empty (EVALSHA answers NOSCRIPT).
+      await raw.script('FLUSH');
+      const r = await timed(locks.acquire('acks:noscript', { waitTimeout: 0 }));
+      if (r.ok) await r.value.release();
+      expect(r.ok ? 'acquired' : (r.error as Error).name).toBe(LockBackendError.name);
+      expect(await raw.get(lockRedisKey(keyPrefix, 'acks:noscript'))).toBeNull();
+    } finally {
+      replica.kill('SIGCONT');
+    }
+    await replicasOnline(raw, 1);
+  });
+
+  it('with the replica stalled, callers do not pile WAITs up on the connection: once a WAIT failed, later locks fail at once and leave nothing locked behind them', async () => {
+    replica.kill('SIGSTOP');
+    await sleep(100); // stopped for sure (a signal lands when the process is next scheduled)
+    try {
+      // The first acknowledgement missed: the node is known to lack its replica.
+      const first = await timed(locks.acquire('acks:pile:0', { waitTimeout: 0 }));
+      expect(first.ok).toBe(false);
+      // Twenty callers at once. Each script and its WAIT would queue behind the WAITs before it
+      // on the one connection: every reply late, and the scripts still run seconds later,
+      // taking keys whose callers were long told "failed".
+      const calls = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          timed(locks.acquire(`acks:pile:${i + 1}`, { waitTimeout: 0 })),
+        ),
+      );
+      expect(calls.map((c) => (c.ok ? 'acquired' : (c.error as Error).name))).toEqual(
+        Array(20).fill(LockBackendError.name),
+      );
+      // Moments later, nothing is locked by a script that ran after its caller gave up.
+      const locked: string[] = [];
+      for (let t = 0; t < 15; t++) {
+        await sleep(100);
+        for (let i = 0; i <= 20; i++) {
+          const owner = await raw.get(lockRedisKey(keyPrefix, `acks:pile:${i}`));
+          if (owner) locked.push(`acks:pile:${i}`);
+        }
+      }
+      expect([...new Set(locked)]).toEqual([]);
+    } finally {
+      replica.kill('SIGCONT');
+    }
+    await replicasOnline(raw, 1);
+    // The replica is back: acknowledged locks work again.
+    let again = await timed(locks.acquire('acks:pile:again', { waitTimeout: 0 }));
+    for (let i = 0; i < 20 && !again.ok; i++) {
+      await sleep(100);
+      again = await timed(locks.acquire('acks:pile:again', { waitTimeout: 0 }));
+    }
+    expect(again.ok).toBe(true);
+    if (again.ok) await again.value.release();
+  });
+
   it.each([
     ['a permit', { permits: 2 }, { permits: 2 }],
     ['a read hold', { mode: 'write' }, { mode: 'read' }],
