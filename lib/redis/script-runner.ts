@@ -145,6 +145,7 @@ export class ScriptRunner {
     keys: readonly string[],
     args: ScriptArgs,
     call: InFlight<R>,
+    resent?: () => void,
   ): void {
     // Alone in flight (one caller at a time): nothing to batch it with.
     if (call.prev) this.cork(node);
@@ -160,6 +161,7 @@ export class ScriptRunner {
             (v) => call.reply(v),
             (e2: unknown) => call.fail(asError(e2)),
           );
+          resent?.();
         } else call.fail(asError(e));
       },
     );
@@ -195,6 +197,8 @@ export class ScriptRunner {
     let error: Error | undefined;
     let reply: R | undefined;
     let acked = 0;
+    // Which WAIT counts: the one after the script's last sending.
+    let waits = 0;
     const done = () => {
       if (--pending > 0) return;
       if (error) return cb(error);
@@ -203,16 +207,33 @@ export class ScriptRunner {
       }
       cb(undefined, reply);
     };
-    this.send(node, script, keys, args, (e, r) => {
-      error ??= e;
-      reply = r;
-      done();
+    const wait = () => {
+      const nth = ++waits;
+      this.waitForReplicas(node, acks.replicas, acks.timeout, (e, n) => {
+        if (nth === waits) {
+          error ??= e;
+          acked = n ?? 0;
+        }
+        done();
+      });
+    };
+    const call = this.track(
+      script.decode,
+      (e: Error | undefined, r?: R) => {
+        error ??= e;
+        reply = r;
+        done();
+      },
+      undefined,
+      0,
+    );
+    // A node without the script answers NOSCRIPT and runs it as EVAL after the first WAIT, which
+    // then covered nothing: a second WAIT follows the EVAL.
+    this.call(node, script, keys, args, call, () => {
+      pending++;
+      wait();
     });
-    this.waitForReplicas(node, acks.replicas, acks.timeout, (e, n) => {
-      error ??= e;
-      acked = n ?? 0;
-      done();
-    });
+    wait();
   }
 
   /** `sendAcked` as a promise. */

@@ -84,6 +84,7 @@ describe('replicaAcks: a lock counts only once replicas acknowledged it', () => 
       const r = await timed(locks.acquire('acks:noscript', { waitTimeout: 0 }));
       if (r.ok) await r.value.release();
       expect(r.ok ? 'acquired' : (r.error as Error).name).toBe(LockBackendError.name);
+      await sleep(100); // the undo sent after the failure
       expect(await raw.get(lockRedisKey(keyPrefix, 'acks:noscript'))).toBeNull();
     } finally {
       replica.kill('SIGCONT');
