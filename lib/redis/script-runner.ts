@@ -2,7 +2,8 @@ import { Chain } from '../chain';
 import type { Redis } from 'ioredis';
 import type { Writable } from 'node:stream';
 import type { RedisNode } from './redis-node';
-import { REPLICAS_DID_NOT_ACK } from '../redlock.messages';
+import { REPLICAS_DID_NOT_ACK, REPLICAS_NOT_ANSWERING } from '../redlock.messages';
+import { ReplicaAckGate } from './replica-ack-gate';
 import type { Script, ScriptArgs } from './scripts';
 
 /** Replica acknowledgement required of every write that takes or keeps a lock (`WAIT`). */
@@ -115,7 +116,16 @@ export class ScriptRunner {
   private readonly written: Writable[] = [];
   private readonly corked: TickWrites[] = [];
 
+  /** Per node: whether its replicas acknowledge (see ReplicaAckGate). */
+  private readonly gates = new WeakMap<RedisNode, ReplicaAckGate>();
+
   constructor(private readonly commandTimeout: number) {}
+
+  private gateOf(node: RedisNode): ReplicaAckGate {
+    let gate = this.gates.get(node);
+    if (!gate) this.gates.set(node, (gate = new ReplicaAckGate()));
+    return gate;
+  }
 
   send<A extends ScriptArgs, R>(
     node: RedisNode,
@@ -182,7 +192,9 @@ export class ScriptRunner {
   /**
    * A script that takes or keeps a lock, followed on the same connection by `WAIT` when
    * replicas must acknowledge it: a write that too few replicas acknowledged in time is an
-   * error (undone by the caller like any failed acquire), never a silent success.
+   * error (undone by the caller like any failed acquire), never a silent success. While the
+   * node's replicas miss their acknowledgements, one such write goes at a time and the others
+   * fail at once (see ReplicaAckGate).
    */
   sendAcked<A extends ScriptArgs, R>(
     node: RedisNode,
@@ -193,6 +205,13 @@ export class ScriptRunner {
     cb: ScriptCallback<R>,
   ): void {
     if (!acks) return this.send(node, script, keys, args, cb);
+    const gate = this.gateOf(node);
+    const admitted = gate.admit();
+    if (!admitted) {
+      // Nothing sent: answered as a round trip would be, not from within this call.
+      process.nextTick(cb, new Error(REPLICAS_NOT_ANSWERING(acks.replicas, acks.timeout)));
+      return;
+    }
     let pending = 2;
     let error: Error | undefined;
     let reply: R | undefined;
@@ -201,6 +220,7 @@ export class ScriptRunner {
     let waits = 0;
     const done = () => {
       if (--pending > 0) return;
+      gate.settled(admitted, !error && acked >= acks.replicas);
       if (error) return cb(error);
       if (acked < acks.replicas) {
         return cb(new Error(REPLICAS_DID_NOT_ACK(acked, acks.replicas, acks.timeout)));
