@@ -193,6 +193,23 @@ describe('a blip shorter than the remaining wait', () => {
     expect(r.ms).toBeLessThan(5_000);
   });
 
+  it('a caller queued behind a waiting caller of its process, its deadline inside a stall: LockBackendError (the failures its head met), not contention', async () => {
+    const key = `blip:behind:${uid()}`;
+    // Free again 300 ms from now: the head's next try lands in the stall.
+    await raw.set(lockKey(key), 'foreign', 'PX', 300);
+    const head = settle(() => others.acquire(key, { waitTimeout: 4_000 }));
+    await sleep(20);
+    // Behind the head in this process's line: it never asks Redis itself.
+    const behind = settle(() => others.acquire(key, { waitTimeout: 1_300 }));
+    await sleep(80);
+    const r = await frozen(server, 2_000, () => within(behind, 5_000, 'the caller behind'));
+    const first = await within(head, 10_000, 'the head');
+    await releaseIfHeld(first);
+    await releaseIfHeld(r);
+    expect(describeOutcome(r)).toMatch(/^LockBackendError/);
+    expect(describeOutcome(first)).toBe('acquired');
+  });
+
   it('Redis killed and restarted on its port 1 s later: the waiter gets the lock once it is back, a new caller meanwhile gets LockBackendError fast, fences keep increasing', async () => {
     const key = `blip:restart:${uid()}`;
     const before: number[] = [];
