@@ -24,6 +24,8 @@ class Waiters<W extends LineWaiter> extends Chain<W> {
   listener?: LineListener;
   /** Whether that subscription is active (its head hears every PUBLISH). */
   listening = false;
+  /** The backend error of the head's last attempt, while Redis keeps failing it. */
+  outage?: Error;
   private readonly byToken = new Map<string, W>();
 
   add(waiter: W, first: boolean): void {
@@ -110,6 +112,18 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
 
   get head(): W | undefined {
     return this.waiters?.first;
+  }
+
+  /**
+   * Why Redis failed the head's last attempt (undefined once Redis answers again): what a
+   * caller behind it, who never asks Redis itself, meets too.
+   */
+  get outage(): Error | undefined {
+    return this.waiters?.outage;
+  }
+
+  set outage(error: Error | undefined) {
+    if (this.waiters) this.waiters.outage = error;
   }
 
   /** Callers waiting. */

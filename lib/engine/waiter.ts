@@ -262,12 +262,12 @@ export class Waiter implements LeaseTaker, DeadlineListener {
       this.attempting = false;
       if (this.done || !(err instanceof LockBackendError) || this.ctx.closing.aborted) throw err;
       if (this.expired) throw err;
-      this.outage = err;
+      this.outage = this.line.outage = err;
       await this.latch.sleep(outageRetryDelay(++this.failures, this.deadline));
       return;
     }
     this.attempting = false;
-    this.outage = undefined;
+    this.outage = this.line.outage = undefined;
     this.failures = 0;
     this.answeredAt = performance.now();
     // Given up while the attempt was in flight: `giveUp` already undid it.
@@ -370,10 +370,14 @@ export class Waiter implements LeaseTaker, DeadlineListener {
     this.ctx.dropIfIdle(this.line);
   }
 
-  /** At the deadline: still failing on the backend, or contention. */
+  /**
+   * At the deadline: still failing on the backend (its own attempts, or, behind the head, the
+   * head's), or contention.
+   */
   private deadlineError(): Error {
     const waited = performance.now() - this.startedAt;
-    return this.outage ?? new LockNotAcquiredError(this.keys, waited, this.lastPttl);
+    const outage = this.outage ?? (this.line.head === this ? undefined : this.line.outage);
+    return outage ?? new LockNotAcquiredError(this.keys, waited, this.lastPttl);
   }
 
   private sleepWhileBusyHere(): Promise<'woken' | 'timer'> {
