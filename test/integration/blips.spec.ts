@@ -3,6 +3,8 @@ import { Redis } from 'ioredis';
 import { LockBackendError, LockService } from 'nest-locked';
 import { createLockApp, lockRedisKey, sleep, timed, uniquePrefix } from '../support/lock-app';
 import { type RedisServerHandle, startRedisServer } from '../support/redis-server';
+import type { LockClient } from '../../lib/engine/lock-client';
+import { LockClientRegistry } from '../../lib/module/lock-client.registry';
 
 jest.setTimeout(30_000);
 
@@ -50,5 +52,54 @@ describe('a blip shorter than the remaining wait', () => {
     const r = await waiting;
     expect(r.ok ? 'acquired' : String(r.error)).toBe('acquired');
     if (r.ok) await r.value.release();
+  });
+});
+
+describe('a connection ioredis gave up on (status "end")', () => {
+  // ioredis ends a Sentinel connection for good when a `+switch-master` (failoverDetector) lands
+  // while it is still asking the sentinels for the primary ("Connection is closed."), and any
+  // connection whose reconnecting stops. An app must not stay without locks until a restart.
+  let server: RedisServerHandle;
+  let app: INestApplication;
+  const keyPrefix = uniquePrefix('ended');
+
+  beforeAll(async () => {
+    server = await startRedisServer();
+    app = await createLockApp({
+      options: { clients: [server.url], keyPrefix, commandTimeout: 300 },
+    });
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await server?.stop();
+  });
+
+  it('the lock connection and the subscriber are connected again: locks work and grants are heard within seconds', async () => {
+    const locks = app.get(LockService);
+    await locks.using('ended:warm', () => undefined);
+    const registry = app.get(LockClientRegistry);
+    const client = registry.get('default') as LockClient;
+    await client.notifier.ready();
+    const node = (registry as unknown as { groups: Map<string, { owned: Redis[] }> }).groups.get(
+      'default',
+    )!.owned[0];
+    const subscriber = (client.notifier as unknown as { subs: { conn: Redis }[] }).subs[0].conn;
+    const ended = Promise.all([node, subscriber].map((c) => new Promise((r) => c.once('end', r))));
+    node.disconnect();
+    subscriber.disconnect();
+    await ended;
+
+    let again = await timed(locks.using('ended:again', () => undefined));
+    for (let i = 0; i < 30 && !again.ok; i++) {
+      await sleep(100);
+      again = await timed(locks.using('ended:again', () => undefined));
+    }
+    let listening = client.notifier.listening;
+    for (let i = 0; i < 30 && !listening; i++) {
+      await sleep(100);
+      listening = client.notifier.listening;
+    }
+    expect({ locks: again.ok, listening }).toEqual({ locks: true, listening: true });
   });
 });
