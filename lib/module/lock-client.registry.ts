@@ -12,7 +12,7 @@ import { LockConfigError } from '../errors';
 import type { LockBackend } from '../engine/lock-backend';
 import type { Redlock } from '../interfaces';
 import { LockClient } from '../engine/lock-client';
-import { closeConnection } from '../redis/redis-connection';
+import { closeConnection, reviveWhenEnded } from '../redis/redis-connection';
 import { isCluster, isRedisInstance, type RedisNode } from '../redis/redis-node';
 import type { ResolvedRedlockOptions } from './redlock-options';
 import { RESOLVED_OPTIONS } from '../redlock.constants';
@@ -227,6 +227,7 @@ export class LockClientRegistry implements OnModuleInit, OnApplicationShutdown {
       if (this.health.get(redis) === 'down') this.logger.log(REDIS_CONNECTION_BACK(name));
       this.health.set(redis, 'up');
     });
+    reviveWhenEnded(redis, () => this.closed);
     return redis;
   }
 

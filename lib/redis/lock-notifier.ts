@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { closeConnection } from './redis-connection';
+import { closeConnection, reviveWhenEnded } from './redis-connection';
 import { isCluster, type RedisNode } from './redis-node';
 
 type Listener = (message: string) => void;
@@ -299,6 +299,7 @@ export class LockNotifier {
     conn.on('ready', () => this.resubscribe(sub));
     if (!cluster) conn.on('close', () => this.lost(sub));
     conn.on('end', () => this.lost(sub));
+    reviveWhenEnded(conn, () => this.closed);
     // Past 31 nodes no bit: their copies of a release are delivered too (the wake is a latch).
     const bit = index < 31 ? 1 << index : 0;
     conn.on('message', (channel: string, message: string) => this.deliver(channel, message, bit));

@@ -1,4 +1,4 @@
-import type { RedisNode } from './redis-node';
+import { isCluster, type RedisNode } from './redis-node';
 
 /**
  * QUIT, then wait (briefly) until the socket is really closed, so shutdown leaves no handle.
@@ -19,4 +19,24 @@ export async function closeConnection(redis: RedisNode): Promise<void> {
 
 function closeDetector(redis: RedisNode): void {
   if ('failoverDetector' in redis.options && redis.options.failoverDetector) redis.disconnect();
+}
+
+/** How long after ioredis ended a connection it is connected again. */
+const REVIVE_MS = 500;
+
+/**
+ * Connects `redis` again whenever ioredis ends it for good (status 'end') while `closed()` is
+ * false: ioredis does so when a Sentinel switch (`failoverDetector`) lands while it is still
+ * asking the sentinels for the primary, and when its reconnecting stops. Without this, a group
+ * stays without locks (or without grant messages) until the app restarts.
+ * @internal
+ */
+export function reviveWhenEnded(redis: RedisNode, closed: () => boolean): void {
+  if (isCluster(redis)) return;
+  redis.on('end', () => {
+    if (closed()) return;
+    setTimeout(() => {
+      if (!closed() && redis.status === 'end') redis.connect().catch(() => undefined);
+    }, REVIVE_MS).unref();
+  });
 }
