@@ -246,12 +246,6 @@ export const EVICTION_POLICY_UNSAFE = (group: string, policy: string) =>
   `learns at its next renewal, and fences still increase). Use maxmemory-policy noeviction on ` +
   `lock servers.`;
 
-export const SENTINEL_WITHOUT_FAILOVER_DETECTOR = (group: string) =>
-  `Lock group "${group}": the Redis instance passed in connects through Sentinel without ` +
-  `failoverDetector: after a failover it stays on the old primary while that one still runs, ` +
-  `where its locks are not seen by apps on the new primary. Create it with ` +
-  `failoverDetector: true, or pass the Sentinel options instead of an instance.`;
-
 export const NO_LOCK_SERVICE = (where: string) =>
   `@Locked on ${where} found no LockService: the instance was not created by Nest, or ` +
   `RedlockModule.forRoot() is not imported (it is global by default; with isGlobal: false import it ` +

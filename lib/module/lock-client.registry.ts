@@ -22,7 +22,6 @@ import {
   REDIS_CONNECTION_LOST,
   REDIS_UNREACHABLE_AT_START,
   REDLOCK_WITHOUT_REDIS,
-  SENTINEL_WITHOUT_FAILOVER_DETECTOR,
   UNKNOWN_CLIENT,
 } from '../redlock.messages';
 
@@ -58,23 +57,6 @@ function missingRedlock(name: string, why: string): Redlock {
 }
 
 /**
- * Sentinel options follow the sentinels (ioredis `failoverDetector`): a connection drops its
- * primary and reconnects to the one the sentinels name as soon as they switch (`+switch-master`).
- * Without it a connection stays on the old primary for as long as that one still runs as a
- * primary (until the sentinels reach it and turn it into a replica: seconds, more after a second
- * failover): locks taken there are not seen by apps on the new primary, and with `replicaAcks`
- * none can be acknowledged there. A `failoverDetector` the user set is kept.
- */
-function sentinelDefaults(entry: RedisOptions): RedisOptions {
-  return entry.sentinels?.length ? { failoverDetector: true } : {};
-}
-
-/** A Sentinel connection that will not follow a switch of the sentinels. */
-function followsNoFailover(options: RedisOptions): boolean {
-  return Boolean(options.sentinels?.length) && !options.failoverDetector;
-}
-
-/**
  * Owns the lock client groups: builds them from the options, hands them out by name, and closes
  * the connections it created (never the instances the user passed in) on shutdown.
  * @internal
@@ -99,12 +81,7 @@ export class LockClientRegistry implements OnModuleInit, OnApplicationShutdown {
       }
       const owned: RedisNode[] = [];
       const nodes = entries.map((entry) => {
-        if (isRedisInstance(entry)) {
-          if (!isCluster(entry) && followsNoFailover(entry.options)) {
-            this.logger.warn(SENTINEL_WITHOUT_FAILOVER_DETECTOR(name));
-          }
-          return entry;
-        }
+        if (isRedisInstance(entry)) return entry;
         const redis = this.connect(name, entry);
         owned.push(redis);
         return redis;
@@ -213,7 +190,7 @@ export class LockClientRegistry implements OnModuleInit, OnApplicationShutdown {
     const redis =
       typeof entry === 'string'
         ? new Redis(entry, { ...defaults, lazyConnect: true })
-        : new Redis({ ...defaults, ...sentinelDefaults(entry), ...entry, lazyConnect: true });
+        : new Redis({ ...defaults, ...entry, lazyConnect: true });
     // The real cause (a wrong password, a refused connection, a TLS error) is logged once per
     // change of state, not at every reconnect attempt; the lock calls report their own errors.
     redis.on('error', (err: Error) => {

@@ -68,32 +68,6 @@ describe('what startup tells about the lock servers', () => {
     expect(warnings().some((w) => /cannot reach Redis yet/.test(w))).toBe(true);
   });
 
-  it('a Sentinel instance passed in that would not follow a failover (no failoverDetector): warns once, saying what to set; with it: says nothing', async () => {
-    const port = await closedPort();
-    const instance = (failoverDetector: boolean) =>
-      new Redis({
-        sentinels: [{ host: '127.0.0.1', port }],
-        name: 'mymaster',
-        failoverDetector,
-        lazyConnect: true,
-        enableOfflineQueue: false,
-      });
-    const told: string[][] = [];
-    for (const detector of [false, true]) {
-      warn.mockClear();
-      const redis = instance(detector);
-      const app = await createLockApp({
-        options: { clients: [redis], keyPrefix: uniquePrefix('fd') },
-      });
-      await app.close();
-      redis.disconnect();
-      told.push(warnings().filter((w) => w.includes('failoverDetector')));
-    }
-    expect(told[0]).toHaveLength(1);
-    expect(told[0][0]).toContain('failoverDetector: true');
-    expect(told[1]).toEqual([]);
-  });
-
   describe('a wrong password', () => {
     let server: RedisServerHandle;
     beforeAll(async () => {
