@@ -127,14 +127,19 @@ export class ScriptRunner {
     return gate;
   }
 
+  /**
+   * Sends `script`; `cb` gets its answer. `resent` is called when the node did not have the
+   * script and it was sent again as EVAL (after whatever followed the EVALSHA on the connection).
+   */
   send<A extends ScriptArgs, R>(
     node: RedisNode,
     script: Script<A, R>,
     keys: readonly string[],
     args: A,
     cb: ScriptCallback<R>,
+    resent?: () => void,
   ): void {
-    this.call(node, script, keys, args, this.track(script.decode, cb, undefined, 0));
+    this.call(node, script, keys, args, this.track(script.decode, cb, undefined, 0), resent);
   }
 
   /** `send`, its answer to `to.answered(slot, …)`. */
@@ -237,22 +242,23 @@ export class ScriptRunner {
         done();
       });
     };
-    const call = this.track(
-      script.decode,
-      (e: Error | undefined, r?: R) => {
+    // A node without the script answers NOSCRIPT and runs it as EVAL after the first WAIT, which
+    // then covered nothing: a second WAIT follows the EVAL.
+    this.send(
+      node,
+      script,
+      keys,
+      args,
+      (e, r) => {
         error ??= e;
         reply = r;
         done();
       },
-      undefined,
-      0,
+      () => {
+        pending++;
+        wait();
+      },
     );
-    // A node without the script answers NOSCRIPT and runs it as EVAL after the first WAIT, which
-    // then covered nothing: a second WAIT follows the EVAL.
-    this.call(node, script, keys, args, call, () => {
-      pending++;
-      wait();
-    });
     wait();
   }
 
