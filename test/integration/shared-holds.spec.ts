@@ -256,6 +256,41 @@ describe('readers of one process', () => {
     await w.release();
   });
 
+  it.each([
+    ['a grant message', 'B'],
+    ['the answer of its own release', 'A'],
+  ])(
+    'a writer queued behind a waiting reader: the share that reader is granted (by %s) takes no joins',
+    async (_how, firstWriter) => {
+      await listening(locksA);
+      const long = { ...read, ttl: 30_000 };
+      const w1 = await (firstWriter === 'A' ? locksA : locksB).acquire('j:8');
+      const first = locksA.acquire('j:8', long);
+      await sleep(50); // the reader is queued
+      const order: string[] = [];
+      const writer = locksB.using('j:8', async () => {
+        order.push('writer');
+        await sleep(30);
+      });
+      await sleep(50); // the writer is queued behind the reader
+      await w1.release();
+      const r1 = await within(first, 5_000, 'first reader');
+      await sleep(100); // its claim confirmed: the share is fresh
+      const joins = locksA.stats().readJoins;
+      // Later readers of A wait behind the writer, which queued before them.
+      await expect(locksA.acquire('j:8', { ...long, waitTimeout: 0 })).rejects.toBeInstanceOf(
+        LockNotAcquiredError,
+      );
+      const lateReader = locksA.using('j:8', () => order.push('late reader'), long);
+      await sleep(50);
+      expect(order).toEqual([]);
+      await r1.release();
+      await within(Promise.all([writer, lateReader]), 5_000, 'writer and late reader');
+      expect(order).toEqual(['writer', 'late reader']);
+      expect(locksA.stats().readJoins).toBe(joins);
+    },
+  );
+
   it('a writer of their process queued behind their share holds from the last release answer, with no grant message', async () => {
     const client = a.get(LockClientRegistry).get('default') as LockClient;
     // Grant messages to A are dropped: only the release's answer can tell A's writer.
