@@ -227,6 +227,42 @@ it('keeps two apps of one process apart (each client recognises only its own gra
   }
 });
 
+it('with localHandoffs 0, a caller its process queued behind another process (RELEASE_TO) hears its grant, in its turn', async () => {
+  // A process that never waited on its grant channel, and passes its key on only through Redis.
+  const passer = await createLockApp({
+    options: { clients: [server.url], keyPrefix: prefix, localHandoffs: 0 },
+  });
+  const late = await createLockApp({ options: { clients: [server.url], keyPrefix: prefix } });
+  try {
+    const service = passer.get(LockService);
+    const order: string[] = [];
+    const section = (name: string) => async () => {
+      order.push(name);
+      await sleep(20);
+    };
+    const held = await service.acquire('job:rt0');
+    const other = locks.using('job:rt0', section('other process'), { waitTimeout: 5_000 });
+    await sleep(50); // queued in Redis
+    const own = service.using('job:rt0', section('own next caller'), { waitTimeout: 5_000 });
+    await sleep(20); // waits in its process's line
+    // Granted to the other process; the next caller of this one queued behind it.
+    await held.release();
+    await sleep(5);
+    const last = late
+      .get(LockService)
+      .using('job:rt0', section('later process'), { waitTimeout: 5_000 });
+    const started = performance.now();
+    await within(Promise.all([other, own, last]), 5_000, 'all three');
+    expect(order).toEqual(['other process', 'own next caller', 'later process']);
+    // By the grant message, not by a retry timer after the grant's claim window ran out.
+    expect(performance.now() - started).toBeLessThan(900);
+    expect(service.stats().timerWakeups).toBe(0);
+  } finally {
+    await passer.close();
+    await late.close();
+  }
+});
+
 it('delivers every grant while two apps hammer four slices', async () => {
   // Two clients (two apps) hammering four slices: grants go back and forth on each app's own
   // channel. A grant lost or sent to the wrong app would show up as a waiter woken by its

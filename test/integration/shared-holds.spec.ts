@@ -257,37 +257,48 @@ describe('readers of one process', () => {
   });
 
   it.each([
-    ['a grant message', 'B'],
-    ['the answer of its own release', 'A'],
+    ['a grant message', 'C', 'B'],
+    ['the answer of its own release', 'A', 'B'],
+    ['a release that queues its own next writer behind it', 'C', 'C'],
   ])(
     'a writer queued behind a waiting reader: the share that reader is granted (by %s) takes no joins',
-    async (_how, firstWriter) => {
-      await listening(locksA);
-      const long = { ...read, ttl: 30_000 };
-      const w1 = await (firstWriter === 'A' ? locksA : locksB).acquire('j:8');
-      const first = locksA.acquire('j:8', long);
-      await sleep(50); // the reader is queued
-      const order: string[] = [];
-      const writer = locksB.using('j:8', async () => {
-        order.push('writer');
-        await sleep(30);
+    async (_how, first, second) => {
+      // C passes a key to its own next caller through Redis (RELEASE_TO), never in memory.
+      const c = await createLockApp({
+        options: { clients: [server.url], keyPrefix: prefix, ttl: 2_000, localHandoffs: 0 },
       });
-      await sleep(50); // the writer is queued behind the reader
-      await w1.release();
-      const r1 = await within(first, 5_000, 'first reader');
-      await sleep(100); // its claim confirmed: the share is fresh
-      const joins = locksA.stats().readJoins;
-      // Later readers of A wait behind the writer, which queued before them.
-      await expect(locksA.acquire('j:8', { ...long, waitTimeout: 0 })).rejects.toBeInstanceOf(
-        LockNotAcquiredError,
-      );
-      const lateReader = locksA.using('j:8', () => order.push('late reader'), long);
-      await sleep(50);
-      expect(order).toEqual([]);
-      await r1.release();
-      await within(Promise.all([writer, lateReader]), 5_000, 'writer and late reader');
-      expect(order).toEqual(['writer', 'late reader']);
-      expect(locksA.stats().readJoins).toBe(joins);
+      try {
+        const apps = { A: locksA, B: locksB, C: c.get(LockService) };
+        await listening(locksA);
+        const long = { ...read, ttl: 30_000 };
+        const w1 = await apps[first as 'A' | 'C'].acquire('j:8');
+        const reader = locksA.acquire('j:8', long);
+        await sleep(50); // the reader is queued
+        const order: string[] = [];
+        const writer = apps[second as 'B' | 'C'].using('j:8', async () => {
+          order.push('writer');
+          await sleep(30);
+        });
+        await sleep(50); // the writer waits behind the reader
+        await w1.release();
+        const r1 = await within(reader, 5_000, 'first reader');
+        await sleep(100); // its claim confirmed: the share is fresh
+        expect(order).toEqual([]);
+        const joins = locksA.stats().readJoins;
+        // Later readers of A wait behind the writer, which queued before them.
+        await expect(locksA.acquire('j:8', { ...long, waitTimeout: 0 })).rejects.toBeInstanceOf(
+          LockNotAcquiredError,
+        );
+        const lateReader = locksA.using('j:8', () => order.push('late reader'), long);
+        await sleep(50);
+        expect(order).toEqual([]);
+        await r1.release();
+        await within(Promise.all([writer, lateReader]), 5_000, 'writer and late reader');
+        expect(order).toEqual(['writer', 'late reader']);
+        expect(locksA.stats().readJoins).toBe(joins);
+      } finally {
+        await c.close();
+      }
     },
   );
 
