@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { LockConfigError, LockNotAcquiredError } from '../errors';
 import { type Grant, KeySpace, RELEASED_MESSAGE } from '../redis/key-space';
 import { LockNotifier } from '../redis/lock-notifier';
-import { GRANT_CLAIM_MS } from '../redis/lock.scripts';
+import { GRANT_CLAIM_MS, WRITER_BEHIND } from '../redis/lock.scripts';
 import {
   LockProtocol,
   type ReleaseGrant,
@@ -29,6 +29,7 @@ import {
   waitForKeys,
 } from './multi-key-wait';
 import { ShareGroup } from './share-group';
+import { WriterNotices } from './writer-notices';
 import { Tokens } from './tokens';
 import {
   type AcquireRequest,
@@ -90,6 +91,8 @@ export class LockClient implements LockBackend {
   private readonly serverClock?: ServerClock;
   /** Per key (single node): shared waits of this process queued in Redis right now. */
   private readonly sharedWaits = new KeyCounts();
+  /** Per key with shared waits queued: when a writer was last heard waiting (see holdShared). */
+  private readonly writerNotices = new WriterNotices(this.sharedWaits);
   /** Per key (single node): permit waits of this process queued in Redis, oldest first. */
   private readonly permitWaits = new Map<string, Set<PermitWait>>();
   /** Per key: the read hold of this process that later readers of this process may join. */
@@ -441,6 +444,7 @@ export class LockClient implements LockBackend {
         return await waitForKeys(ctx, keys, taker, deadline, signal);
       } finally {
         this.sharedWaits.remove(keys[0]);
+        this.writerNotices.waitEnded(keys[0]);
       }
     } catch (err) {
       this.sharedDone(keys);
@@ -548,7 +552,15 @@ export class LockClient implements LockBackend {
     lease.share = share;
     // A grant for this token that is still on its way is ignored.
     this.tokens.hold(taker.token);
-    if (share === 'read' && keys.length === 1 && !lease.acks && this.settings.localHandoffs > 0) {
+    if (
+      share === 'read' &&
+      keys.length === 1 &&
+      !lease.acks &&
+      this.settings.localHandoffs > 0 &&
+      // A writer heard waiting since this reader asked (queued behind it, so its grant came
+      // first): later readers of this process wait behind that writer, none joins.
+      !this.writerNotices.heardSince(keys[0], taker.startedAt)
+    ) {
       // Later readers of this process may join it until a writer waits.
       lease.group = new ShareGroup(taker.ttl, taker.startedAt, lease.validUntil);
       this.openReads.set(keys[0], lease);
@@ -613,6 +625,8 @@ export class LockClient implements LockBackend {
   private answered(keys: readonly string[], grants: readonly ReleaseGrant[], sentAt: number): void {
     for (const grant of grants) {
       const shared = this.sharedGrants.get(grant.token);
+      // A share granted up to a writer queued behind it (see WRITER_BEHIND).
+      if (grant.spare === WRITER_BEHIND && keys.length === 1) this.writerWaits(keys[0]);
       if (shared) shared.answered(grant.fence, sentAt);
       else if (keys.length === 1)
         this.lines.get(keys[0])?.waiterOf(grant.token)?.answered(grant, sentAt);
@@ -621,6 +635,7 @@ export class LockClient implements LockBackend {
 
   /** A writer waits for `key`: the read share of this process there takes no more readers. */
   private writerWaits(key: string): void {
+    this.writerNotices.writerHeard(key, performance.now());
     this.openReads.get(key)?.group?.close();
     this.openReads.delete(key);
   }

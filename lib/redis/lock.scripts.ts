@@ -55,6 +55,14 @@ export const FENCE_COUNTER_LIFETIME_MS = 24 * 60 * 60 * 1000;
 export const GRANT_CLAIM_MS = 1_000;
 
 /**
+ * The spare count a release's answer gives a read share it granted when the run of readers it
+ * granted stopped at a queued writer: their processes must let no later reader join those
+ * shares (the writer queued before such a reader; the `w` notice that says so too is on its way
+ * on the grant channel).
+ */
+export const WRITER_BEHIND = -1;
+
+/**
  * Shared Lua: reserve `block` fences for the lock at KEYS[l]; returns the first. A missing
  * counter starts at the server's clock in microseconds (`TIME`), so a new counter is larger than
  * any fence an earlier one gave, as long as the clock did not go back and a key mints fewer than
@@ -148,6 +156,7 @@ end
 -- waiter of another kind stops the run: a writer is not overtaken). The first fence, or 0.
 local function grant_room(l, kind, room, block)
   local first, now = 0, now_ms()
+  local from = #granted_shares
   while room > 0 do
     local head = redis.call('ZRANGE', KEYS[l + 3], 0, 0)
     if #head == 0 then break end
@@ -155,7 +164,15 @@ local function grant_room(l, kind, room, block)
     local meta = redis.call('HGET', KEYS[l + 4], token)
     local ttl, deadline, k = nil, 0, nil
     if meta then ttl, deadline, k = entry(meta) end
-    if deadline > now and k ~= kind then break end
+    if deadline > now and k ~= kind then
+      if kind == 'r' then
+        -- A writer queued behind the readers: none of their processes lets a later reader join
+        -- (the grants answered to the releaser say so; the others hear it after their grant).
+        for j = from + 3, #granted_shares, 3 do granted_shares[j] = ${WRITER_BEHIND} end
+        tell_readers(l)
+      end
+      break
+    end
     redis.call('ZREM', KEYS[l + 3], token)
     redis.call('HDEL', KEYS[l + 4], token)
     if deadline > now then
@@ -314,7 +331,10 @@ local function enqueue(l, token, ttl, wait_ms, kind)
   -- Tells the holder's process (a token's, not shared holders') that a waiter of another process
   -- queued: it passes the key to its own callers past localHandoffs only while nobody else waits.
   local owner = redis.call('GET', KEYS[l])
-  if owner and string.byte(owner, 1) ~= 0 then
+  if not kind and owner == marker_of('r') then
+    -- A writer queued behind readers: their processes let no later reader join their shares.
+    tell_readers(l)
+  elseif owner and string.byte(owner, 1) ~= 0 then
     local holder = string.match(owner, '^(.*)%${TOKEN_SEPARATOR}')
     if holder and holder ~= string.match(token, '^(.*)%${TOKEN_SEPARATOR}') then
       redis.call('PUBLISH', '${GRANT_CHANNEL_PREFIX}' .. holder, '${WRITER_WORD} ' .. KEYS[l])
@@ -363,8 +383,12 @@ for i = 1, #KEYS, 6 do
   if owner and owner ~= ARGV[1] then
     local wait_ms = tonumber(ARGV[3])
     if wait_ms > 0 then
-      if ARGV[4] == '1' then enqueue(i, ARGV[1], ARGV[2], wait_ms) else flag(i, wait_ms) end
-      if owner == marker_of('r') then tell_readers(i) end
+      if ARGV[4] == '1' then
+        enqueue(i, ARGV[1], ARGV[2], wait_ms)
+      else
+        flag(i, wait_ms)
+        if owner == marker_of('r') then tell_readers(i) end
+      end
     end
     return {0, redis.call('PTTL', KEYS[i])}
   end
