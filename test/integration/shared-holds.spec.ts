@@ -257,12 +257,14 @@ describe('readers of one process', () => {
   });
 
   it.each([
-    ['a grant message', 'C', 'B'],
-    ['the answer of its own release', 'A', 'B'],
-    ['a release that queues its own next writer behind it', 'C', 'C'],
+    ['a grant message', 'C', 'B', 100],
+    // A hold of two keys: no line of A holds 'j:8', so A's reader queues in Redis (a reader
+    // behind a writer of its own process would wait in the process instead).
+    ['the answer of its own release', 'A', 'B', 450],
+    ['a release that queues its own next writer behind it', 'C', 'C', 100],
   ])(
     'a writer queued behind a waiting reader: the share that reader is granted (by %s) takes no joins',
-    async (_how, first, second) => {
+    async (_how, first, second, settleMs) => {
       // C passes a key to its own next caller through Redis (RELEASE_TO), never in memory.
       const c = await createLockApp({
         options: { clients: [server.url], keyPrefix: prefix, ttl: 2_000, localHandoffs: 0 },
@@ -271,7 +273,7 @@ describe('readers of one process', () => {
         const apps = { A: locksA, B: locksB, C: c.get(LockService) };
         await listening(locksA);
         const long = { ...read, ttl: 30_000 };
-        const w1 = await apps[first as 'A' | 'C'].acquire('j:8');
+        const w1 = await apps[first as 'A' | 'C'].acquire(first === 'A' ? ['j:8', 'j:9'] : 'j:8');
         const reader = locksA.acquire('j:8', long);
         await sleep(50); // the reader is queued
         const order: string[] = [];
@@ -282,7 +284,9 @@ describe('readers of one process', () => {
         await sleep(50); // the writer waits behind the reader
         await w1.release();
         const r1 = await within(reader, 5_000, 'first reader');
-        await sleep(100); // its claim confirmed: the share is fresh
+        // Fresh enough to be joined (Leases.freshFor): its claim confirmed, or, held from a
+        // release's answer for the claim window, renewed to its lease a third of the way in.
+        await sleep(settleMs as number);
         expect(order).toEqual([]);
         const joins = locksA.stats().readJoins;
         // Later readers of A wait behind the writer, which queued before them.
