@@ -625,8 +625,9 @@ export class LockClient implements LockBackend {
   private answered(keys: readonly string[], grants: readonly ReleaseGrant[], sentAt: number): void {
     for (const grant of grants) {
       const shared = this.sharedGrants.get(grant.token);
-      // A share granted up to a writer queued behind it (see WRITER_BEHIND).
-      if (grant.spare === WRITER_BEHIND && keys.length === 1) this.writerWaits(keys[0]);
+      // A share granted up to a writer queued behind it (see WRITER_BEHIND); of a release of
+      // several keys, which key is not said: each of them is taken to have a writer waiting.
+      if (grant.spare === WRITER_BEHIND) for (const key of keys) this.writerWaits(key);
       if (shared) shared.answered(grant.fence, sentAt);
       else if (keys.length === 1)
         this.lines.get(keys[0])?.waiterOf(grant.token)?.answered(grant, sentAt);
