@@ -366,6 +366,109 @@ describe('readers of one process', () => {
   });
 });
 
+describe('readers behind a writer of their own process', () => {
+  const q = (key: string) => `${lockRedisKey(prefix, key)}:q`;
+  const parkedKeys = (app: INestApplication) =>
+    (app.get(LockClientRegistry).get('default') as unknown as { parkedReaders: { size: number } })
+      .parkedReaders.size;
+
+  it('wait in the process, not in Redis; once it is done one asks Redis and the rest join its share', async () => {
+    await listening(locksA);
+    const w = await locksA.acquire('p:1');
+    const intervals: Interval[] = [];
+    const before = locksA.stats();
+    const readers = Array.from({ length: 5 }, () =>
+      locksA.using(
+        'p:1',
+        async () => {
+          const start = now();
+          await sleep(50);
+          intervals.push({ key: 'p:1', start, end: now(), fence: 0 });
+        },
+        read,
+      ),
+    );
+    await sleep(50);
+    expect(await redis.zcard(q('p:1'))).toBe(0);
+    expect(locksA.stats().attempts).toBe(before.attempts);
+    expect(parkedKeys(a)).toBe(1);
+    await w.release();
+    await within(Promise.all(readers), 5_000, 'readers');
+    expect(maxConcurrency(intervals)).toBe(5);
+    expect(locksA.stats().attempts - before.attempts).toBe(1);
+    expect(locksA.stats().readJoins - before.readJoins).toBe(4);
+    expect(parkedKeys(a)).toBe(0);
+    expect(await locksA.isLocked('p:1')).toBe(false);
+  });
+
+  it('a writer of their process that came after them does not get the key before them', async () => {
+    await listening(locksA);
+    const w = await locksA.acquire('p:2');
+    const order: string[] = [];
+    const readers = [1, 2].map((i) => locksA.using('p:2', () => order.push(`reader ${i}`), read));
+    await sleep(30);
+    const writer = locksA.using('p:2', () => order.push('later writer'));
+    await sleep(30);
+    await w.release();
+    await within(Promise.all([...readers, writer]), 5_000, 'readers and writer');
+    expect(order).toEqual(['reader 1', 'reader 2', 'later writer']);
+  });
+
+  it('a writer of their process that came before them goes first, and a writer of another process queued meanwhile too', async () => {
+    const w = await locksA.acquire('p:3');
+    const order: string[] = [];
+    const earlier = locksA.using('p:3', () => order.push('earlier writer'));
+    await sleep(30);
+    const reader = locksA.using('p:3', () => order.push('reader'), read);
+    await sleep(30);
+    const elsewhere = locksB.using('p:3', () => order.push('writer of B'));
+    await sleep(30);
+    await w.release();
+    await within(Promise.all([earlier, reader, elsewhere]), 5_000, 'all');
+    expect(order).toEqual(['earlier writer', 'writer of B', 'reader']);
+  });
+
+  it('end at their deadline (contention), on their signal (its reason) and at shutdown', async () => {
+    const w = await locksA.acquire('p:4');
+    const started = performance.now();
+    await expect(locksA.acquire('p:4', { ...read, waitTimeout: 200 })).rejects.toBeInstanceOf(
+      LockNotAcquiredError,
+    );
+    expect(performance.now() - started).toBeGreaterThanOrEqual(199);
+    const stop = new AbortController();
+    const aborted = locksA.acquire('p:4', { ...read, signal: stop.signal });
+    await sleep(20);
+    stop.abort(new Error('no longer needed'));
+    await expect(aborted).rejects.toThrow('no longer needed');
+    expect(parkedKeys(a)).toBe(0);
+    const closing = locksA.acquire('p:4', read).then(
+      () => 'held',
+      (err: Error) => err.name,
+    );
+    await sleep(20);
+    expect(parkedKeys(a)).toBe(1);
+    await w.release();
+    await a.close();
+    expect(await closing).not.toBe('LockNotAcquiredError');
+    a = await createLockApp({
+      options: { clients: [server.url], keyPrefix: prefix, ttl: 2_000 },
+      providers: [Catalog],
+    });
+    locksA = a.get(LockService);
+  });
+
+  it('behind a hold of their process that runs out unreleased, get the key when its lease ends', async () => {
+    // A forgotten handle: never released, no watchdog.
+    await locksA.acquire('p:5', { ttl: 300, watchdog: false });
+    const started = performance.now();
+    const r = await within(locksA.acquire('p:5', { ...read, waitTimeout: 3_000 }), 3_000, 'reader');
+    const waited = performance.now() - started;
+    expect(waited).toBeGreaterThanOrEqual(250);
+    expect(waited).toBeLessThan(1_500);
+    await r.release();
+  });
+});
+
 describe('release by expiry, several keys, shutdown', () => {
   it('a read hold with minHold stays until minHold, then frees by itself', async () => {
     await locksA.using('m:1', () => undefined, { ...read, minHold: 300 });
