@@ -3,6 +3,7 @@
  * section 4), the figures derived from the summaries and their markdown.
  */
 import { PERMITS, type PeerName, TOPOLOGIES } from './protocol';
+import { readHeavyCeiling } from './rw-ideal';
 import type { CaseSummary, Options } from './run';
 import { fmt, oneLine, pf, range, tableSection, topCommands } from './report-format';
 
@@ -18,6 +19,11 @@ export interface ReadHeavyFigures {
   shared: number;
   speedup: number;
   pass?: boolean;
+  /**
+   * The largest speedup the lock's rules allow for the same callers and draws, with no cost per
+   * handoff (`readHeavyCeiling`), over the exclusive lock's own ceiling (1 section at a time).
+   */
+  ceiling: number;
   /** p99 wait of the writes (median over runs), with read holds and with the exclusive lock. */
   writerP99Shared: number;
   writerP99Exclusive: number;
@@ -55,10 +61,12 @@ export function deriveSharedHolds(
     const shared = by(`readheavy:${topo}:ours-rw`);
     if (exclusive && shared) {
       const speedup = shared.rate.median / exclusive.rate.median;
+      const { procs, spec } = shared.def;
       d.readHeavy[topo] = {
         exclusive: exclusive.rate.median,
         shared: shared.rate.median,
         speedup,
+        ceiling: readHeavyCeiling(procs, spec.concurrency, spec.iterations, spec.writeShare ?? 0),
         pass: Number.isFinite(speedup) ? speedup >= SHARED_TARGETS.readHeavySpeedup : undefined,
         writerP99Shared: shared.writeWaitP99,
         writerP99Exclusive: exclusive.writeWaitP99,
@@ -88,7 +96,7 @@ export function sharedHoldsTargetRows(
   for (const [topo, r] of Object.entries(d.readHeavy)) {
     rows.push(
       `| read-heavy ${topo} (95% reads): \`mode: 'read'\` >= ${SHARED_TARGETS.readHeavySpeedup} x the exclusive lock | ` +
-        `${fmt(r.speedup, 2)} x (${fmt(r.shared)} vs ${fmt(r.exclusive)} sections/s; writer p99 ${fmt(r.writerP99Shared, 1)} vs ${fmt(r.writerP99Exclusive, 1)} ms) | ${pf(r.pass)} |`,
+        `${fmt(r.speedup, 2)} x (${fmt(r.shared)} vs ${fmt(r.exclusive)} sections/s; the rules' ceiling for these draws, no cost per handoff: ${fmt(r.ceiling, 2)} x; writer p99 ${fmt(r.writerP99Shared, 1)} vs ${fmt(r.writerP99Exclusive, 1)} ms) | ${pf(r.pass)} |`,
     );
   }
   for (const topo of TOPOLOGIES.map(([procs, callers]) => `${procs}x${callers}`)) {
@@ -128,13 +136,20 @@ export function sharedHoldsMarkdown(
           `(${o.hotIterations} iterations per caller); read holds: reads \`mode: 'read'\`, writes ` +
           `\`mode: 'write'\` on the same key (${o.rwIterations} iterations per caller, so both runs ` +
           'last about as long). Writer wait: from the call to entering the section, writes only. ' +
-          'Overlaps: writes that overlapped any other section (reads may overlap each other).',
+          'Overlaps: writes that overlapped any other section (reads may overlap each other). ' +
+          "Ceiling: the speedup the lock's rules (PRODUCT.md 2.7: one arrival order, a waiting " +
+          'writer ahead of later readers, readers at the head granted together) allow for the ' +
+          'same callers and draws if every section took exactly its length and every handoff ' +
+          "nothing (`bench/rw-ideal.ts`), over the exclusive lock's (one section at a time); " +
+          'x ceiling: the speedup over it.',
         [
           'config',
           'peer',
           'sections/s',
           'speedup',
           '>= 10x',
+          'ceiling',
+          'x ceiling',
           'wait p50 ms',
           'wait p99 ms',
           'writer wait p99 ms',
@@ -150,13 +165,13 @@ export function sharedHoldsMarkdown(
     for (const s of rw) {
       const label = LABEL[s.def.peer] ?? s.def.peer;
       if (s.n === 0) {
-        L.push(`| ${s.def.config} | ${label} | ${errorCell(s)} |${' |'.repeat(10)} 0 |`);
+        L.push(`| ${s.def.config} | ${label} | ${errorCell(s)} |${' |'.repeat(12)} 0 |`);
         continue;
       }
       const f = d.readHeavy[s.def.config];
       const isShared = s.def.peer === 'ours-rw';
       L.push(
-        `| ${s.def.config} | ${label} | ${range(s.rate)} | ${isShared && f ? fmt(f.speedup, 2) : '-'} | ${isShared && f ? pf(f.pass) : '-'} | ${fmt(s.waitP50, 2)} | ${range(s.waitP99, 1)} | ${fmt(s.writeWaitP99, 1)} | ${fmt(s.writes)} | ${fmt(s.clientPerOp, 2)} (${topCommands(s.clientByCommand, 4)}) | ${fmt(s.clientCpuPerOp, 0)} / ${fmt(s.serverCpuPerOp, 0)} | ${failed(s)} | ${s.overlaps} | ${s.n} |`,
+        `| ${s.def.config} | ${label} | ${range(s.rate)} | ${isShared && f ? fmt(f.speedup, 2) : '-'} | ${isShared && f ? pf(f.pass) : '-'} | ${isShared && f ? fmt(f.ceiling, 2) : '-'} | ${isShared && f ? fmt(f.speedup / f.ceiling, 2) : '-'} | ${fmt(s.waitP50, 2)} | ${range(s.waitP99, 1)} | ${fmt(s.writeWaitP99, 1)} | ${fmt(s.writes)} | ${fmt(s.clientPerOp, 2)} (${topCommands(s.clientByCommand, 4)}) | ${fmt(s.clientCpuPerOp, 0)} / ${fmt(s.serverCpuPerOp, 0)} | ${failed(s)} | ${s.overlaps} | ${s.n} |`,
       );
     }
   }

@@ -15,6 +15,7 @@ import type {
   WorkerSpec,
 } from '../protocol';
 import { OWN_KEY } from '../protocol';
+import { callerSeed, mulberry32, writeDraws } from '../seeded';
 import { type Body, commandCounter, createPeer, SkipError, type Peer } from './peers';
 import { runHolds, runWaiters } from './scale';
 
@@ -103,23 +104,13 @@ async function warmUpOn(
   await Promise.all(
     Array.from({ length: spec.concurrency }, async (_, w) => {
       // rw: the scenario's mix of reads and writes (from another seed than the timed run's).
-      const writes = writeDraws(seed + spec.proc * 1000 + w);
+      const writes = writeDraws(seed + spec.proc * 1000 + w, spec.writeShare ?? 0);
       for (let i = 0; i < iterations && now() < stopAt; i++) {
         const take = spec.mode === 'rw' && !writes() && peer.runRead ? peer.runRead : peer.run;
         await take.call(peer, key, () => sleep(spec.sectionMs)).catch(() => undefined);
       }
     }),
   );
-}
-
-/**
- * rw: whether each next call of one caller writes, drawn with probability `writeShare` from a
- * sequence seeded by the caller: every peer gets the same calls in the same order.
- */
-function writeDraws(seed: number): () => boolean {
-  const random = mulberry32(seed);
-  const share = spec.writeShare ?? 0;
-  return () => random() < share;
 }
 
 /**
@@ -203,18 +194,6 @@ async function runSeq(peers: Map<PeerName, Peer>, stats: Redis[], r: WorkerResul
   r.endedAt = now();
 }
 
-/** A seeded sequence of numbers in [0, 1) (mulberry32). */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** `items` in an order drawn from `seed` (Fisher-Yates over a mulberry32 sequence). */
 function shuffled<T>(items: readonly T[], seed: number): T[] {
   const random = mulberry32(seed);
@@ -284,7 +263,7 @@ async function runRw(peer: Peer, r: WorkerResult): Promise<void> {
   r.startedAt = now();
   const one = async (w: number) => {
     const id = spec.proc * 1000 + w;
-    const writes = writeDraws(spec.proc * 1000 + w + 1);
+    const writes = writeDraws(callerSeed(spec.proc, w), spec.writeShare ?? 0);
     for (let i = 0; i < spec.iterations; i++) {
       if (now() > stopAt) {
         r.timedOut = true;
