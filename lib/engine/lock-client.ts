@@ -514,12 +514,13 @@ export class LockClient implements LockBackend {
   }
 
   /**
-   * Whether readers are parked on the line's key that get their turn now: nothing holds the key
-   * here and no writer of this process that came before them waits (it goes first).
+   * Whether readers are parked on the line's key that get their turn now: nothing (`besides` a
+   * lease on its way back to Redis) holds the key here and no writer of this process that came
+   * before them waits (it goes first).
    */
-  private readersFirst(line: KeyLine): boolean {
+  private readersFirst(line: KeyLine, besides?: Lease): boolean {
     const oldest = this.parkedReaders.oldest(line.key);
-    if (oldest === undefined || line.heldHere()) return false;
+    if (oldest === undefined || line.heldHere(undefined, besides)) return false;
     return !line.head || line.head.startedAt > oldest;
   }
 
@@ -1031,7 +1032,8 @@ export class LockClient implements LockBackend {
   private giveBackThen(lease: Lease, done: (error?: unknown) => void): void {
     this.tokens.drop(lease.token);
     const single = lease.keys.length === 1;
-    if (single) this.lines.get(lease.keys[0])?.wentPublic();
+    const line = single ? this.lines.get(lease.keys[0]) : undefined;
+    line?.wentPublic();
     // Racing groups: FREE does all RELEASE would for one key. Queueing groups: only for a lease
     // taken by a first try (nobody waited then); a waiter queued since sends RELEASE after it.
     const lean = single && (!this.fair || lease.uncontended);
@@ -1043,6 +1045,12 @@ export class LockClient implements LockBackend {
       this.holdReturned(lease, (line) => error !== undefined || !published || !line.hearsReleases);
       done(error);
     });
+    // Readers parked before every writer waiting here: their turn now, so the first try of the
+    // oldest follows this release on the same connection (one round trip for both, in order),
+    // ahead of the line's head, which tries once the release answered.
+    if (line && this.readersFirst(line, lease)) {
+      this.parkedReaders.wake(line.key, undefined, line.head?.startedAt);
+    }
   }
 
   /**
