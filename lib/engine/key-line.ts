@@ -193,24 +193,21 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
     if (!this.busyHere()) this.head?.wake();
   }
 
-  /**
-   * Whether a caller of this process holds the key with a lease still valid (`besides`: other
-   * than that lease, one on its way back to Redis).
-   */
-  heldHere(now?: number, besides?: Lease): boolean {
+  /** Whether a caller of this process holds the key with a lease still valid. */
+  heldHere(now?: number): boolean {
     if (this.held === undefined && !this.moreHeld?.length) return false;
     now ??= performance.now();
     let held = false;
     const more = this.moreHeld;
     if (more) {
       for (let i = more.length - 1; i >= 0; i--) {
-        if (more[i].validAt(now)) held ||= more[i] !== besides;
+        if (more[i].validAt(now)) held = true;
         // Over: it can no longer hold anything up.
         else more.splice(i, 1);
       }
     }
     if (this.held) {
-      if (this.held.validAt(now)) held ||= this.held !== besides;
+      if (this.held.validAt(now)) held = true;
       else this.forget(this.held);
     }
     return held;

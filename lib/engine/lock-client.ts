@@ -514,13 +514,12 @@ export class LockClient implements LockBackend {
   }
 
   /**
-   * Whether readers are parked on the line's key that get their turn now: nothing (`besides` a
-   * lease on its way back to Redis) holds the key here and no writer of this process that came
-   * before them waits (it goes first).
+   * Whether readers are parked on the line's key that get their turn now: nothing holds the key
+   * here and no writer of this process that came before them waits (it goes first).
    */
-  private readersFirst(line: KeyLine, besides?: Lease): boolean {
+  private readersFirst(line: KeyLine): boolean {
     const oldest = this.parkedReaders.oldest(line.key);
-    if (oldest === undefined || line.heldHere(undefined, besides)) return false;
+    if (oldest === undefined || line.heldHere()) return false;
     return !line.head || line.head.startedAt > oldest;
   }
 
@@ -1032,8 +1031,7 @@ export class LockClient implements LockBackend {
   private giveBackThen(lease: Lease, done: (error?: unknown) => void): void {
     this.tokens.drop(lease.token);
     const single = lease.keys.length === 1;
-    const line = single ? this.lines.get(lease.keys[0]) : undefined;
-    line?.wentPublic();
+    if (single) this.lines.get(lease.keys[0])?.wentPublic();
     // Racing groups: FREE does all RELEASE would for one key. Queueing groups: only for a lease
     // taken by a first try (nobody waited then); a waiter queued since sends RELEASE after it.
     const lean = single && (!this.fair || lease.uncontended);
@@ -1045,12 +1043,6 @@ export class LockClient implements LockBackend {
       this.holdReturned(lease, (line) => error !== undefined || !published || !line.hearsReleases);
       done(error);
     });
-    // Readers parked before every writer waiting here: their turn now, so the first try of the
-    // oldest follows this release on the same connection (one round trip for both, in order),
-    // ahead of the line's head, which tries once the release answered.
-    if (line && this.readersFirst(line, lease)) {
-      this.parkedReaders.wake(line.key, undefined, line.head?.startedAt);
-    }
   }
 
   /**
