@@ -457,6 +457,23 @@ describe('readers behind a writer of their own process', () => {
     locksA = a.get(LockService);
   });
 
+  it('behind a writer of their process that waits, then takes the key and never releases it, get the key when its lease ends', async () => {
+    const other = await locksB.acquire('p:6');
+    const writer = locksA.acquire('p:6', { ttl: 300, watchdog: false, waitTimeout: 3_000 });
+    await sleep(30);
+    const reader = locksA.acquire('p:6', { ...read, waitTimeout: 4_000 });
+    await sleep(30);
+    expect(parkedKeys(a)).toBe(1);
+    await other.release();
+    await within(writer, 2_000, 'writer'); // a forgotten handle: never released
+    const took = performance.now();
+    const r = await within(reader, 3_000, 'reader');
+    const waited = performance.now() - took;
+    expect(waited).toBeGreaterThanOrEqual(250);
+    expect(waited).toBeLessThan(1_500);
+    await r.release();
+  });
+
   it('behind a hold of their process that runs out unreleased, get the key when its lease ends', async () => {
     // A forgotten handle: never released, no watchdog.
     await locksA.acquire('p:5', { ttl: 300, watchdog: false });
