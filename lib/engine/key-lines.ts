@@ -8,9 +8,6 @@ import { KeyLine, type LineWaiter } from './key-line';
 export class KeyLines<W extends LineWaiter = LineWaiter> {
   private readonly lines = new Map<string, KeyLine<W>>();
 
-  /** `dropped`: told each key whose line went (nothing of the process holds or awaits it). */
-  constructor(private readonly dropped?: (key: string) => void) {}
-
   get size(): number {
     return this.lines.size;
   }
@@ -43,7 +40,6 @@ export class KeyLines<W extends LineWaiter = LineWaiter> {
     if (line.idle() && this.lines.get(line.key) === line) {
       line.stopListening();
       this.lines.delete(line.key);
-      this.dropped?.(line.key);
     }
   }
 }

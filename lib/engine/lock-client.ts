@@ -28,8 +28,6 @@ import {
   type ReleaseWatch,
   waitForKeys,
 } from './multi-key-wait';
-import { type ParkedTurn, ParkedReaders } from './parked-readers';
-import { abortReason } from './wait-rules';
 import { ShareGroup } from './share-group';
 import { WriterNotices } from './writer-notices';
 import { Tokens } from './tokens';
@@ -73,9 +71,7 @@ export class LockClient implements LockBackend {
   private readonly protocol: LockProtocol;
   private readonly leases: Leases;
   private readonly tokens = new Tokens();
-  /** Readers of this process waiting in the process behind its writers (see parkReader). */
-  private readonly parkedReaders = new ParkedReaders<Lease>();
-  private readonly lines = new KeyLines<Waiter>((key) => this.parkedReaders.wake(key));
+  private readonly lines = new KeyLines<Waiter>();
   /** Single node: waiters queue in Redis and releases grant. */
   private readonly fair: boolean;
   private closed = false;
@@ -331,11 +327,8 @@ export class LockClient implements LockBackend {
    */
   leaseEnded(lease: Lease): void {
     lease.end();
-    lease.group?.lose();
-    if (lease.keys.length === 1) {
-      this.lines.get(lease.keys[0])?.holdEnded();
-      this.wakeParked(lease.keys[0]);
-    }
+    lease.group?.close();
+    if (lease.keys.length === 1) this.lines.get(lease.keys[0])?.holdEnded();
   }
 
   /**
@@ -395,7 +388,6 @@ export class LockClient implements LockBackend {
     this.closing.abort();
     // Waiters in key lines have no listener on `closing` (thousands wait at once): told here.
     for (const waiter of this.lines.waiters()) waiter.abort();
-    this.parkedReaders.endAll((key) => abortReason([key]));
   }
 
   async close(): Promise<void> {
@@ -427,20 +419,7 @@ export class LockClient implements LockBackend {
     const arg = shareArg(share)!;
     const queued = this.fair && keys.length === 1;
     this.sharedStarted(keys);
-    let turn: ParkedTurn<Lease> | undefined;
-    let took: Lease | undefined;
     try {
-      if (share === 'read' && queued && waitTimeout > 0 && this.mayPark(keys[0], acks)) {
-        const parked = await this.parkReader(keys[0], taker, waitTimeout, signal);
-        turn = parked;
-        const joined = parked.lead
-          ? this.joinRead(keys, ttl, acks)
-          : (this.joinParked(parked.shared, taker, ttl) ?? this.joinRead(keys, ttl, acks));
-        if (joined) {
-          this.sharedDone(keys); // counted twice: by this call and by the join
-          return (took = joined);
-        }
-      }
       // Others of this process queue for the key in Redis: a first try could only be refused
       // (the queue goes first), so the caller goes straight into it.
       if (!queued || waitTimeout <= 0 || !this.sharedWaits.has(keys[0])) {
@@ -450,11 +429,10 @@ export class LockClient implements LockBackend {
           ttl,
           0,
           arg,
-          // Its lease starts with this try, not with the call (it may have been parked).
-          turn ? performance.now() : taker.startedAt,
+          taker.startedAt,
           acks,
         );
-        if (first.kind === 'ok') return (took = this.holdShared(keys, taker, first, share));
+        if (first.kind === 'ok') return this.holdShared(keys, taker, first, share);
         if (first.kind === 'conflict') throw conflictError(keys[0], share, first.held);
         if (waitTimeout <= 0) throw new LockNotAcquiredError(keys, 0, first.pttl);
       }
@@ -463,7 +441,7 @@ export class LockClient implements LockBackend {
       if (!queued) return await waitForKeys(ctx, keys, taker, deadline, signal);
       this.sharedWaits.add(keys[0]);
       try {
-        return (took = await waitForKeys(ctx, keys, taker, deadline, signal));
+        return await waitForKeys(ctx, keys, taker, deadline, signal);
       } finally {
         this.sharedWaits.remove(keys[0]);
         this.writerNotices.waitEnded(keys[0]);
@@ -471,63 +449,7 @@ export class LockClient implements LockBackend {
     } catch (err) {
       this.sharedDone(keys);
       throw err;
-    } finally {
-      // A lead reader settled: the readers parked with it go (and join its share if they may).
-      turn?.done(took);
     }
-  }
-
-  /**
-   * Whether a reader of `key` waits in this process rather than in Redis: a writer of this
-   * process holds or awaits the key (its line is occupied), so the reader could only queue in
-   * Redis behind it. Parked, the readers that gather behind the writer cost no round trip each;
-   * once the writer is done, one asks Redis and the others join its share. Only where joins are
-   * possible (single node, no replica acknowledgements, localHandoffs > 0).
-   */
-  private mayPark(key: string, acks: ReplicaAcks | undefined): boolean {
-    return !acks && this.settings.localHandoffs > 0 && this.lines.get(key)?.occupied() === true;
-  }
-
-  /**
-   * Parks a reader behind the writers of this process (see ParkedReaders) until they are done
-   * with the key (its line goes, or the key went back to Redis with no older writer waiting
-   * here), its deadline or its signal. At its deadline it reports the outage its line's head
-   * met, if any, else contention.
-   */
-  private parkReader(
-    key: string,
-    taker: LeaseTaker,
-    waitTimeout: number,
-    signal: AbortSignal | undefined,
-  ): Promise<ParkedTurn<Lease>> {
-    const line = this.lines.get(key);
-    const expired = () => {
-      const now = performance.now();
-      const l = this.lines.get(key);
-      const end = l?.holdsEnd(now) ?? now;
-      const retryAfter = Number.isFinite(end) ? Math.max(0, end - now) : 0;
-      return l?.outage ?? new LockNotAcquiredError([key], now - taker.startedAt, retryAfter);
-    };
-    const deadline = taker.startedAt + waitTimeout;
-    const soloAt = line?.holdsEnd() ?? deadline;
-    return this.parkedReaders.park(key, taker.startedAt, deadline, soloAt, signal, expired);
-  }
-
-  /**
-   * Whether readers are parked on the line's key that get their turn now: nothing holds the key
-   * here and no writer of this process that came before them waits (it goes first).
-   */
-  private readersFirst(line: KeyLine): boolean {
-    const oldest = this.parkedReaders.oldest(line.key);
-    if (oldest === undefined || line.heldHere()) return false;
-    return !line.head || line.head.startedAt > oldest;
-  }
-
-  /** A hold of `key` here ended: the readers parked on it get their turn if it is theirs. */
-  private wakeParked(key: string): void {
-    const line = this.lines.get(key);
-    if (!line || this.readersFirst(line))
-      this.parkedReaders.wake(key, undefined, line?.head?.startedAt);
   }
 
   /** How a shared wait attempts, holds, is granted and gives up. */
@@ -751,26 +673,6 @@ export class LockClient implements LockBackend {
   }
 
   /**
-   * A reader parked with the reader that took `base` (see ParkedReaders) joins that share with
-   * no round trip, as the first of a batch: writers that wait now queued after it, unless a
-   * writer of this process came before it (then it waits behind that writer as usual). Only while
-   * the share is fresh for its lease, not lost, and no replica acknowledgements are asked.
-   */
-  private joinParked(base: Lease | undefined, reader: LeaseTaker, ttl: number): Lease | undefined {
-    const group = base?.group;
-    if (!base || !group || base.released || reader.acks) return undefined;
-    const key = base.keys[0];
-    const now = performance.now();
-    if (!group.takesParked(ttl, now, this.leases.freshFor(ttl))) return undefined;
-    const head = this.lines.get(key)?.head;
-    if (head && head.startedAt < reader.startedAt) return undefined;
-    group.joined();
-    this.sharedStarted(base.keys);
-    this.stats.readJoins++;
-    return this.leases.joined(base, group, ttl);
-  }
-
-  /**
    * The oldest permit wait of this process that `lease`'s permit may pass to, if any: the same
    * N and ttl, no replica acknowledgements, no attempt of its own on the way, and the permit
    * passed fewer than `localHandoffs` times in a row (then it goes back to the Redis queue, so
@@ -888,10 +790,6 @@ export class LockClient implements LockBackend {
    * Redis has it back, so our own head does not compete for a key this process still holds.
    */
   private async passOn(lease: Lease, line: KeyLine, next: Waiter): Promise<void> {
-    // Readers of this process parked before `next` came: the key goes back to Redis, where they
-    // get their turn (see wakeParked), rather than to a later writer here.
-    const parked = this.parkedReaders.oldest(line.key);
-    if (parked !== undefined && parked < next.startedAt) return this.giveBack(lease);
     const limit = this.settings.localHandoffs;
     // Staying here past the bound needs the notices of other processes: listen (once).
     if (this.fair && limit > 0) this.notifier.listenInBackground();
@@ -1052,16 +950,8 @@ export class LockClient implements LockBackend {
   private holdReturned(lease: Lease, wakeHead: (line: KeyLine) => boolean): void {
     const line = lease.keys.length === 1 ? this.lines.get(lease.keys[0]) : undefined;
     if (!line) return;
-    // Readers parked before the writers still waiting here go first: the head tries only once
-    // the first of them settled (the others join its share).
-    line.endHold(lease, false);
-    const readersFirst = this.readersFirst(line);
-    if (!readersFirst && wakeHead(line) && !line.heldHere()) line.head?.wake();
+    line.endHold(lease, wakeHead(line));
     this.lines.dropIfIdle(line);
-    if (readersFirst) {
-      const head = line.head;
-      this.parkedReaders.wake(line.key, () => head?.wake(), head?.startedAt);
-    }
   }
 
   /** A new acquisition's token, lease length and start. */

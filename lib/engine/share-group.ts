@@ -7,8 +7,6 @@
  *   this process is seen in its key line), not found lost, and valid long enough; once shut it
  *   stays shut, so the writer waits for the readers that hold it now and no later one (the
  *   engine lets readers join only when its process has listened for notices since `askedAt`);
- * - readers parked with the one that took it (they came before any writer that waits now, see
- *   ParkedReaders) join it while it is fresh and not lost, shut or not (`takesParked`);
  * - its validity is the latest any holder's renewal established;
  * - the share goes back to Redis when its last holder lets go, and not before; a holder that
  *   asked the key to stay locked (`minHold`) is kept to by that last release.
@@ -19,8 +17,6 @@ export class ShareGroup {
   private holders = 1;
   /** Shut to joins: a writer waits, or the share was found lost. */
   private shut = false;
-  /** Found lost: nobody joins, not even the readers parked with its taker. */
-  private gone = false;
   /** Until when (performance.now() clock) a holder asked the key to stay locked. */
   private keepUntil = -Infinity;
 
@@ -49,28 +45,14 @@ export class ShareGroup {
     this.holders++;
   }
 
-  /**
-   * Whether a reader parked with the one that took the share may join it: the same lease length,
-   * not lost, and valid at least `fresh` ms more. A writer that waits now queued after them.
-   */
-  takesParked(ttl: number, now: number, fresh: number): boolean {
-    return !this.gone && ttl === this.ttl && this.validUntil - now >= fresh;
-  }
-
   /** A holder's renewal answered: the share is valid until `validUntil` at least. */
   renewed(validUntil: number): void {
     if (validUntil > this.validUntil) this.validUntil = validUntil;
   }
 
-  /** A writer waits for the key: no later reader joins any more. */
+  /** A writer waits for the key, or a holder found the share lost: nobody joins any more. */
   close(): void {
     this.shut = true;
-  }
-
-  /** A holder found the share lost: nobody joins any more. */
-  lose(): void {
-    this.shut = true;
-    this.gone = true;
   }
 
   /** Whether nobody may join any more. */
