@@ -258,8 +258,8 @@ describe('readers of one process', () => {
 
   it.each([
     ['a grant message', 'C', 'B', 100],
-    // A hold of two keys: no line of A holds 'j:8', so A's reader queues in Redis (a reader
-    // behind a writer of its own process would wait in the process instead).
+    // A hold of two keys: its release's answer does not say which key a grant is for, so every
+    // key of it is taken to have a writer waiting.
     ['the answer of its own release', 'A', 'B', 450],
     ['a release that queues its own next writer behind it', 'C', 'C', 100],
   ])(
