@@ -328,13 +328,13 @@ local function enqueue(l, token, ttl, wait_ms, kind)
     redis.call('PEXPIRE', KEYS[l + 4], keep)
   end
   flag(l, keep)
-  -- Tells the holder's process (a token's, not shared holders') that a waiter of another process
-  -- queued: it passes the key to its own callers past localHandoffs only while nobody else waits.
   local owner = redis.call('GET', KEYS[l])
   if not kind and owner == marker_of('r') then
     -- A writer queued behind readers: their processes let no later reader join their shares.
     tell_readers(l)
   elseif owner and string.byte(owner, 1) ~= 0 then
+    -- Tells the holder's process (a token's) that a waiter of another process queued: it passes
+    -- the key to its own callers past localHandoffs only while nobody else waits.
     local holder = string.match(owner, '^(.*)%${TOKEN_SEPARATOR}')
     if holder and holder ~= string.match(token, '^(.*)%${TOKEN_SEPARATOR}') then
       redis.call('PUBLISH', '${GRANT_CHANNEL_PREFIX}' .. holder, '${WRITER_WORD} ' .. KEYS[l])
