@@ -33,19 +33,15 @@ export function readHeavyCeiling(
   let done = 0;
   let now = 0;
   const start = (caller: number) => running.push({ end: now + 1, caller });
+  // The head goes in unless someone holds and either of them writes; a writer goes alone.
   const grant = () => {
     while (queue.length) {
       const head = queue[0];
-      if (running.length === 0) mode = head.write ? 'w' : 'r';
-      if (mode === 'w' && running.length > 0) return;
-      if (head.write) {
-        if (running.length > 0) return;
-        queue.shift();
-        start(head.caller);
-        return;
-      }
+      if (running.length > 0 && (mode === 'w' || head.write)) return;
+      mode = head.write ? 'w' : 'r';
       queue.shift();
       start(head.caller);
+      if (head.write) return;
     }
   };
   const ask = (caller: number) => {
