@@ -822,8 +822,8 @@ export class LockClient implements LockBackend {
     } else if (this.fair) {
       // RELEASE_TO may queue the next caller in Redis behind another process's waiter: its grant
       // then comes as a message on this process's channel, which must be heard (with
-      // localHandoffs 0 nothing else made this process listen).
-      await this.subscribed();
+      // localHandoffs 0 nothing else made this process listen). No wait once it listens.
+      if (!this.notifier.listening) await this.subscribed();
       const mark = line.noticeMark();
       const sentAt = performance.now();
       const r = await this.protocol
