@@ -82,6 +82,27 @@ async function listening(locks: LockService): Promise<void> {
   await sleep(50);
 }
 
+/**
+ * A reader of A that arrives now, while `writer` (queued before it) waits for the share `held`
+ * holds, runs only after the writer, and joins no share of A (`joins`: A's count before).
+ */
+async function lateReaderAfterWriter(
+  key: string,
+  held: LockHandle,
+  writer: Promise<unknown>,
+  order: string[],
+  joins: number,
+  options: { mode: 'read'; ttl: number },
+): Promise<void> {
+  const lateReader = locksA.using(key, () => order.push('late reader'), options);
+  await sleep(50);
+  expect(order).toEqual([]);
+  await held.release();
+  await within(Promise.all([writer, lateReader]), 5_000, 'writer and late reader');
+  expect(order).toEqual(['writer', 'late reader']);
+  expect(locksA.stats().readJoins).toBe(joins);
+}
+
 describe('read/write locks', () => {
   it('readers share a key, across clients, each with the current fence; the lock reports it', async () => {
     const w = await locksA.acquire('r:1');
@@ -231,13 +252,7 @@ describe('readers of one process', () => {
     });
     await sleep(50); // the writer is queued
     const joins = locksA.stats().readJoins;
-    const lateReader = locksA.using('j:2', () => order.push('late reader'), long);
-    await sleep(50);
-    expect(order).toEqual([]);
-    await r1.release();
-    await within(Promise.all([writer, lateReader]), 5_000, 'writer and late reader');
-    expect(order).toEqual(['writer', 'late reader']);
-    expect(locksA.stats().readJoins).toBe(joins);
+    await lateReaderAfterWriter('j:2', r1, writer, order, joins, long);
   });
 
   it('a writer of another process queued behind their share: its process is told, none joins any more', async () => {
@@ -293,13 +308,7 @@ describe('readers of one process', () => {
         await expect(locksA.acquire('j:8', { ...long, waitTimeout: 0 })).rejects.toBeInstanceOf(
           LockNotAcquiredError,
         );
-        const lateReader = locksA.using('j:8', () => order.push('late reader'), long);
-        await sleep(50);
-        expect(order).toEqual([]);
-        await r1.release();
-        await within(Promise.all([writer, lateReader]), 5_000, 'writer and late reader');
-        expect(order).toEqual(['writer', 'late reader']);
-        expect(locksA.stats().readJoins).toBe(joins);
+        await lateReaderAfterWriter('j:8', r1, writer, order, joins, long);
       } finally {
         await c.close();
       }
