@@ -269,6 +269,60 @@ describe('defect 4: a quorum acquire that gives up leaves no token behind', () =
   });
 });
 
+describe('defect 15: a late error of an earlier quorum attempt does not undo a later hold', () => {
+  const COMMAND_TIMEOUT = 400;
+  let nodes: RedisServerHandle[];
+  let raw: Redis[];
+  let locks: LockService;
+  const keyPrefix = uniquePrefix('d15');
+
+  beforeAll(async () => {
+    nodes = await startServers(3);
+    raw = nodes.map(rawClient);
+    locks = await lockService({
+      clients: nodes.map((n) => n.url),
+      keyPrefix,
+      commandTimeout: COMMAND_TIMEOUT,
+    });
+    await locks.using('warm-up', () => undefined); // scripts loaded, connections open
+  });
+
+  it('node 0 frozen past commandTimeout while the waiter tries again: once held, the key is its own on nodes 0 and 1', async () => {
+    // Node 2 is held elsewhere for good, node 1 for 250 ms; node 0 is frozen. The first tries
+    // find a majority busy and end without node 0's answer. At 250 ms the next attempt takes
+    // node 1 and waits for node 0, whose earlier commands time out at 400 ms (errors that come
+    // after their round was over). Node 0 resumes at 520 ms: the attempt takes it there and
+    // holds by nodes 0 and 1. A late error must not undo that hold on node 0: the key would be
+    // held by one node only, and another caller could take nodes 0 and 2 while it runs.
+    const key = `job:${uid()}`;
+    const rk = lockRedisKey(keyPrefix, key);
+    await Promise.all([
+      raw[2].set(rk, 'foreign', 'PX', 60_000),
+      raw[1].set(rk, 'brief', 'PX', 250),
+    ]);
+    nodes[0].kill('SIGSTOP');
+    let r: Settled<LockHandle>;
+    try {
+      const pending = settle(() => locks.acquire(key, { waitTimeout: 5_000, ttl: 30_000 }));
+      await sleep(520);
+      nodes[0].kill('SIGCONT');
+      r = await pending;
+    } finally {
+      nodes[0].kill('SIGCONT');
+    }
+    await sleep(200); // the late commands, and any undo sent after them, have landed
+    const values = await Promise.all(raw.map((n) => n.get(rk)));
+    await releaseIfHeld(r);
+
+    expect(describeOutcome(r)).toBe('acquired');
+    expect({ node0: values[0] === values[1], node1: values[1], node2: values[2] }).toEqual({
+      node0: true,
+      node1: expect.stringMatching(/./),
+      node2: 'foreign',
+    });
+  });
+});
+
 describe('defect 6: a key without a TTL is not hammered', () => {
   let trio: RedisServerHandle[];
 
