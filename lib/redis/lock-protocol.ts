@@ -253,11 +253,16 @@ export class LockProtocol {
       const ballot = new AcquireBallot(this, keys, token, ttl, start, false, everyNode, need);
       return ballot.ask(script, units[0], args, acks);
     }
+    const round: RoundState = { over: false };
     return this.quorum.collect<RedisNode, Vote, SharedOutcome>(
       this.nodes,
-      (node, answer) => void this.acquireUnits(script, node, units, token, args, acks).then(answer),
+      (node, answer) =>
+        void this.acquireUnits(script, node, units, token, args, acks, round).then(answer),
       (v) => v.kind === 'ok',
-      (votes) => this.countVotes(keys, token, ttl, start, votes, false, everyNode),
+      (votes) => {
+        round.over = true;
+        return this.countVotes(keys, token, ttl, start, votes, false, everyNode);
+      },
       everyNode ? this.nodes.length : this.quorum.size,
     );
   }
@@ -635,7 +640,12 @@ export class LockProtocol {
     });
   }
 
-  /** Redis Cluster, several keys: one script per key, in sorted order, undone on a refusal. */
+  /**
+   * Redis Cluster, several keys: one script per key, in sorted order, undone on a refusal. On a
+   * quorum (`round`), a node still at it when the round is over stops there: the round's
+   * outcome already undid (or will release) what the node may hold, and an undo sent now could
+   * land after a later attempt of the same token and take its keys away.
+   */
   private async acquireUnits(
     script: AcquireScript,
     node: RedisNode,
@@ -643,18 +653,20 @@ export class LockProtocol {
     token: string,
     args: ScriptArgs,
     acks: ReplicaAcks | undefined,
+    round?: RoundState,
   ): Promise<Vote> {
     const fences: number[] = [];
     for (let u = 0; u < units.length; u++) {
+      if (round?.over) return { kind: 'error', error: new Error(ROUND_OVER) };
       let reply: SharedReply;
       try {
         reply = await this.runner.runAcked(node, script, units[u], args, acks);
       } catch (e) {
-        this.undoUnits(node, units.slice(0, u + 1), token);
+        if (!round?.over) this.undoUnits(node, units.slice(0, u + 1), token);
         return { kind: 'error', error: asError(e) };
       }
       if (reply.kind !== 'ok') {
-        if (u > 0) this.undoUnits(node, units.slice(0, u), token);
+        if (u > 0 && !round?.over) this.undoUnits(node, units.slice(0, u), token);
         return reply;
       }
       fences.push(...reply.fences);
@@ -845,6 +857,14 @@ export class LockProtocol {
   }
 }
 
+/** Whether a quorum round (several units per node) has its outcome. */
+interface RoundState {
+  over: boolean;
+}
+
+/** A node's vote when the round was over before it sent all its units (never counted). */
+const ROUND_OVER = 'the round was over before this node was asked for every key';
+
 /** A quorum round's lease: no spare fences (no local handoff without a round trip there). */
 function quorumTaken(fences: readonly number[], start: number, uncontended: boolean): Taken {
   return { kind: 'ok', fences, start, spare: 0, uncontended };
@@ -889,7 +909,11 @@ class AcquireBallot extends Ballot<Vote, SharedOutcome> implements ScriptReplies
 
   answered(i: number, error: Error | undefined, reply: SharedReply | undefined): void {
     if (!error) return this.vote(i, reply!);
-    this.protocol.undo(this.protocol.nodes[i], this.keys, this.token);
+    // An error after the round was over (a command timed out on a node that answered late) is
+    // not undone here: the outcome undid the nodes still out when it came (or the holder's
+    // release frees them), and an undo sent now would land after the token's next attempt on
+    // that node's connection, taking away a key that attempt counts as held.
+    if (!this.over) this.protocol.undo(this.protocol.nodes[i], this.keys, this.token);
     this.vote(i, { kind: 'error', error });
   }
 
