@@ -16,7 +16,7 @@ let client: Cluster;
 let app: INestApplication;
 let prefix: string;
 const spans: { key: string; start: number; end: number }[] = [];
-const now = () => performance.timeOrigin + performance.now();
+const now = () => Number(process.hrtime.bigint()) / 1e6;
 
 @Injectable()
 class Bank {

@@ -84,7 +84,10 @@ function checkReadWrite(holds: Hold[], expected: number): void {
   const reads = holds.filter((h) => h.kind === 'read');
   expect(writes.length).toBeGreaterThan(0);
   // No write overlaps anything else of the key (reads or writes).
-  const tagged: Interval[] = holds.map((h) => ({ ...h, by: `${h.kind}@${h.pid}` }));
+  const tagged: Interval[] = holds.map((h) => ({
+    ...h,
+    by: `${h.kind}@${h.pid} fence ${h.fence}`,
+  }));
   const bad = findOverlaps(tagged).filter(
     ([x, y]) => `${x.by}`.startsWith('write') || `${y.by}`.startsWith('write'),
   );

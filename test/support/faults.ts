@@ -108,8 +108,8 @@ export async function singleNodeApps(
 
 export const uid = (): string => randomBytes(4).toString('hex');
 
-/** Wall-clock ms, comparable with the workers' times. */
-export const wallNow = (): number => performance.timeOrigin + performance.now();
+/** Ms of the machine's monotonic clock, comparable with the workers' times (see intervals). */
+export const wallNow = (): number => Number(process.hrtime.bigint()) / 1e6;
 
 /** Resolves with the first line of `type` (already seen or to come) matching `where`, within `ms`. */
 export function nextLine<T extends FaultLine['type']>(

@@ -1,7 +1,7 @@
 /**
  * An independent checker of critical sections: every holder reports `[start, end]` of the code it
- * ran under a lock (wall-clock ms with sub-ms precision, `performance.timeOrigin +
- * performance.now()`, comparable across processes of one machine), and this module finds the
+ * ran under a lock (ms of the machine's monotonic clock with sub-ms precision, `now()`: one
+ * clock for every process of the machine), and this module finds the
  * pairs that overlapped. It knows nothing about the library, so a bug in the lock cannot hide a
  * bug in the check.
  */
@@ -18,8 +18,13 @@ export interface Interval {
   readonly by?: string | number;
 }
 
-/** Wall-clock ms, comparable across processes. */
-export const now = (): number => performance.timeOrigin + performance.now();
+/**
+ * Ms of the machine's monotonic clock (CLOCK_MONOTONIC, which every process of a Linux machine
+ * reads alike): comparable across processes. `performance.timeOrigin + performance.now()` is not
+ * quite: each process pins its origin to the wall clock once, at its start, so a clock step
+ * between two starts shifts one process's times against the other's.
+ */
+export const now = (): number => Number(process.hrtime.bigint()) / 1e6;
 
 /** Groups intervals by key. */
 export function byKey<T extends Interval>(intervals: readonly T[]): Map<string, T[]> {
