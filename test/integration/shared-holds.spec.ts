@@ -10,6 +10,7 @@ import {
   LockService,
   type LockHandle,
 } from 'nest-locked';
+import { eventually } from '../support/faults';
 import { findOverlaps, type Interval, maxConcurrency, now } from '../support/intervals';
 import { createLockApp, lockRedisKey, sleep, uniquePrefix, within } from '../support/lock-app';
 import { redisForFile } from '../support/redis-for-file';
@@ -330,7 +331,9 @@ describe('readers of one process', () => {
       await r1.release();
       await within(writer, 2_000, 'writer');
       expect(entered - released).toBeLessThan(1_000);
-      expect(messages).toHaveBeenCalled();
+      // The grant message was sent too (and dropped here); on a loaded machine it may come only
+      // after the writer ran, so it is waited for.
+      expect(await eventually(() => messages.mock.calls.length > 0, 2_000, 10)).toBe(true);
       expect(locksA.stats().timerWakeups).toBe(0);
     } finally {
       messages.mockRestore();
