@@ -538,6 +538,34 @@ describe('permits', () => {
     expect(order.slice(0, 5)).toEqual(['A1', 'A2', 'A3', 'A4', 'B']);
   });
 
+  it('with no waiter of another process ahead, a permit keeps passing within its process past localHandoffs (4)', async () => {
+    const two = { permits: 2, waitTimeout: 10_000 };
+    const p1 = await locksA.acquire('p:alone', two);
+    const p2 = await locksA.acquire('p:alone', two);
+    const order: number[] = [];
+    const waiters = Array.from({ length: 12 }, (_, i) =>
+      locksA.using(
+        'p:alone',
+        async () => {
+          order.push(i);
+          await sleep(2);
+        },
+        two,
+      ),
+    );
+    await sleep(50); // all queued in Redis
+    const before = locksA.stats();
+    await Promise.all([p1.release(), p2.release()]);
+    await within(Promise.all(waiters), 5_000, 'the waiters');
+    const after = locksA.stats();
+    // Every waiter got a passed permit: none went back to the Redis queue to be granted.
+    expect({
+      passed: after.localHandoffs - before.localHandoffs,
+      granted: after.grants - before.grants,
+    }).toEqual({ passed: 12, granted: 0 });
+    expect(order).toEqual(order.slice().sort((x, y) => x - y));
+  });
+
   it('refuses a call with another N than the current holders, naming both', async () => {
     const h = await locksA.acquire('p:2', { permits: 3 });
     const error = await locksB.acquire('p:2', { permits: 5 }).catch((e: unknown) => e);
