@@ -13,6 +13,7 @@ import {
   LockService,
   type RedlockModuleOptions,
 } from '../../lib';
+import { ACQUIRE } from '../../lib/redis/scripts';
 import { describeOutcome, releaseIfHeld, settle, type Settled, uid } from '../support/faults';
 import { createLockApp, lockRedisKey, sleep, uniquePrefix, within } from '../support/lock-app';
 import { type RedisServerHandle, startRedisServers, stopAll } from '../support/redis-server';
@@ -320,6 +321,24 @@ describe('defect 15: a late error of an earlier quorum attempt does not undo a l
       node1: expect.stringMatching(/./),
       node2: 'foreign',
     });
+  });
+});
+
+describe('defect 16: waiters queued within the same millisecond keep their order', () => {
+  it('four waiters queued back to back (one MULTI) are first in the queue in the order they came, whatever their tokens', async () => {
+    // The queue is ordered by the time each waiter queued; Redis orders members with the same
+    // score by their bytes, so with a score in ms, waiters of one millisecond (a burst, or
+    // several processes at once) came out by token, not by arrival.
+    const rk = lockRedisKey(uniquePrefix('d16'), 'tie');
+    const keys = [rk, `${rk}:fence`, `${rk}:wait`, `${rk}:q`, `${rk}:qm`, `${rk}:h`];
+    await redis.set(rk, 'holder.0', 'PX', 10_000);
+    const tokens = ['zz.1', 'yy.1', 'xx.1', 'ww.1'];
+    const queued = redis.multi();
+    for (const t of tokens)
+      queued.eval(ACQUIRE.lua, keys.length, ...keys, t, 5_000, 5_000, '1', -5);
+    await queued.exec();
+    expect(await redis.zrange(`${rk}:q`, 0, -1)).toEqual(tokens);
+    await redis.del(...keys);
   });
 });
 
