@@ -27,7 +27,10 @@ export class Lease {
    * undefined for everything else.
    */
   group?: ShareGroup;
-  /** A permit passed from caller to caller of this process: how many times in a row so far. */
+  /**
+   * A permit passed from caller to caller of this process: how many times in a row so far it
+   * went past a waiter of another process queued before the caller it went to.
+   */
   passes = 0;
 
   constructor(

@@ -675,8 +675,9 @@ export class LockClient implements LockBackend {
   /**
    * The oldest permit wait of this process that `lease`'s permit may pass to, if any: the same
    * N and ttl, no replica acknowledgements, no attempt of its own on the way, and the permit
-   * passed fewer than `localHandoffs` times in a row (then it goes back to the Redis queue, so
-   * the waiters of other processes get their turn).
+   * passed past a waiter of another process fewer than `localHandoffs` times in a row (then it
+   * goes back to the Redis queue, so that waiter gets its turn; with nobody of another process
+   * queued ahead, passes do not count).
    */
   private permitWaitFor(lease: Lease): PermitWait | undefined {
     const { share } = lease;
@@ -700,14 +701,15 @@ export class LockClient implements LockBackend {
    */
   private async passPermit(lease: Lease, next: PermitWait): Promise<void> {
     next.passing = true;
-    const taken = await this.protocol
+    const pass = await this.protocol
       .passShare(lease.keys, lease.token, next.taker)
       .catch(() => undefined);
     next.passing = false;
-    if (!taken) return this.giveBackShare(lease);
-    const passed = this.leases.taken(lease.keys, { ...next.taker, token: lease.token }, taken);
+    if (!pass) return this.giveBackShare(lease);
+    const passed = this.leases.taken(lease.keys, { ...next.taker, token: lease.token }, pass.taken);
     passed.share = lease.share;
-    passed.passes = lease.passes + 1;
+    // Only a pass that went past a waiter of another process counts toward the bound.
+    passed.passes = pass.pastOthers ? lease.passes + 1 : 0;
     if (!this.permitWaits.get(lease.keys[0])?.has(next)) {
       // The wait ended (or was granted) meanwhile: the permit goes on or back from here.
       this.sharedStarted(lease.keys);

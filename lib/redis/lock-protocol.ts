@@ -475,23 +475,25 @@ export class LockProtocol {
   /**
    * PASS_SHARE (single node, one key): the permit `token` holds passes to `next`, a waiter of
    * this process, in one round trip: the share stays the holder token's, renewed to `next`'s
-   * lease, with a new fence; `next`'s queue entry goes. Undefined when the share was lost.
+   * lease, with a new fence; `next`'s queue entry goes. `pastOthers`: the pass went past a live
+   * waiter of another process queued before `next`. Undefined when the share was lost.
    * @throws LockBackendError when the node fails
    */
   async passShare(
     keys: readonly string[],
     token: string,
     next: { readonly token: string; readonly ttl: number },
-  ): Promise<Taken | undefined> {
+  ): Promise<{ taken: Taken; pastOthers: boolean } | undefined> {
     const start = performance.now();
     const args: [string, string, number, number] = [token, next.token, next.ttl, this.fenceArg(1)];
-    const fence = await this.runner
+    const { fence, pastOthers } = await this.runner
       .run(this.nodes[0], PASS_SHARE, this.space.allKeys(keys), args)
       .catch((e: unknown) => {
         throw new LockBackendError(keys, [asError(e)], 'release');
       });
     if (fence <= 0) return undefined;
-    return { kind: 'ok', fences: [fence], start, spare: 0, uncontended: false };
+    const taken: Taken = { kind: 'ok', fences: [fence], start, spare: 0, uncontended: false };
+    return { taken, pastOthers };
   }
 
   /**

@@ -55,6 +55,13 @@ export const FENCE_COUNTER_LIFETIME_MS = 24 * 60 * 60 * 1000;
 export const GRANT_CLAIM_MS = 1_000;
 
 /**
+ * How many queue entries ahead of the waiter a permit passes to PASS_SHARE looks at to tell
+ * whether the pass goes past a waiter of another process. The waiter is its process's oldest,
+ * so the entries ahead of it are usually none, or other processes' only.
+ */
+export const PASS_SCAN = 16;
+
+/**
  * The spare count a release's answer gives a read share it granted when the run of readers it
  * granted stopped at a queued writer: their processes must let no later reader join those
  * shares (the writer queued before such a reader; the `w` notice that says so too is on its way
@@ -769,14 +776,42 @@ return 1
  * new fence is minted for it (permit fences are minted when the permit is taken, never reserved,
  * so a permit taken after another ended always has the larger one). The waiter's own queue entry
  * goes in the same step.
+ * Also says whether the pass went past a live waiter of another process queued before the
+ * waiter it went to (only such passes count toward `localHandoffs`): the entries ahead of the
+ * waiter are looked at, at most PASS_SCAN of them (more, or a waiter not queued while others
+ * are, counts as going past).
  * ARGV[1] holder token, ARGV[2] waiter token, ARGV[3] lease ms, ARGV[4] fences to reserve (1).
- * Returns the fence, or 0 when the holder's share is gone (lost: nothing changed).
+ * Returns {fence, 1 if it went past a waiter of another process else 0}, or {0, 0} when the
+ * holder's share is gone (lost: nothing changed).
  */
 export const PASS_SHARE_SCRIPT = `${MINT}
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ends = redis.call('ZSCORE', KEYS[6], ARGV[1])
-if not ends or tonumber(ends) <= now or redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if not ends or tonumber(ends) <= now or redis.call('EXISTS', KEYS[1]) == 0 then return {0, 0} end
+local past = 0
+local rank = redis.call('ZRANK', KEYS[4], ARGV[2])
+if rank ~= 0 then
+  local last = ${PASS_SCAN} - 1
+  if rank and rank - 1 < last then last = rank - 1 end
+  local ahead = redis.call('ZRANGE', KEYS[4], 0, last)
+  if not rank or rank > ${PASS_SCAN} then
+    -- Not all of them looked at: counted as going past anyone there.
+    if #ahead > 0 then past = 1 end
+  else
+    local ours = string.match(ARGV[1], '^(.*)%${TOKEN_SEPARATOR}')
+    for _, w in ipairs(ahead) do
+      if string.match(w, '^(.*)%${TOKEN_SEPARATOR}') ~= ours then
+        local meta = redis.call('HGET', KEYS[5], w)
+        local deadline = meta and tonumber(string.match(meta, '^[^:]*:([^:]*)'))
+        if deadline and deadline > now then
+          past = 1
+          break
+        end
+      end
+    end
+  end
+end
 if redis.call('ZREM', KEYS[4], ARGV[2]) == 1 then redis.call('HDEL', KEYS[5], ARGV[2]) end
 redis.call('ZADD', KEYS[6], now + tonumber(ARGV[3]), ARGV[1])
 local top = redis.call('ZRANGE', KEYS[6], -1, -1, 'WITHSCORES')
@@ -785,5 +820,5 @@ if redis.call('PTTL', KEYS[1]) < ms then
   redis.call('PEXPIRE', KEYS[1], ms)
   redis.call('PEXPIRE', KEYS[6], ms)
 end
-return mint(1, tonumber(ARGV[4]))
+return {mint(1, tonumber(ARGV[4])), past}
 `;

@@ -234,9 +234,18 @@ export const EXTEND_SHARED = defineScript<[Token, LeaseMs, '0' | '1', ShareArg],
   (r) => EXTEND_REPLIES[Number(r)] ?? 'lost',
 );
 
-/** `[holder token, waiter token, lease ms, fences to reserve]`: the new fence, or 0 (lost). */
-export const PASS_SHARE = defineScript<[Token, Token, LeaseMs, Block], number>(
+/** What PASS_SHARE did: the new fence (0: the share was lost), and whether it went past a waiter of another process. */
+export interface PassReply {
+  readonly fence: number;
+  readonly pastOthers: boolean;
+}
+
+/** `[holder token, waiter token, lease ms, fences to reserve]`. */
+export const PASS_SHARE = defineScript<[Token, Token, LeaseMs, Block], PassReply>(
   'PASS_SHARE',
   PASS_SHARE_SCRIPT,
-  (r) => Number(r),
+  (reply) => {
+    const r = reply as unknown[];
+    return { fence: Number(r[0]), pastOthers: Number(r[1]) === 1 };
+  },
 );
