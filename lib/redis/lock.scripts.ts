@@ -323,8 +323,11 @@ local function after_leave(l, block)
   grant_room(l, kind, room_of(kind) - redis.call('ZCARD', KEYS[l + 5]), block)
 end
 local function enqueue(l, token, ttl, wait_ms, kind)
-  local now = now_ms()
-  redis.call('ZADD', KEYS[l + 3], 'NX', now, token)
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  -- Ordered by the server's clock in microseconds: members with the same score come out by
+  -- their bytes (by token), so a score in ms would reorder the waiters of one millisecond.
+  redis.call('ZADD', KEYS[l + 3], 'NX', tonumber(t[1]) * 1000000 + tonumber(t[2]), token)
   local meta = ttl .. ':' .. (now + wait_ms)
   if kind then meta = meta .. ':' .. kind end
   redis.call('HSET', KEYS[l + 4], token, meta)
