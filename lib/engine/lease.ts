@@ -28,8 +28,9 @@ export class Lease {
    */
   group?: ShareGroup;
   /**
-   * A permit passed from caller to caller of this process: how many times in a row so far it
-   * went past a waiter of another process queued before the caller it went to.
+   * A permit passed from caller to caller of this process: how many of those passes, since it
+   * last went back to Redis, went past a waiter of another process queued before the caller it
+   * went to.
    */
   passes = 0;
 

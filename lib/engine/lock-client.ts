@@ -675,9 +675,9 @@ export class LockClient implements LockBackend {
   /**
    * The oldest permit wait of this process that `lease`'s permit may pass to, if any: the same
    * N and ttl, no replica acknowledgements, no attempt of its own on the way, and the permit
-   * passed past a waiter of another process fewer than `localHandoffs` times in a row (then it
-   * goes back to the Redis queue, so that waiter gets its turn; with nobody of another process
-   * queued ahead, passes do not count).
+   * passed past a waiter of another process fewer than `localHandoffs` times since it last went
+   * back to Redis (then it goes back to the Redis queue, so that waiter gets its turn; a pass
+   * with nobody of another process queued ahead does not count).
    */
   private permitWaitFor(lease: Lease): PermitWait | undefined {
     const { share } = lease;
@@ -708,8 +708,9 @@ export class LockClient implements LockBackend {
     if (!pass) return this.giveBackShare(lease);
     const passed = this.leases.taken(lease.keys, { ...next.taker, token: lease.token }, pass.taken);
     passed.share = lease.share;
-    // Only a pass that went past a waiter of another process counts toward the bound.
-    passed.passes = pass.pastOthers ? lease.passes + 1 : 0;
+    // Only a pass that went past a waiter of another process counts toward the bound (a pass to
+    // the oldest waiter there is is no barging).
+    passed.passes = pass.pastOthers ? lease.passes + 1 : lease.passes;
     if (!this.permitWaits.get(lease.keys[0])?.has(next)) {
       // The wait ended (or was granted) meanwhile: the permit goes on or back from here.
       this.sharedStarted(lease.keys);
