@@ -553,7 +553,8 @@ describe('permits', () => {
         two,
       ),
     );
-    await sleep(50); // all queued in Redis
+    const queue = `${lockRedisKey(prefix, 'p:alone')}:q`;
+    expect(await eventually(async () => (await redis.zcard(queue)) === 12, 2_000, 10)).toBe(true);
     const before = locksA.stats();
     await Promise.all([p1.release(), p2.release()]);
     await within(Promise.all(waiters), 5_000, 'the waiters');
