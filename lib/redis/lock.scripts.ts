@@ -99,6 +99,24 @@ local function mint(l, block)
 end`;
 
 /**
+ * Shared Lua: whether one of `tokens` (entries of the queue at KEYS[4], meta at KEYS[5]) is a
+ * live waiter (deadline not passed at `now`, server ms) of another process than the one of
+ * `token` (processes told apart by the token's prefix).
+ */
+const OTHER_WAITER = `
+local function other_waiter(tokens, token, now)
+  local mine = string.match(token, '^(.*)%${TOKEN_SEPARATOR}')
+  for _, t in ipairs(tokens) do
+    if string.match(t, '^(.*)%${TOKEN_SEPARATOR}') ~= mine then
+      local meta = redis.call('HGET', KEYS[5], t)
+      local deadline = meta and tonumber(string.match(meta, '^[^:]*:([^:]*)'))
+      if deadline and deadline > now then return true end
+    end
+  end
+  return false
+end`;
+
+/**
  * Shared Lua of shared holds (read locks and permits), part of GRANT_OR_FREE: while shared
  * holders exist the lock key holds a marker, a NUL byte and the kind ('\0r' readers, '\0<N>'
  * permits of N), which no token can equal, so every exclusive script sees the key as busy or not
@@ -569,25 +587,15 @@ return {3, mint(1, tonumber(ARGV[5]))}
  * Returns {0} not ours any more, or {1, first fence, 1 when a live waiter of another process is
  * queued else 0}.
  */
-export const REFILL_SCRIPT = `${MINT}
+export const REFILL_SCRIPT = `${MINT}${OTHER_WAITER}
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0} end
 local fence = mint(1, tonumber(ARGV[2]))
 local others = 0
 local queued = redis.call('ZRANGE', KEYS[4], 0, 7)
 if #queued > 0 then
-  local mine = string.match(ARGV[1], '^(.*)%${TOKEN_SEPARATOR}')
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  for _, token in ipairs(queued) do
-    if string.match(token, '^(.*)%${TOKEN_SEPARATOR}') ~= mine then
-      local meta = redis.call('HGET', KEYS[5], token)
-      local deadline = meta and tonumber(string.match(meta, '^[^:]*:([^:]*)'))
-      if deadline and deadline > now then
-        others = 1
-        break
-      end
-    end
-  end
+  if other_waiter(queued, ARGV[1], now) then others = 1 end
 end
 return {1, fence, others}
 `;
@@ -787,33 +795,21 @@ return 1
  * Returns {fence, 1 if it went past a waiter of another process else 0}, or {0, 0} when the
  * holder's share is gone (lost: nothing changed).
  */
-export const PASS_SHARE_SCRIPT = `${MINT}
+export const PASS_SHARE_SCRIPT = `${MINT}${OTHER_WAITER}
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ends = redis.call('ZSCORE', KEYS[6], ARGV[1])
 if not ends or tonumber(ends) <= now or redis.call('EXISTS', KEYS[1]) == 0 then return {0, 0} end
 local past = 0
 local rank = redis.call('ZRANK', KEYS[4], ARGV[2])
-if rank ~= 0 then
-  local last = ${PASS_SCAN} - 1
-  if rank and rank - 1 < last then last = rank - 1 end
-  local ahead = redis.call('ZRANGE', KEYS[4], 0, last)
-  if not rank or rank > ${PASS_SCAN} then
-    -- Not all of them looked at: counted as going past anyone there.
-    if #ahead > 0 then past = 1 end
-  else
-    local ours = string.match(ARGV[1], '^(.*)%${TOKEN_SEPARATOR}')
-    for _, w in ipairs(ahead) do
-      if string.match(w, '^(.*)%${TOKEN_SEPARATOR}') ~= ours then
-        local meta = redis.call('HGET', KEYS[5], w)
-        local deadline = meta and tonumber(string.match(meta, '^[^:]*:([^:]*)'))
-        if deadline and deadline > now then
-          past = 1
-          break
-        end
-      end
-    end
-  end
+if not rank then
+  -- Not queued: anyone queued counts as gone past.
+  if redis.call('ZCARD', KEYS[4]) > 0 then past = 1 end
+elseif rank > ${PASS_SCAN} then
+  -- Too many ahead to look at: counted as going past them.
+  past = 1
+elseif rank > 0 and other_waiter(redis.call('ZRANGE', KEYS[4], 0, rank - 1), ARGV[1], now) then
+  past = 1
 end
 if redis.call('ZREM', KEYS[4], ARGV[2]) == 1 then redis.call('HDEL', KEYS[5], ARGV[2]) end
 redis.call('ZADD', KEYS[6], now + tonumber(ARGV[3]), ARGV[1])
