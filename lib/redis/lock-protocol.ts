@@ -253,16 +253,12 @@ export class LockProtocol {
       const ballot = new AcquireBallot(this, keys, token, ttl, start, false, everyNode, need);
       return ballot.ask(script, units[0], args, acks);
     }
-    const round: RoundState = { over: false };
     return this.quorum.collect<RedisNode, Vote, SharedOutcome>(
       this.nodes,
-      (node, answer) =>
-        void this.acquireUnits(script, node, units, token, args, acks, round).then(answer),
+      (node, answer, over) =>
+        void this.acquireUnits(script, node, units, token, args, acks, over).then(answer),
       (v) => v.kind === 'ok',
-      (votes) => {
-        round.over = true;
-        return this.countVotes(keys, token, ttl, start, votes, false, everyNode);
-      },
+      (votes) => this.countVotes(keys, token, ttl, start, votes, false, everyNode),
       everyNode ? this.nodes.length : this.quorum.size,
     );
   }
@@ -644,9 +640,10 @@ export class LockProtocol {
 
   /**
    * Redis Cluster, several keys: one script per key, in sorted order, undone on a refusal. On a
-   * quorum (`round`), a node still at it when the round is over stops there: the round's
-   * outcome already undid (or will release) what the node may hold, and an undo sent now could
-   * land after a later attempt of the same token and take its keys away.
+   * quorum (`over`: whether the round's vote is over), a node still at it when the round is over
+   * stops there: the round's outcome already undid (or will release) what the node may hold,
+   * and an undo sent now could land after a later attempt of the same token and take its keys
+   * away.
    */
   private async acquireUnits(
     script: AcquireScript,
@@ -655,20 +652,20 @@ export class LockProtocol {
     token: string,
     args: ScriptArgs,
     acks: ReplicaAcks | undefined,
-    round?: RoundState,
+    over: () => boolean = () => false,
   ): Promise<Vote> {
     const fences: number[] = [];
     for (let u = 0; u < units.length; u++) {
-      if (round?.over) return { kind: 'error', error: new Error(ROUND_OVER) };
+      if (over()) return { kind: 'error', error: new Error(ROUND_OVER) };
       let reply: SharedReply;
       try {
         reply = await this.runner.runAcked(node, script, units[u], args, acks);
       } catch (e) {
-        if (!round?.over) this.undoUnits(node, units.slice(0, u + 1), token);
+        if (!over()) this.undoUnits(node, units.slice(0, u + 1), token);
         return { kind: 'error', error: asError(e) };
       }
       if (reply.kind !== 'ok') {
-        if (u > 0 && !round?.over) this.undoUnits(node, units.slice(0, u), token);
+        if (u > 0 && !over()) this.undoUnits(node, units.slice(0, u), token);
         return reply;
       }
       fences.push(...reply.fences);
@@ -857,11 +854,6 @@ export class LockProtocol {
       ),
     );
   }
-}
-
-/** Whether a quorum round (several units per node) has its outcome. */
-interface RoundState {
-  over: boolean;
 }
 
 /** A node's vote when the round was over before it sent all its units (never counted). */

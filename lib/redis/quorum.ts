@@ -25,11 +25,12 @@ export class Quorum {
    * Asks every node at once and settles, in one promise, once `yes` holds for a majority (or
    * `need` nodes), or can no longer hold for one, or every node answered, with what `conclude`
    * makes of the answers. Answers still out are `undefined` then; they arrive later and are
-   * dropped (their effect in Redis is the caller's to undo if needed).
+   * dropped (their effect in Redis is the caller's to undo if needed). `ask` also gets `over`,
+   * which tells whether the vote is over by now.
    */
   collect<N, T, R = (T | undefined)[]>(
     nodes: readonly N[],
-    ask: (node: N, answer: (v: T) => void) => void,
+    ask: (node: N, answer: (v: T) => void, over: () => boolean) => void,
     yes: (v: T) => boolean,
     conclude: (answers: (T | undefined)[]) => R | Promise<R> = (a) => a as R,
     need = this.size,
@@ -40,21 +41,26 @@ export class Quorum {
       let ayes = 0;
       let noes = 0;
       let done = false;
+      const over = () => done;
       for (let i = 0; i < n; i++) {
-        ask(nodes[i], (v) => {
-          if (done) return;
-          answers[i] = v;
-          if (yes(v)) ayes++;
-          else noes++;
-          if (ayes >= need || noes > n - need || ayes + noes === n) {
-            done = true;
-            try {
-              resolve(conclude(answers));
-            } catch (err) {
-              reject(err);
+        ask(
+          nodes[i],
+          (v) => {
+            if (done) return;
+            answers[i] = v;
+            if (yes(v)) ayes++;
+            else noes++;
+            if (ayes >= need || noes > n - need || ayes + noes === n) {
+              done = true;
+              try {
+                resolve(conclude(answers));
+              } catch (err) {
+                reject(err);
+              }
             }
-          }
-        });
+          },
+          over,
+        );
       }
     });
   }
