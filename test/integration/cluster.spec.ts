@@ -1,7 +1,7 @@
 import { Injectable, type INestApplication } from '@nestjs/common';
 import { Cluster } from 'ioredis';
 import { LockContext, Locked, LockService, SegmentExhaustedError } from 'nest-locked';
-import { findOverlaps } from '../support/intervals';
+import { findOverlaps, now } from '../support/intervals';
 import { createLockApp, sleep, uniquePrefix } from '../support/lock-app';
 import { type RedisClusterHandle, startRedisCluster } from '../support/redis-server';
 
@@ -16,7 +16,6 @@ let client: Cluster;
 let app: INestApplication;
 let prefix: string;
 const spans: { key: string; start: number; end: number }[] = [];
-const now = () => Number(process.hrtime.bigint()) / 1e6;
 
 @Injectable()
 class Bank {

@@ -64,6 +64,17 @@ function rawClient(server: RedisServerHandle): Redis {
   return client;
 }
 
+/** Three fresh servers, a plain client on each, and a lock service over them as a quorum. */
+async function quorumOfThree(
+  keyPrefix: string,
+  commandTimeout: number,
+): Promise<{ nodes: RedisServerHandle[]; raw: Redis[]; locks: LockService }> {
+  const nodes = await startServers(3);
+  const raw = nodes.map(rawClient);
+  const locks = await lockService({ clients: nodes.map((n) => n.url), keyPrefix, commandTimeout });
+  return { nodes, raw, locks };
+}
+
 // ------------------------------------------------------------------------------ engine
 
 let server: RedisServerHandle;
@@ -216,13 +227,7 @@ describe('defect 4: a quorum acquire that gives up leaves no token behind', () =
   const keyPrefix = uniquePrefix('d4');
 
   beforeAll(async () => {
-    nodes = await startServers(3);
-    raw = nodes.map(rawClient);
-    locks = await lockService({
-      clients: nodes.map((n) => n.url),
-      keyPrefix,
-      commandTimeout: COMMAND_TIMEOUT,
-    });
+    ({ nodes, raw, locks } = await quorumOfThree(keyPrefix, COMMAND_TIMEOUT));
   });
 
   /** Lock keys (not :fence/:wait/...) under the prefix on one node, with their values. */
@@ -278,13 +283,7 @@ describe('defect 15: a late error of an earlier quorum attempt does not undo a l
   const keyPrefix = uniquePrefix('d15');
 
   beforeAll(async () => {
-    nodes = await startServers(3);
-    raw = nodes.map(rawClient);
-    locks = await lockService({
-      clients: nodes.map((n) => n.url),
-      keyPrefix,
-      commandTimeout: COMMAND_TIMEOUT,
-    });
+    ({ nodes, raw, locks } = await quorumOfThree(keyPrefix, COMMAND_TIMEOUT));
     await locks.using('warm-up', () => undefined); // scripts loaded, connections open
   });
 

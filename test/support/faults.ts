@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import { type LockHandle, LockService, type RedlockModuleOptions } from 'nest-locked';
 import type { FaultLine, FaultWorkerConfig } from '../fixtures/fault-worker';
 import { createLockApp, within } from './lock-app';
+import { now } from './intervals';
 import { type RedisServerHandle, startRedisServer, stopAll } from './redis-server';
 import { killWorkers, spawnWorker, type Worker } from './workers';
 
@@ -108,8 +109,8 @@ export async function singleNodeApps(
 
 export const uid = (): string => randomBytes(4).toString('hex');
 
-/** Ms of the machine's monotonic clock, comparable with the workers' times (see intervals). */
-export const wallNow = (): number => Number(process.hrtime.bigint()) / 1e6;
+/** Ms of the machine's monotonic clock, comparable with the workers' times (intervals' `now`). */
+export const wallNow = now;
 
 /** Resolves with the first line of `type` (already seen or to come) matching `where`, within `ms`. */
 export function nextLine<T extends FaultLine['type']>(
