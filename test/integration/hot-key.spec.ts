@@ -235,6 +235,37 @@ describe('a waiter of another client group', () => {
     expect(order.indexOf('there')).toBe(LOCAL_HANDOFFS);
     expect(findOverlaps(sections)).toEqual([]);
   });
+
+  it('a turn after a grant serves every caller already waiting here once, past localHandoffs; later callers wait for the next turn', async () => {
+    const [here, there] = apps.map((a) => a.get(LockService));
+    const key = `job:turn:${randomBytes(3).toString('hex')}`;
+    const waiting = 2 * LOCAL_HANDOFFS;
+    const sections: Section[] = [];
+    // The other group holds; more callers of this group than localHandoffs + 1 line up here
+    // (the head queued in Redis, the rest behind it in this process).
+    const held = await there.acquire(key);
+    const ours = Array.from({ length: waiting }, (_, i) =>
+      section(here, key, 'here', i, 5, sections),
+    );
+    await sleep(100);
+    await held.release();
+    // Once the turn began: a waiter of the other group queues, and a caller of this group
+    // arrives, which waits for the next turn.
+    while (!sections.length) await sleep(1);
+    const theirs = section(there, key, 'there', 0, 1, sections);
+    await sleep(2);
+    const late = section(here, key, 'here', waiting, 1, sections);
+    await within(Promise.all([...ours, theirs, late]), 10_000, 'the sections');
+
+    const order = [...sections].sort((a, b) => a.start - b.start);
+    expect(order.map((s) => `${s.by}${s.index}`)).toEqual([
+      ...Array.from({ length: waiting }, (_, i) => `here${i}`),
+      'there0',
+      `here${waiting}`,
+    ]);
+    expect(findOverlaps(sections)).toEqual([]);
+    expect(fencesNotIncreasing(sections)).toEqual([]);
+  });
 });
 
 describe('REFILL', () => {
