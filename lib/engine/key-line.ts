@@ -56,6 +56,11 @@ class Waiters<W extends LineWaiter> extends Chain<W> {
 class HandoffRun {
   /** Consecutive local handoffs since the key last went public. */
   handoffs = 0;
+  /**
+   * Callers of this process already waiting when the key came here after a wait (a grant, an
+   * attempt): each may have it once in this run, past the bound (see `KeyLine.turnBegins`).
+   */
+  turn = 0;
   /** A waiter of another process may be queued in Redis for the key (single node). */
   othersQueued = true;
   /**
@@ -234,14 +239,39 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
 
   /**
    * Whether the key may pass to a caller of this process once more before going public: fewer
-   * than `limit` times in a row, or (`queued`: single node, whose waiters queue in Redis, and
-   * this process has heard every notice since `quietSince`) any number of times while no waiter
-   * of another process is known to be queued. Until a script found nobody else queued, someone
-   * may be. A `limit` of 0 keeps strict FIFO across processes: never.
+   * than `limit` times in a row or than the callers of this turn, or (`queued`: single node,
+   * whose waiters queue in Redis, and this process has heard every notice since `quietSince`)
+   * any number of times while no waiter of another process is known to be queued. Until a
+   * script found nobody else queued, someone may be. A `limit` of 0 keeps strict FIFO across
+   * processes: never.
    */
   mayHandOff(limit: number, queued: boolean): boolean {
-    const { handoffs, othersQueued } = this.run ?? NO_RUN;
-    return handoffs < limit || (queued && limit > 0 && !othersQueued);
+    if (limit <= 0) return false;
+    const { handoffs, othersQueued, turn } = this.run ?? NO_RUN;
+    return handoffs < Math.max(limit, turn) || (queued && !othersQueued);
+  }
+
+  /**
+   * Local passes this run may still make while a waiter of another process is queued (at
+   * least `limit` in a row, or one per caller of the turn).
+   */
+  passesLeft(limit: number): number {
+    const { handoffs, turn } = this.run ?? NO_RUN;
+    return limit <= 0 ? 0 : Math.max(limit, turn) - handoffs;
+  }
+
+  /**
+   * The key came to `holder` after a wait (from another process, or freed in Redis): a turn
+   * begins, in which every caller of this process already waiting behind it may have the key
+   * once before it goes to a waiter of another process, even past `localHandoffs`. So a caller
+   * waits at most one round of the callers waiting in every process (strict FIFO's own bound),
+   * while the key crosses processes once per process and round, not once per `localHandoffs`
+   * holds; callers arriving during the turn wait for the next one.
+   */
+  turnBegins(holder: string): void {
+    const behind = this.length - (this.waiterOf(holder) ? 1 : 0);
+    if (behind > 0) this.runNow().turn = behind;
+    else if (this.run) this.run.turn = 0;
   }
 
   /** A waiter of another process queued for the key (or may have: a conservative guess). */
@@ -311,7 +341,9 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
   }
 
   wentPublic(): void {
-    if (this.run) this.run.handoffs = 0;
+    if (!this.run) return;
+    this.run.handoffs = 0;
+    this.run.turn = 0;
   }
 
   /** Its handoff run, made now if it has none yet (a first write departs from `NO_RUN`). */

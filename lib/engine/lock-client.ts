@@ -752,8 +752,12 @@ export class LockClient implements LockBackend {
     if (keys.length === 1) {
       const line = this.lines.of(keys[0]);
       line.hold(lease);
-      // Taken after waiting (a grant, an attempt that queued): others may be queued behind.
-      if (this.fair && !lease.uncontended) line.othersWait();
+      // Taken after waiting (a grant, an attempt that queued): others may be queued behind,
+      // and the callers of this process waiting now each get a turn before they go first.
+      if (this.fair && !lease.uncontended) {
+        line.othersWait();
+        line.turnBegins(taker.token);
+      }
     }
     // Only a token that queued in Redis can be granted a key: a first try's needs no entry.
     if (!lease.uncontended) this.tokens.hold(taker.token);
@@ -883,9 +887,10 @@ export class LockClient implements LockBackend {
    */
   private refill(line: KeyLine, lease: Lease): void {
     // Not while the callers already waiting fit in the spare fences, nor with others waiting
-    // (the key then goes public within `localHandoffs`, which the block covers).
+    // when the passes left before the key goes public fit in them.
     if (lease.spare >= this.refillBelow || line.length - 1 <= lease.spare) return;
-    if (line.othersMayWait || line.refilling) return;
+    if (line.refilling) return;
+    if (line.othersMayWait && line.passesLeft(this.settings.localHandoffs) <= lease.spare) return;
     // A block for every caller waiting now (a long line costs one round trip, not one per block).
     const count = Math.min(Math.max(this.refillBlock, line.length), MAX_REFILL);
     const mark = line.noticeMark();

@@ -439,6 +439,31 @@ describe('KeyLine', () => {
       expect(new KeyLine('k').mayHandOff(0, true)).toBe(false);
     });
 
+    it('a turn begun by a key that came after a wait lets every caller already waiting have it once, past the limit', () => {
+      const line = new KeyLine('k');
+      const [holder, ...behind] = ['h', 'a', 'b', 'c', 'd'].map((t) => new CountingWaiter(t));
+      for (const w of [holder, ...behind]) line.join(w, false);
+      line.othersWait();
+      // The holder is still in the line when it takes the key: the turn counts those behind it.
+      line.turnBegins(holder.token);
+      expect(line.passesLeft(2)).toBe(4);
+      for (let i = 0; i < 4; i++) {
+        expect(line.mayHandOff(2, true)).toBe(true);
+        line.handedOff();
+      }
+      expect(line.mayHandOff(2, true)).toBe(false);
+      expect(line.passesLeft(2)).toBe(0);
+      // Going public ends the turn: the next run counts the limit alone.
+      line.wentPublic();
+      expect(line.passesLeft(2)).toBe(2);
+      // A turn shorter than the limit leaves the limit; limit 0 stays strict FIFO.
+      line.turnBegins('x');
+      expect(line.passesLeft(6)).toBe(6);
+      line.turnBegins(holder.token);
+      expect(line.mayHandOff(0, true)).toBe(false);
+      expect(line.passesLeft(0)).toBe(0);
+    });
+
     it('believes "nobody else queued" only if no notice came since the script was sent', () => {
       const line = new KeyLine('k');
       line.othersWait();
