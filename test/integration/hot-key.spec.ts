@@ -266,6 +266,28 @@ describe('a waiter of another client group', () => {
     expect(findOverlaps(sections)).toEqual([]);
     expect(fencesNotIncreasing(sections)).toEqual([]);
   });
+
+  it('a turn is at most 4 x (localHandoffs + 1) holds, however many callers wait here', async () => {
+    const [here, there] = apps.map((a) => a.get(LockService));
+    const key = `job:long:${randomBytes(3).toString('hex')}`;
+    const turn = 4 * (LOCAL_HANDOFFS + 1);
+    const waiting = turn + 6;
+    const sections: Section[] = [];
+    const held = await there.acquire(key);
+    const ours = Array.from({ length: waiting }, (_, i) =>
+      section(here, key, 'here', i, 2, sections),
+    );
+    await sleep(100);
+    await held.release();
+    while (!sections.length) await sleep(1);
+    const theirs = section(there, key, 'there', 0, 1, sections);
+    await within(Promise.all([...ours, theirs]), 10_000, 'the sections');
+
+    const order = [...sections].sort((a, b) => a.start - b.start).map((s) => `${s.by}${s.index}`);
+    expect(order.indexOf('there0')).toBe(turn);
+    expect(findOverlaps(sections)).toEqual([]);
+    expect(fencesNotIncreasing(sections)).toEqual([]);
+  });
 });
 
 describe('REFILL', () => {
