@@ -262,14 +262,16 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
 
   /**
    * The key came to `holder` after a wait (from another process, or freed in Redis): a turn
-   * begins, in which every caller of this process already waiting behind it may have the key
-   * once before it goes to a waiter of another process, even past `localHandoffs`. So a caller
-   * waits at most one round of the callers waiting in every process (strict FIFO's own bound),
-   * while the key crosses processes once per process and round, not once per `localHandoffs`
-   * holds; callers arriving during the turn wait for the next one.
+   * begins, in which the callers of this process already waiting behind it, at most `most`, may
+   * each have the key once before it goes to a waiter of another process, even past
+   * `localHandoffs`. So while a process has no more callers waiting than that, each of them
+   * waits one round of the callers waiting in every process (strict FIFO's own bound), and the
+   * key crosses processes once per process and round, not once per `localHandoffs` holds;
+   * callers arriving during the turn wait for the next one. `most` bounds what a waiter of
+   * another process waits for one turn of a process with a long line.
    */
-  turnBegins(holder: string): void {
-    const behind = this.length - (this.waiterOf(holder) ? 1 : 0);
+  turnBegins(holder: string, most: number): void {
+    const behind = Math.min(this.length - (this.waiterOf(holder) ? 1 : 0), most);
     if (behind > 0) this.runNow().turn = behind;
     else if (this.run) this.run.turn = 0;
   }

@@ -87,6 +87,8 @@ export class LockClient implements LockBackend {
   private readonly refillBlock: number;
   /** A hold passed on in memory with fewer spare fences than this asks for a REFILL. */
   private readonly refillBelow: number;
+  /** The most local passes a turn may make (see `KeyLine.turnBegins`): one refill block. */
+  private readonly turnPasses: number;
   /** One plain node: its clock, bounded against ours, lets a fresh grant hold at once. */
   private readonly serverClock?: ServerClock;
   /** Per key (single node): shared waits of this process queued in Redis right now. */
@@ -108,6 +110,7 @@ export class LockClient implements LockBackend {
     // Four blocks' worth: one refill per dozen or so sections of a hot key, well ahead of need.
     this.refillBlock = 4 * (settings.localHandoffs + 1);
     this.refillBelow = Math.ceil((settings.localHandoffs + 1) / 2);
+    this.turnPasses = this.refillBlock - 1;
     if (this.fair && !isCluster(nodes[0])) this.serverClock = new ServerClock(nodes[0]);
     this.space = new KeySpace(settings.keyPrefix, nodes.some(isCluster));
     this.runner = new ScriptRunner(settings.commandTimeout);
@@ -756,7 +759,7 @@ export class LockClient implements LockBackend {
       // and the callers of this process waiting now each get a turn before they go first.
       if (this.fair && !lease.uncontended) {
         line.othersWait();
-        line.turnBegins(taker.token);
+        line.turnBegins(taker.token, this.turnPasses);
       }
     }
     // Only a token that queued in Redis can be granted a key: a first try's needs no entry.

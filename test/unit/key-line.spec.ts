@@ -445,7 +445,7 @@ describe('KeyLine', () => {
       for (const w of [holder, ...behind]) line.join(w, false);
       line.othersWait();
       // The holder is still in the line when it takes the key: the turn counts those behind it.
-      line.turnBegins(holder.token);
+      line.turnBegins(holder.token, 10);
       expect(line.passesLeft(2)).toBe(4);
       for (let i = 0; i < 4; i++) {
         expect(line.mayHandOff(2, true)).toBe(true);
@@ -457,9 +457,12 @@ describe('KeyLine', () => {
       line.wentPublic();
       expect(line.passesLeft(2)).toBe(2);
       // A turn shorter than the limit leaves the limit; limit 0 stays strict FIFO.
-      line.turnBegins('x');
+      line.turnBegins('x', 10);
       expect(line.passesLeft(6)).toBe(6);
-      line.turnBegins(holder.token);
+      // A turn is at most `most` passes, however long the line.
+      line.turnBegins('x', 3);
+      expect(line.passesLeft(2)).toBe(3);
+      line.turnBegins(holder.token, 10);
       expect(line.mayHandOff(0, true)).toBe(false);
       expect(line.passesLeft(0)).toBe(0);
     });
