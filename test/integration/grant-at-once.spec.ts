@@ -167,3 +167,113 @@ it('a grantee held at once that stalls past the claim window keeps the key: its 
   expect(ownerAfterStall).toBe(token);
   expect(await redis.exists(q.rk)).toBe(0);
 });
+
+describe('a permit granted by another process (shared grant)', () => {
+  const permits = { permits: 2, waitTimeout: 10_000 };
+
+  /**
+   * Two holders of another process hold both permits of `key`; this app's caller queues for one.
+   * `grant(atServerMs)` frees one of theirs and grants it, as the release script does.
+   */
+  async function queuedForPermit(key: string) {
+    const rk = lockRedisKey(prefix, key);
+    const until = (await serverMs()) + 10_000;
+    await redis
+      .multi()
+      .set(rk, '\u00002', 'PX', 10_000)
+      .zadd(`${rk}:h`, until, 'another.1', until, 'another.2')
+      .pexpire(`${rk}:h`, 10_000)
+      .exec();
+    let token: string | undefined;
+    return {
+      rk,
+      token: async () => {
+        for (let i = 0; i < 400 && !token; i++) {
+          token = (await redis.zrange(`${rk}:q`, 0, 0))[0];
+          if (!token) await sleep(5);
+        }
+        if (!token) throw new Error('the permit waiter never queued');
+        return token;
+      },
+      grant: async (atServerMs: number) => {
+        const t = token!;
+        const channel = `nest-locked:g:${t.slice(0, t.lastIndexOf('.'))}`;
+        await redis
+          .multi()
+          .zrem(`${rk}:h`, 'another.1')
+          .zadd(`${rk}:h`, atServerMs + GRANT_CLAIM_MS, t)
+          .zrem(`${rk}:q`, t)
+          .hdel(`${rk}:qm`, t)
+          .publish(channel, `g ${t} 42 0:${atServerMs} ${rk}`)
+          .exec();
+      },
+    };
+  }
+
+  it('holds a fresh one at once: the method runs before the claim is answered, the claim lands', async () => {
+    const log: string[] = [];
+    const q = await queuedForPermit('p:fresh');
+    let score: string | null = null;
+    let grantedAt = 0;
+    const call = locks.using(
+      'p:fresh',
+      async ({ fence, signal }) => {
+        log.push('section');
+        expect(fence).toBe(42);
+        await sleep(50);
+        score = await redis.zscore(`${q.rk}:h`, token);
+        log.push(`aborted:${signal.aborted}`);
+      },
+      permits,
+    );
+    const token = await q.token();
+    const undo = onReplies(log);
+    try {
+      grantedAt = await serverMs();
+      await q.grant(grantedAt);
+      await within(call, 5_000, 'the granted call');
+    } finally {
+      undo();
+    }
+    expect(log[0]).toBe('section');
+    expect(log).toContain('reply');
+    expect(log).toContain('aborted:false');
+    // The claim renewed the share to the full lease (5 s), past the claim window.
+    expect(Number(score)).toBeGreaterThan(grantedAt + GRANT_CLAIM_MS + 1_000);
+    expect(await redis.zscore(`${q.rk}:h`, token)).toBeNull();
+  });
+
+  it('claims one first when less than half of its window is surely left (read late)', async () => {
+    const log: string[] = [];
+    const q = await queuedForPermit('p:late');
+    const call = locks.using('p:late', () => void log.push('section'), permits);
+    await q.token();
+    const undo = onReplies(log);
+    try {
+      await q.grant((await serverMs()) - 900);
+      await within(call, 5_000, 'the granted call');
+    } finally {
+      undo();
+    }
+    expect(log.indexOf('reply')).toBeGreaterThanOrEqual(0);
+    expect(log.indexOf('reply')).toBeLessThan(log.indexOf('section'));
+  });
+
+  it('a holder held at once that stalls past the claim window keeps its permit: its claim was sent first', async () => {
+    const q = await queuedForPermit('p:stall');
+    let scoreAfterStall: string | null = null;
+    const call = locks.using(
+      'p:stall',
+      async () => {
+        blockEventLoop(GRANT_CLAIM_MS + 500);
+        scoreAfterStall = await redis.zscore(`${q.rk}:h`, token);
+      },
+      permits,
+    );
+    const token = await q.token();
+    const grantedAt = await serverMs();
+    await q.grant(grantedAt);
+    await within(call, 10_000, 'the granted call');
+    expect(Number(scoreAfterStall)).toBeGreaterThan(grantedAt + GRANT_CLAIM_MS + 1_000);
+  });
+});
