@@ -486,7 +486,11 @@ export class LockClient implements LockBackend {
       // Queued in Redis: a release grants the share (on this group's channel); racing: woken by
       // the keys' release channels.
       watch: queued
-        ? () => ({ ready: this.subscribed(), stop: () => undefined })
+        ? () => {
+            // A grant may come: the clock bound that lets it hold at once is kept fresh.
+            this.serverClock?.refresh();
+            return { ready: this.subscribed(), stop: () => undefined };
+          }
         : this.keysWait.watch,
       grants: queued
         ? (token, deliver, attempting) => {
@@ -497,9 +501,15 @@ export class LockClient implements LockBackend {
               if (permit) this.permitWaitEnded(keys[0], permit);
             };
             this.sharedGrants.set(token, {
-              // A grant message: a hold only once its claim is confirmed (see `claim`).
+              // A grant message: held at once when its window surely still runs for long
+              // enough, its claim sent before the holder runs (as `holdAtOnce`); otherwise a
+              // hold only once its claim is confirmed (see `claim`).
               message: (grant) => {
                 stop();
+                const start = this.windowStart(waiter, grant);
+                if (start !== undefined) {
+                  return deliver({ ...claimWindow(grant, start, waiter.ttl), claimNow: true });
+                }
                 void this.claim([grant.key], waiter, grant, share).then(deliver, () =>
                   deliver(undefined),
                 );
@@ -570,7 +580,10 @@ export class LockClient implements LockBackend {
       // Joins need the writer notices of the grant channel: listen (once) if not yet.
       this.notifier.listenInBackground();
     }
-    if (lease.ttl < taker.ttl) this.renewLater(lease, taker.ttl);
+    if (lease.ttl < taker.ttl) {
+      if (taken.claimNow) void this.extend(lease, taker.ttl).catch(() => undefined);
+      else this.renewLater(lease, taker.ttl);
+    }
     return lease;
   }
 
@@ -992,7 +1005,7 @@ export class LockClient implements LockBackend {
   private granted({ key, token, fence, spare, serverMs }: Grant): void {
     if (this.tokens.holds(token)) return; // already taken by a retry that found it ours
     const share = this.sharedGrants.get(token);
-    if (share) return share.message({ key, token, fence, spare });
+    if (share) return share.message({ key, token, fence, spare, serverMs });
     const waiter = this.lines.get(key)?.waiterOf(token);
     // Its waiter left (timed out) after the grant: pass the key on.
     if (!waiter?.granted({ fence, spare, serverMs })) this.protocol.abandon([key], token);
@@ -1031,14 +1044,25 @@ export class LockClient implements LockBackend {
     taker: LeaseTaker,
     grant: GrantedKey,
   ): Lease | undefined {
-    // With replicaAcks a hold waits for its acknowledged claim (a failover may lose the grant).
+    const start = this.windowStart(taker, grant);
+    if (start === undefined) return undefined;
+    return this.hold(keys, taker, claimWindow(grant, start, taker.ttl), true);
+  }
+
+  /**
+   * Where (`performance.now()`) the claim window of a grant message surely began, if the grant
+   * may be held at once (exclusive or shared); undefined when it must be claimed first: no
+   * server time in the message, no bound on the server's clock yet, replicas to acknowledge (a
+   * failover may lose the grant), or less than half of the window surely ahead.
+   */
+  private windowStart(taker: LeaseTaker, grant: GrantedKey): number | undefined {
     if (grant.serverMs === undefined || !this.serverClock || taker.acks) return undefined;
     const claim = Math.min(taker.ttl, GRANT_CLAIM_MS);
     const end = this.serverClock.localBefore(grant.serverMs + claim);
     if (end === undefined) return undefined;
     const start = end - claim;
     if (this.leases.validUntil(start, claim) - performance.now() < claim / 2) return undefined;
-    return this.hold(keys, taker, claimWindow(grant, start, taker.ttl), true);
+    return start;
   }
 
   // ---------------------------------------------------------------- waiting

@@ -52,6 +52,11 @@ export interface Taken {
    * holder then renews to its full lease.
    */
   readonly ttl?: number;
+  /**
+   * A claim window held at once from a grant message: the holder's claim goes out before it
+   * runs (not a third of the way into the window, as for a grant its own release answered).
+   */
+  readonly claimNow?: boolean;
 }
 
 /**

@@ -149,7 +149,8 @@ local function sync(l, now)
   redis.call('PEXPIRE', KEYS[l + 5], ms)
   return true
 end
--- One queued shared waiter gets its share for the claim window, and is told.
+-- One queued shared waiter gets its share for the claim window, and is told, with the server's
+-- clock (ms, \`now\`) read before the window was set (as an exclusive grant: see pass_on).
 local function grant_one(l, token, ttl, kind, now, block)
   local claim = math.min(tonumber(ttl), ${GRANT_CLAIM_MS})
   redis.call('ZADD', KEYS[l + 5], now + claim, token)
@@ -158,7 +159,8 @@ local function grant_one(l, token, ttl, kind, now, block)
   local fence
   if kind == 'r' then fence = read_fence(l) else fence = mint(l, block < 0 and -1 or 1) end
   redis.call('PUBLISH', '${GRANT_CHANNEL_PREFIX}' .. string.match(token, '^(.*)%${TOKEN_SEPARATOR}'),
-    '${GRANT_WORD} ' .. token .. ' ' .. string.format('%.0f', fence) .. ' 0 ' .. KEYS[l])
+    '${GRANT_WORD} ' .. token .. ' ' .. string.format('%.0f', fence) .. ' 0:'
+    .. string.format('%.0f', now) .. ' ' .. KEYS[l])
   granted_shares[#granted_shares + 1] = token
   granted_shares[#granted_shares + 1] = string.format('%.0f', fence)
   granted_shares[#granted_shares + 1] = 0
