@@ -243,6 +243,38 @@ describe('a permit granted by another process (shared grant)', () => {
     expect(await redis.zscore(`${q.rk}:h`, token)).toBeNull();
   });
 
+  it('a permit held at once whose claim finds no share of its token is lost: its signal aborts by the end of the claim window', async () => {
+    const q = await queuedForPermit('p:gone');
+    let aborted = false;
+    let reason: unknown;
+    const call = locks.using(
+      'p:gone',
+      async ({ signal }) => {
+        await new Promise<void>((resolve) => {
+          if (signal.aborted) return resolve();
+          signal.addEventListener('abort', () => resolve(), { once: true });
+          setTimeout(resolve, 3_000);
+        });
+        aborted = signal.aborted;
+        reason = signal.reason;
+      },
+      permits,
+    );
+    const token = await q.token();
+    const channel = `nest-locked:g:${token.slice(0, token.lastIndexOf('.'))}`;
+    // A grant message for a share Redis never gave (or that was lost before the claim).
+    await redis
+      .multi()
+      .zrem(`${q.rk}:q`, token)
+      .hdel(`${q.rk}:qm`, token)
+      .publish(channel, `g ${token} 42 0:${await serverMs()} ${q.rk}`)
+      .exec();
+    await within(call, 5_000, 'the granted call');
+    expect(aborted).toBe(true);
+    expect((reason as Error).name).toBe('LockLostError');
+    expect(await redis.zscore(`${q.rk}:h`, token)).toBeNull();
+  });
+
   it('claims one first when less than half of its window is surely left (read late)', async () => {
     const log: string[] = [];
     const q = await queuedForPermit('p:late');
