@@ -168,6 +168,42 @@ it('a grantee held at once that stalls past the claim window keeps the key: its 
   expect(await redis.exists(q.rk)).toBe(0);
 });
 
+it('a grantee held at once whose claim finds the key not its token is told at once: its signal aborts when the claim answers', async () => {
+  const q = await queuedBehindAnother('job:gone');
+  let startedAt = 0;
+  let abortedAfter = Infinity;
+  let reason: unknown;
+  const call = locks.using(
+    'job:gone',
+    async ({ signal }) => {
+      startedAt = performance.now();
+      await new Promise<void>((resolve) => {
+        if (signal.aborted) return resolve();
+        signal.addEventListener('abort', () => resolve(), { once: true });
+        setTimeout(resolve, 3_000);
+      });
+      abortedAfter = performance.now() - startedAt;
+      reason = signal.reason;
+    },
+    { waitTimeout: 10_000 },
+  );
+  const token = await q.token();
+  const channel = `nest-locked:g:${token.slice(0, token.lastIndexOf('.'))}`;
+  // A grant message whose key went to someone else before the claim (here: never granted).
+  await redis
+    .multi()
+    .set(q.rk, 'someone-else.1', 'PX', 10_000)
+    .zrem(`${q.rk}:q`, token)
+    .hdel(`${q.rk}:qm`, token)
+    .publish(channel, `g ${token} 42 0:${await serverMs()} ${q.rk}`)
+    .exec();
+  await within(call, 5_000, 'the granted call');
+  expect((reason as { reason: string }).reason).toBe('lost');
+  expect(abortedAfter).toBeLessThan(GRANT_CLAIM_MS / 2);
+  expect(await redis.get(q.rk)).toBe('someone-else.1');
+  await redis.del(q.rk);
+});
+
 describe('a permit granted by another process (shared grant)', () => {
   const permits = { permits: 2, waitTimeout: 10_000 };
 
@@ -243,19 +279,23 @@ describe('a permit granted by another process (shared grant)', () => {
     expect(await redis.zscore(`${q.rk}:h`, token)).toBeNull();
   });
 
-  it('a permit held at once whose claim finds no share of its token is lost: its signal aborts by the end of the claim window', async () => {
+  it('a permit held at once whose claim finds no share of its token is lost: its signal aborts when the claim answers, not at the end of the window', async () => {
     const q = await queuedForPermit('p:gone');
     let aborted = false;
     let reason: unknown;
+    let startedAt = 0;
+    let abortedAfter = Infinity;
     const call = locks.using(
       'p:gone',
       async ({ signal }) => {
+        startedAt = performance.now();
         await new Promise<void>((resolve) => {
           if (signal.aborted) return resolve();
           signal.addEventListener('abort', () => resolve(), { once: true });
           setTimeout(resolve, 3_000);
         });
         aborted = signal.aborted;
+        abortedAfter = performance.now() - startedAt;
         reason = signal.reason;
       },
       permits,
@@ -272,6 +312,9 @@ describe('a permit granted by another process (shared grant)', () => {
     await within(call, 5_000, 'the granted call');
     expect(aborted).toBe(true);
     expect((reason as Error).name).toBe('LockLostError');
+    expect((reason as { reason: string }).reason).toBe('lost');
+    // Told by the claim's answer (a round trip), not by the watchdog at the window's end.
+    expect(abortedAfter).toBeLessThan(GRANT_CLAIM_MS / 2);
     expect(await redis.zscore(`${q.rk}:h`, token)).toBeNull();
   });
 
