@@ -33,6 +33,11 @@ export class Lease {
    * went to.
    */
   passes = 0;
+  /**
+   * Told when the engine finds this lease lost on its own (a claim or a refill answering that the
+   * key is not the token's any more): the holder's watchdog, while one watches.
+   */
+  watcher?: { leaseEnded(): void };
 
   constructor(
     /** Rendered keys, sorted and deduplicated. */

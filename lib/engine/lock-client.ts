@@ -332,6 +332,8 @@ export class LockClient implements LockBackend {
     lease.end();
     lease.group?.close();
     if (lease.keys.length === 1) this.lines.get(lease.keys[0])?.holdEnded();
+    // Found by a claim or a refill rather than a renewal: the holder's watchdog reports it now.
+    lease.watcher?.leaseEnded();
   }
 
   /**

@@ -86,10 +86,20 @@ export interface LossListener {
   onLost(error: LockLostError): void;
 }
 
+/** Told the moment the lease is found over between renewals (see `WatchedLease.watcher`). */
+export interface LeaseEndListener {
+  leaseEnded(): void;
+}
+
 /** What a watchdog watches: the keys (for errors) and until when the lease is certainly ours. */
 export interface WatchedLease {
   readonly keys: readonly string[];
   readonly validUntil: number;
+  /**
+   * The watchdog while it watches: the engine tells it when it finds the lease lost on its own
+   * (a grant's claim, a fence refill), so the loss is reported then, not at the next renewal.
+   */
+  watcher?: LeaseEndListener;
 }
 
 /** A hold as its watchdog sees it: its lease, what renews it, and who hears of its loss. */
@@ -115,7 +125,7 @@ const RENEWS = 8;
  * or `maxHold` reached.
  * @internal
  */
-export class Watchdog {
+export class Watchdog implements LeaseEndListener {
   /** @internal Its place in the wake-up list of its interval. */
   due = 0;
   /** @internal */
@@ -126,8 +136,11 @@ export class Watchdog {
   private sleeping?: number;
   /** STOPPED, RENEWING, CAPPED, RENEWS. */
   private flags: number;
-  /** When maxHold is reached (`performance.now()` clock; Infinity without one). */
-  private readonly capAt: number;
+  /**
+   * When maxHold is reached (`performance.now()` clock); undefined without one: a fractional
+   * number in a field is a heap number of its own, which most holds (no maxHold) need not pay.
+   */
+  private readonly capAt: number | undefined;
 
   constructor(
     private readonly hold: WatchedHold,
@@ -137,7 +150,7 @@ export class Watchdog {
     renews: boolean,
   ) {
     this.flags = renews ? RENEWS : 0;
-    this.capAt = performance.now() + maxHold;
+    this.capAt = maxHold === Infinity ? undefined : performance.now() + maxHold;
   }
 
   private get stopped(): boolean {
@@ -165,12 +178,19 @@ export class Watchdog {
     const now = performance.now();
     const untilExpiry = this.untilExpiry(now);
     const first = this.renews ? Math.min(this.ttl / 3, untilExpiry) : untilExpiry;
+    this.hold.lease.watcher = this;
     this.schedule(first, now);
   }
 
   stop(): void {
     this.flags |= STOPPED;
     this.unschedule();
+    if (this.hold.lease.watcher === this) this.hold.lease.watcher = undefined;
+  }
+
+  /** The engine found the lease lost (not by a renewal of this watchdog's): reported now. */
+  leaseEnded(): void {
+    this.lose('lost');
   }
 
   /** @internal Called by the shared timers when its sleep is over. */
@@ -180,6 +200,10 @@ export class Watchdog {
     else void this.tick();
   }
 
+  private untilCap(now: number): number {
+    return this.capAt === undefined ? Infinity : this.capAt - now;
+  }
+
   private untilExpiry(now: number): number {
     return this.hold.lease.validUntil - now;
   }
@@ -187,7 +211,7 @@ export class Watchdog {
   private schedule(ms: number, now = performance.now()): void {
     if (this.stopped) return;
     // Wake up exactly at maxHold if it comes before the next renewal.
-    const untilCap = this.capAt - now;
+    const untilCap = this.untilCap(now);
     // Whole milliseconds: few distinct intervals, so few shared timers.
     this.sleeping = Math.max(1, Math.ceil(Math.min(ms, untilCap)));
     wakeUps.add(this, this.sleeping, now);
@@ -208,7 +232,7 @@ export class Watchdog {
   private async tick(): Promise<void> {
     if (this.stopped) return;
     const now = performance.now();
-    const left = this.capAt - now;
+    const left = this.untilCap(now);
     // The last renewal asked only for what was left of maxHold: its end is maxHold's.
     if (left <= 0 || (this.capped && this.untilExpiry(now) <= 0)) return this.lose('maxHold');
     // Checked before anything is sent: after an event-loop pause the lease may be over.

@@ -68,6 +68,27 @@ describe('Watchdog', () => {
   /** Advances the timers and the clock, running promise callbacks in between. */
   const advance = (ms: number) => jest.advanceTimersByTimeAsync(ms);
 
+  it('watches its lease: the engine finding it lost between renewals is reported at once, once', async () => {
+    const lease = leaseFor();
+    const { dog, lost } = watch(renewing(), lease);
+    expect(lease.watcher).toBe(dog);
+    await advance(10);
+    lease.watcher!.leaseEnded();
+    lease.watcher?.leaseEnded();
+    expect(lost.map((l) => [l.error.reason, l.at])).toEqual([['lost', time.now()]]);
+    // Stopped: it no longer watches, and its timer never reports again.
+    expect(lease.watcher).toBeUndefined();
+    await advance(TTL * 2);
+    expect(lost).toHaveLength(1);
+  });
+
+  it('stops watching its lease when stopped', () => {
+    const lease = leaseFor();
+    const { dog } = watch(renewing(), lease);
+    dog.stop();
+    expect(lease.watcher).toBeUndefined();
+  });
+
   describe('renewals', () => {
     it('renews every ttl / 3 with the full ttl', async () => {
       const r = renewing();
