@@ -323,6 +323,50 @@ describe('REFILL', () => {
     expect((await refill(k, 'mine.1', 5))[2]).toBe(1);
     await redis.del(...k);
   });
+
+  it("tells the holder at once when a refill finds the key no longer the token's", async () => {
+    const prefix = uniquePrefix('refill-lost');
+    // localHandoffs 1: blocks of 2 fences, so refills come every few passes.
+    const app = await createLockApp({
+      options: { clients: [server.url], keyPrefix: prefix, localHandoffs: 1 },
+    });
+    try {
+      const locks = app.get(LockService);
+      const key = 'job:refill-lost';
+      const rk = lockRedisKey(prefix, key);
+      const first = await locks.acquire(key);
+      const told: { index: number; reason: string | undefined }[] = [];
+      // Callers passed the key in memory. The second (the first past localHandoffs: its
+      // RELEASE_TO found nobody else queued, so the key stays here and later passes ask for
+      // fences in the background) deletes it in Redis, as an expiry or an eviction would,
+      // while the process goes on passing it; each caller notes whether it was told.
+      const callers = Array.from({ length: 24 }, (_, index) =>
+        locks
+          .using(
+            key,
+            async ({ signal }) => {
+              if (index === 1) await redis.del(rk);
+              await sleep(20);
+              if (signal.aborted) {
+                told.push({ index, reason: (signal.reason as { reason?: string }).reason });
+              }
+            },
+            { waitTimeout: 30_000 },
+          )
+          .catch(() => undefined),
+      );
+      await sleep(50);
+      await first.release();
+      await within(Promise.all(callers), 30_000, 'the callers');
+      // The next refill answers that the token holds nothing: the holder of that moment is told
+      // (before, only its watchdog's next renewal, ttl / 3 later, would have said so).
+      expect(told.length).toBeGreaterThan(0);
+      expect(told[0].index).toBeGreaterThan(1);
+      expect(told[0].reason).toBe('lost');
+    } finally {
+      await app.close();
+    }
+  });
 });
 
 describe('across OS processes', () => {
