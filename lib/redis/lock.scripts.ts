@@ -70,7 +70,8 @@ export const PASS_SCAN = 16;
 export const WRITER_BEHIND = -1;
 
 /**
- * Shared Lua: reserve `block` fences for the lock at KEYS[l]; returns the first. A missing
+ * Shared Lua: the server's clock (`now_us`, `now_ms`: `TIME` in microseconds, milliseconds) and
+ * `mint`, which reserves `block` fences for the lock at KEYS[l] and returns the first. A missing
  * counter starts at the server's clock in microseconds (`TIME`), so a new counter is larger than
  * any fence an earlier one gave, as long as the clock did not go back and a key mints fewer than
  * one fence per microsecond on average (a lock round trip takes far longer). A negative `block`
@@ -82,6 +83,10 @@ const MINT = `
 local function now_us()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 local function mint(l, block)
   if block < 0 then
@@ -121,7 +126,7 @@ end`;
  * holders exist the lock key holds a marker, a NUL byte and the kind ('\0r' readers, '\0<N>'
  * permits of N), which no token can equal, so every exclusive script sees the key as busy or not
  * its own; KEYS[l + 5] maps each holder's token to its lease end (server ms), and the marker and
- * the zset live as long as the longest lease. Needs MINT, now_ms and entry defined before it.
+ * the zset live as long as the longest lease. Needs MINT (now_ms) and entry defined before it.
  */
 const SHARED = `
 -- Grants made by this script (shares and locks): token, fence, spare fences, ... (RELEASE
@@ -137,8 +142,7 @@ end
 local function read_fence(l)
   local v = redis.call('GET', KEYS[l + 1])
   if v then return tonumber(v) end
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+  return now_us()
 end
 -- The marker and the zset live as long as the longest lease; false when no holder is left.
 local function sync(l, now)
@@ -221,10 +225,6 @@ end
  * Needs MINT defined before it.
  */
 const GRANT_OR_FREE = `
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
 local function flag(l, ms)
   local left = redis.call('PTTL', KEYS[l + 2])
   if left < ms then
@@ -343,11 +343,11 @@ local function after_leave(l, block)
   grant_room(l, kind, room_of(kind) - redis.call('ZCARD', KEYS[l + 5]), block)
 end
 local function enqueue(l, token, ttl, wait_ms, kind)
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local us = now_us()
+  local now = math.floor(us / 1000)
   -- Ordered by the server's clock in microseconds: members with the same score come out by
   -- their bytes (by token), so a score in ms would reorder the waiters of one millisecond.
-  redis.call('ZADD', KEYS[l + 3], 'NX', tonumber(t[1]) * 1000000 + tonumber(t[2]), token)
+  redis.call('ZADD', KEYS[l + 3], 'NX', us, token)
   local meta = ttl .. ':' .. (now + wait_ms)
   if kind then meta = meta .. ':' .. kind end
   redis.call('HSET', KEYS[l + 4], token, meta)
@@ -594,11 +594,7 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0} end
 local fence = mint(1, tonumber(ARGV[2]))
 local others = 0
 local queued = redis.call('ZRANGE', KEYS[4], 0, 7)
-if #queued > 0 then
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  if other_waiter(queued, ARGV[1], now) then others = 1 end
-end
+if #queued > 0 and other_waiter(queued, ARGV[1], now_ms()) then others = 1 end
 return {1, fence, others}
 `;
 
@@ -798,8 +794,7 @@ return 1
  * holder's share is gone (lost: nothing changed).
  */
 export const PASS_SHARE_SCRIPT = `${MINT}${OTHER_WAITER}
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local ends = redis.call('ZSCORE', KEYS[6], ARGV[1])
 if not ends or tonumber(ends) <= now or redis.call('EXISTS', KEYS[1]) == 0 then return {0, 0} end
 local past = 0
