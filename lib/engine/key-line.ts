@@ -247,8 +247,7 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
    */
   mayHandOff(limit: number, queued: boolean): boolean {
     if (limit <= 0) return false;
-    const { handoffs, othersQueued, turn } = this.run ?? NO_RUN;
-    return handoffs < Math.max(limit, turn) || (queued && !othersQueued);
+    return this.passesLeft(limit) > 0 || (queued && !this.othersMayWait);
   }
 
   /**

@@ -508,10 +508,8 @@ export class LockClient implements LockBackend {
               // hold only once its claim is confirmed (see `claim`).
               message: (grant) => {
                 stop();
-                const start = this.windowStart(waiter, grant);
-                if (start !== undefined) {
-                  return deliver({ ...claimWindow(grant, start, waiter.ttl), claimNow: true });
-                }
+                const atOnce = this.atOnce(waiter, grant);
+                if (atOnce) return deliver(atOnce);
                 void this.claim([grant.key], waiter, grant, share).then(deliver, () =>
                   deliver(undefined),
                 );
@@ -582,10 +580,7 @@ export class LockClient implements LockBackend {
       // Joins need the writer notices of the grant channel: listen (once) if not yet.
       this.notifier.listenInBackground();
     }
-    if (lease.ttl < taker.ttl) {
-      if (taken.claimNow) void this.extend(lease, taker.ttl).catch(() => undefined);
-      else this.renewLater(lease, taker.ttl);
-    }
+    this.claimRest(lease, taker.ttl, taken);
     return lease;
   }
 
@@ -762,10 +757,9 @@ export class LockClient implements LockBackend {
 
   /**
    * The lease a round took; a single key's line counts it as held. One set for a claim window
-   * only is renewed to the taker's full lease: at once (`claimNow`: the claim must be on its way
-   * before the holder runs), or later if it still holds then (`renewLater`).
+   * only is renewed to the taker's full lease (`claimRest`).
    */
-  private hold(keys: readonly string[], taker: LeaseTaker, taken: Taken, claimNow = false): Lease {
+  private hold(keys: readonly string[], taker: LeaseTaker, taken: Taken): Lease {
     const lease = this.leases.taken(keys, taker, taken);
     if (keys.length === 1) {
       const line = this.lines.of(keys[0]);
@@ -779,11 +773,19 @@ export class LockClient implements LockBackend {
     }
     // Only a token that queued in Redis can be granted a key: a first try's needs no entry.
     if (!lease.uncontended) this.tokens.hold(taker.token);
-    if (lease.ttl < taker.ttl) {
-      if (claimNow) void this.extend(lease, taker.ttl).catch(() => undefined);
-      else this.renewLater(lease, taker.ttl);
-    }
+    this.claimRest(lease, taker.ttl, taken);
     return lease;
+  }
+
+  /**
+   * A lease set for a claim window only (shorter than `ttl`) is renewed to the full `ttl`: at
+   * once when held from a grant message (`claimNow`: the claim must be on its way before the
+   * holder runs), else later if it still holds then (`renewLater`).
+   */
+  private claimRest(lease: Lease, ttl: number, taken: Taken): void {
+    if (lease.ttl >= ttl) return;
+    if (taken.claimNow) void this.extend(lease, ttl).catch(() => undefined);
+    else this.renewLater(lease, ttl);
   }
 
   /**
@@ -1004,13 +1006,14 @@ export class LockClient implements LockBackend {
    * A release granted a key to a token of ours: its waiter confirms the grant (claims it) before
    * it holds the key; with no waiter left, the key is given back.
    */
-  private granted({ key, token, fence, spare, serverMs }: Grant): void {
+  private granted(grant: Grant): void {
+    const { key, token } = grant;
     if (this.tokens.holds(token)) return; // already taken by a retry that found it ours
     const share = this.sharedGrants.get(token);
-    if (share) return share.message({ key, token, fence, spare, serverMs });
+    if (share) return share.message(grant);
     const waiter = this.lines.get(key)?.waiterOf(token);
     // Its waiter left (timed out) after the grant: pass the key on.
-    if (!waiter?.granted({ fence, spare, serverMs })) this.protocol.abandon([key], token);
+    if (!waiter?.granted(grant)) this.protocol.abandon([key], token);
   }
 
   /**
@@ -1038,33 +1041,34 @@ export class LockClient implements LockBackend {
    * only a grant with at least half of its window ahead is held this way: one read late (a
    * stalled event loop, a starved CPU) is claimed first, as any grant without the time. The
    * claim is sent here, before the holder's method starts (not deferred past it: a method that
-   * blocks the event loop for longer than the window would then hold a key Redis let go); lost
-   * or failing, the lease ends with the window and its watchdog says so.
+   * blocks the event loop for longer than the window would then hold a key Redis let go). A
+   * lost claim ends the lease when it answers (its watchdog is told through `Lease.watcher`); a
+   * failing one lets the lease end with the window.
    */
   private holdAtOnce(
     keys: readonly string[],
     taker: LeaseTaker,
     grant: GrantedKey,
   ): Lease | undefined {
-    const start = this.windowStart(taker, grant);
-    if (start === undefined) return undefined;
-    return this.hold(keys, taker, claimWindow(grant, start, taker.ttl), true);
+    const atOnce = this.atOnce(taker, grant);
+    return atOnce && this.hold(keys, taker, atOnce);
   }
 
   /**
-   * Where (`performance.now()`) the claim window of a grant message surely began, if the grant
-   * may be held at once (exclusive or shared); undefined when it must be claimed first: no
-   * server time in the message, no bound on the server's clock yet, replicas to acknowledge (a
-   * failover may lose the grant), or less than half of the window surely ahead.
+   * A grant message held at once (exclusive or shared): its claim window, timed from where it
+   * surely began on this process's clock, its claim to go out before the holder runs. Undefined
+   * when it must be claimed first: no server time in the message, no bound on the server's clock
+   * yet, replicas to acknowledge (a failover may lose the grant), or less than half of the
+   * window surely ahead.
    */
-  private windowStart(taker: LeaseTaker, grant: GrantedKey): number | undefined {
+  private atOnce(taker: LeaseTaker, grant: GrantedKey): Taken | undefined {
     if (grant.serverMs === undefined || !this.serverClock || taker.acks) return undefined;
     const claim = Math.min(taker.ttl, GRANT_CLAIM_MS);
     const end = this.serverClock.localBefore(grant.serverMs + claim);
     if (end === undefined) return undefined;
     const start = end - claim;
     if (this.leases.validUntil(start, claim) - performance.now() < claim / 2) return undefined;
-    return start;
+    return { ...claimWindow(grant, start, taker.ttl), claimNow: true };
   }
 
   // ---------------------------------------------------------------- waiting
