@@ -1,5 +1,5 @@
 import type { INestApplication } from '@nestjs/common';
-import type { Redis } from 'ioredis';
+import type { ChainableCommander, Redis } from 'ioredis';
 import { LockService } from 'nest-locked';
 import { createLockApp, lockRedisKey, sleep, uniquePrefix, within } from '../support/lock-app';
 import { redisForFile } from '../support/redis-for-file';
@@ -59,35 +59,57 @@ async function serverMs(): Promise<number> {
   return Number(s) * 1000 + Math.floor(Number(us) / 1000);
 }
 
+/** This app's waiter at the head of `rk`'s Redis queue, once it is there: its token. */
+async function queuedToken(rk: string): Promise<string> {
+  for (let i = 0; i < 400; i++) {
+    const token = (await redis.zrange(`${rk}:q`, 0, 0))[0];
+    if (token) return token;
+    await sleep(5);
+  }
+  throw new Error('the waiter never queued');
+}
+
 /**
- * Another process holds `key`; this app's caller queues behind it. Resolves with the queued
- * token once it is in the Redis queue, and `grant(atServerMs)`, which grants the key to it.
+ * What a release script does to grant `rk` to the queued `token` (fence 42, the server's clock
+ * `atServerMs` in the message): `set` what the grant sets, the token leaves the queue and the
+ * message goes to its group's channel, in one MULTI.
+ */
+async function grantTo(
+  rk: string,
+  token: string,
+  atServerMs: number,
+  set: (m: ChainableCommander) => ChainableCommander = (m) => m,
+): Promise<void> {
+  const channel = `nest-locked:g:${token.slice(0, token.lastIndexOf('.'))}`;
+  await set(redis.multi())
+    .zrem(`${rk}:q`, token)
+    .hdel(`${rk}:qm`, token)
+    .publish(channel, `g ${token} 42 0:${atServerMs} ${rk}`)
+    .exec();
+}
+
+/** Resolves when `signal` aborts, or after `ms`. */
+function abortedOrAfter(signal: AbortSignal, ms: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (signal.aborted) return resolve();
+    signal.addEventListener('abort', () => resolve(), { once: true });
+    setTimeout(resolve, ms);
+  });
+}
+
+/**
+ * Another process holds `key`; this app's caller queues behind it. `token()` resolves with the
+ * queued token once it is in the Redis queue, and `grant(atServerMs)` grants the key to it.
  */
 async function queuedBehindAnother(key: string) {
   const rk = lockRedisKey(prefix, key);
   await redis.set(rk, 'another.1', 'PX', 10_000);
-  let token: string | undefined;
+  let token = '';
   return {
     rk,
-    token: async () => {
-      for (let i = 0; i < 400 && !token; i++) {
-        token = (await redis.zrange(`${rk}:q`, 0, 0))[0];
-        if (!token) await sleep(5);
-      }
-      if (!token) throw new Error('the waiter never queued');
-      return token;
-    },
-    grant: async (atServerMs: number) => {
-      const t = token!;
-      const channel = `nest-locked:g:${t.slice(0, t.lastIndexOf('.'))}`;
-      await redis
-        .multi()
-        .set(rk, t, 'PX', GRANT_CLAIM_MS)
-        .zrem(`${rk}:q`, t)
-        .hdel(`${rk}:qm`, t)
-        .publish(channel, `g ${t} 42 0:${atServerMs} ${rk}`)
-        .exec();
-    },
+    token: async () => (token = await queuedToken(rk)),
+    grant: (atServerMs: number) =>
+      grantTo(rk, token, atServerMs, (m) => m.set(rk, token, 'PX', GRANT_CLAIM_MS)),
   };
 }
 
@@ -177,26 +199,15 @@ it('a grantee held at once whose claim finds the key not its token is told at on
     'job:gone',
     async ({ signal }) => {
       startedAt = performance.now();
-      await new Promise<void>((resolve) => {
-        if (signal.aborted) return resolve();
-        signal.addEventListener('abort', () => resolve(), { once: true });
-        setTimeout(resolve, 3_000);
-      });
+      await abortedOrAfter(signal, 3_000);
       abortedAfter = performance.now() - startedAt;
       reason = signal.reason;
     },
     { waitTimeout: 10_000 },
   );
   const token = await q.token();
-  const channel = `nest-locked:g:${token.slice(0, token.lastIndexOf('.'))}`;
   // A grant message whose key went to someone else before the claim (here: never granted).
-  await redis
-    .multi()
-    .set(q.rk, 'someone-else.1', 'PX', 10_000)
-    .zrem(`${q.rk}:q`, token)
-    .hdel(`${q.rk}:qm`, token)
-    .publish(channel, `g ${token} 42 0:${await serverMs()} ${q.rk}`)
-    .exec();
+  await grantTo(q.rk, token, await serverMs(), (m) => m.set(q.rk, 'someone-else.1', 'PX', 10_000));
   await within(call, 5_000, 'the granted call');
   expect((reason as { reason: string }).reason).toBe('lost');
   expect(abortedAfter).toBeLessThan(GRANT_CLAIM_MS / 2);
@@ -220,29 +231,14 @@ describe('a permit granted by another process (shared grant)', () => {
       .zadd(`${rk}:h`, until, 'another.1', until, 'another.2')
       .pexpire(`${rk}:h`, 10_000)
       .exec();
-    let token: string | undefined;
+    let token = '';
     return {
       rk,
-      token: async () => {
-        for (let i = 0; i < 400 && !token; i++) {
-          token = (await redis.zrange(`${rk}:q`, 0, 0))[0];
-          if (!token) await sleep(5);
-        }
-        if (!token) throw new Error('the permit waiter never queued');
-        return token;
-      },
-      grant: async (atServerMs: number) => {
-        const t = token!;
-        const channel = `nest-locked:g:${t.slice(0, t.lastIndexOf('.'))}`;
-        await redis
-          .multi()
-          .zrem(`${rk}:h`, 'another.1')
-          .zadd(`${rk}:h`, atServerMs + GRANT_CLAIM_MS, t)
-          .zrem(`${rk}:q`, t)
-          .hdel(`${rk}:qm`, t)
-          .publish(channel, `g ${t} 42 0:${atServerMs} ${rk}`)
-          .exec();
-      },
+      token: async () => (token = await queuedToken(rk)),
+      grant: (atServerMs: number) =>
+        grantTo(rk, token, atServerMs, (m) =>
+          m.zrem(`${rk}:h`, 'another.1').zadd(`${rk}:h`, atServerMs + GRANT_CLAIM_MS, token),
+        ),
     };
   }
 
@@ -289,11 +285,7 @@ describe('a permit granted by another process (shared grant)', () => {
       'p:gone',
       async ({ signal }) => {
         startedAt = performance.now();
-        await new Promise<void>((resolve) => {
-          if (signal.aborted) return resolve();
-          signal.addEventListener('abort', () => resolve(), { once: true });
-          setTimeout(resolve, 3_000);
-        });
+        await abortedOrAfter(signal, 3_000);
         aborted = signal.aborted;
         abortedAfter = performance.now() - startedAt;
         reason = signal.reason;
@@ -301,14 +293,8 @@ describe('a permit granted by another process (shared grant)', () => {
       permits,
     );
     const token = await q.token();
-    const channel = `nest-locked:g:${token.slice(0, token.lastIndexOf('.'))}`;
     // A grant message for a share Redis never gave (or that was lost before the claim).
-    await redis
-      .multi()
-      .zrem(`${q.rk}:q`, token)
-      .hdel(`${q.rk}:qm`, token)
-      .publish(channel, `g ${token} 42 0:${await serverMs()} ${q.rk}`)
-      .exec();
+    await grantTo(q.rk, token, await serverMs());
     await within(call, 5_000, 'the granted call');
     expect(aborted).toBe(true);
     expect((reason as Error).name).toBe('LockLostError');
