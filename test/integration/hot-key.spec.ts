@@ -236,29 +236,38 @@ describe('a waiter of another client group', () => {
     expect(findOverlaps(sections)).toEqual([]);
   });
 
-  it('a turn after a grant serves every caller already waiting here once, past localHandoffs; later callers wait for the next turn', async () => {
+  /**
+   * The other group holds a new key while `waiting` callers of this group line up behind it
+   * (sections of `ms`: the head queued in Redis, the rest behind it in this process); it lets
+   * go, and once this group's turn began a waiter of the other group queues, then (`late`) one
+   * more caller of this group. The sections, and who ran in which order.
+   */
+  async function turnAfterGrant(waiting: number, ms: number, late: boolean) {
     const [here, there] = apps.map((a) => a.get(LockService));
     const key = `job:turn:${randomBytes(3).toString('hex')}`;
-    const waiting = 2 * LOCAL_HANDOFFS;
     const sections: Section[] = [];
-    // The other group holds; more callers of this group than localHandoffs + 1 line up here
-    // (the head queued in Redis, the rest behind it in this process).
     const held = await there.acquire(key);
-    const ours = Array.from({ length: waiting }, (_, i) =>
-      section(here, key, 'here', i, 5, sections),
+    const calls = Array.from({ length: waiting }, (_, i) =>
+      section(here, key, 'here', i, ms, sections),
     );
     await sleep(100);
     await held.release();
-    // Once the turn began: a waiter of the other group queues, and a caller of this group
-    // arrives, which waits for the next turn.
     while (!sections.length) await sleep(1);
-    const theirs = section(there, key, 'there', 0, 1, sections);
-    await sleep(2);
-    const late = section(here, key, 'here', waiting, 1, sections);
-    await within(Promise.all([...ours, theirs, late]), 10_000, 'the sections');
+    calls.push(section(there, key, 'there', 0, 1, sections));
+    if (late) {
+      await sleep(2);
+      calls.push(section(here, key, 'here', waiting, 1, sections));
+    }
+    await within(Promise.all(calls), 10_000, 'the sections');
+    const order = [...sections].sort((x, y) => x.start - y.start).map((s) => `${s.by}${s.index}`);
+    return { sections, order };
+  }
 
-    const order = [...sections].sort((a, b) => a.start - b.start);
-    expect(order.map((s) => `${s.by}${s.index}`)).toEqual([
+  it('a turn after a grant serves every caller already waiting here once, past localHandoffs; later callers wait for the next turn', async () => {
+    const waiting = 2 * LOCAL_HANDOFFS;
+    const { sections, order } = await turnAfterGrant(waiting, 5, true);
+
+    expect(order).toEqual([
       ...Array.from({ length: waiting }, (_, i) => `here${i}`),
       'there0',
       `here${waiting}`,
@@ -268,22 +277,9 @@ describe('a waiter of another client group', () => {
   });
 
   it('a turn is at most 4 x (localHandoffs + 1) holds, however many callers wait here', async () => {
-    const [here, there] = apps.map((a) => a.get(LockService));
-    const key = `job:long:${randomBytes(3).toString('hex')}`;
     const turn = 4 * (LOCAL_HANDOFFS + 1);
-    const waiting = turn + 6;
-    const sections: Section[] = [];
-    const held = await there.acquire(key);
-    const ours = Array.from({ length: waiting }, (_, i) =>
-      section(here, key, 'here', i, 2, sections),
-    );
-    await sleep(100);
-    await held.release();
-    while (!sections.length) await sleep(1);
-    const theirs = section(there, key, 'there', 0, 1, sections);
-    await within(Promise.all([...ours, theirs]), 10_000, 'the sections');
+    const { sections, order } = await turnAfterGrant(turn + 6, 2, false);
 
-    const order = [...sections].sort((a, b) => a.start - b.start).map((s) => `${s.by}${s.index}`);
     expect(order.indexOf('there0')).toBe(turn);
     expect(findOverlaps(sections)).toEqual([]);
     expect(fencesNotIncreasing(sections)).toEqual([]);
