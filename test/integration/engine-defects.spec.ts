@@ -14,7 +14,14 @@ import {
   type RedlockModuleOptions,
 } from '../../lib';
 import { ACQUIRE } from '../../lib/redis/scripts';
-import { describeOutcome, releaseIfHeld, settle, type Settled, uid } from '../support/faults';
+import {
+  describeOutcome,
+  frozen,
+  releaseIfHeld,
+  settle,
+  type Settled,
+  uid,
+} from '../support/faults';
 import { createLockApp, lockRedisKey, sleep, uniquePrefix, within } from '../support/lock-app';
 import { type RedisServerHandle, startRedisServers, stopAll } from '../support/redis-server';
 import { blockEventLoop, setNxFromAnotherProcess } from '../support/stalls';
@@ -249,19 +256,12 @@ describe('defect 4: a quorum acquire that gives up leaves no token behind', () =
       raw[0].set(rk, 'foreign', 'PX', 60_000),
       raw[1].set(rk, 'foreign', 'PX', 60_000),
     ]);
-    nodes[1].kill('SIGSTOP');
-    let r: Settled<LockHandle>;
-    let onNode2: Record<string, string | null>;
-    let onNode0: Record<string, string | null>;
-    try {
-      r = await settle(() => locks.acquire(key, { waitTimeout: 2_600 }));
+    const { r, onNode0, onNode2 } = await frozen(nodes[1], 0, async () => {
+      const r = await settle(() => locks.acquire(key, { waitTimeout: 2_600 }));
       await releaseIfHeld(r);
       await sleep(200); // settle time: an undo sent when the call gave up has landed by now
-      onNode2 = await lockKeys(raw[2]);
-      onNode0 = await lockKeys(raw[0]);
-    } finally {
-      nodes[1].kill('SIGCONT');
-    }
+      return { r, onNode2: await lockKeys(raw[2]), onNode0: await lockKeys(raw[0]) };
+    });
     await sleep(300);
     const onNode1 = await lockKeys(raw[1]);
 
@@ -300,16 +300,11 @@ describe('defect 15: a late error of an earlier quorum attempt does not undo a l
       raw[2].set(rk, 'foreign', 'PX', 60_000),
       raw[1].set(rk, 'brief', 'PX', 250),
     ]);
-    nodes[0].kill('SIGSTOP');
-    let r: Settled<LockHandle>;
-    try {
-      const pending = settle(() => locks.acquire(key, { waitTimeout: 5_000, ttl: 30_000 }));
-      await sleep(520);
-      nodes[0].kill('SIGCONT');
-      r = await pending;
-    } finally {
-      nodes[0].kill('SIGCONT');
-    }
+    let pending!: Promise<Settled<LockHandle>>;
+    await frozen(nodes[0], 520, async () => {
+      pending = settle(() => locks.acquire(key, { waitTimeout: 5_000, ttl: 30_000 }));
+    });
+    const r = await pending;
     await sleep(200); // the late commands, and any undo sent after them, have landed
     const values = await Promise.all(raw.map((n) => n.get(rk)));
     await releaseIfHeld(r);
