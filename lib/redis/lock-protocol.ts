@@ -657,7 +657,7 @@ export class LockProtocol {
     token: string,
     args: ScriptArgs,
     acks: ReplicaAcks | undefined,
-    over: () => boolean = () => false,
+    over: () => boolean = NEVER_OVER,
   ): Promise<Vote> {
     const fences: number[] = [];
     for (let u = 0; u < units.length; u++) {
@@ -860,6 +860,9 @@ export class LockProtocol {
     );
   }
 }
+
+/** `over` of a round that has no vote (a single node): never over while its node is asked. */
+const NEVER_OVER = (): boolean => false;
 
 /** A node's vote when the round was over before it sent all its units (never counted). */
 const ROUND_OVER = 'the round was over before this node was asked for every key';
