@@ -19,6 +19,8 @@ export const SCALE_TARGETS = {
   loopP99Ms: 10,
   /** Flat grant cost: the slowest tenth of the line at most this many times the fastest. */
   grantSpread: 2,
+  /** Flat as the line grows: a long line's ms per grant at most this many times a tenth-long one's. */
+  grantGrowth: 2,
   /** Uncontended client CPU per cycle within this many µs of the floor's. */
   cpuOverFloorUs: 10,
 };
@@ -52,6 +54,19 @@ export function waiterFigures(w: WaitersResult) {
   const accounted =
     w.granted + w.timedOut === w.count && w.timedOut === w.shortWaits && sum(w.otherErrors) === 0;
   return { perWaiter, spread, accounted };
+}
+
+/**
+ * Grant cost as the line grows, over several waiters runs: the long line's whole-drain ms per
+ * grant and the lines a tenth as long (each run's median line), medians over the runs, and their
+ * ratio; undefined for runs without the shorter lines.
+ */
+export function grantGrowth(runs: readonly WaitersResult[]) {
+  const withShort = runs.filter((w) => w.msPerGrant && w.shortLineMsPerGrant?.length);
+  if (!withShort.length) return undefined;
+  const long = median(withShort.map((w) => w.msPerGrant!));
+  const short = median(withShort.map((w) => median(w.shortLineMsPerGrant!)));
+  return { long, short, ratio: long / short, shortLine: withShort[0].shortLine ?? 0 };
 }
 
 /**
@@ -125,12 +140,30 @@ export function scaleTargetRows(summaries: CaseSummary[]): string[] {
     const each = (f: (w: WaitersResult) => number) => runs.map(f).join(' / ');
     L.push(
       `| ${tag}: flat grant cost (slowest tenth of the line <= ${t.grantSpread} x the fastest; per-tenth medians of ${cost.runs} run(s)) | ${fmt(cost.spread, 2)} x (ms per grant ${cost.grantMsBySlice.map((x) => fmt(x, 3)).join(' / ')}) | ${pf(cost.spread <= t.grantSpread)} |`,
+      ...growthRow(tag, runs),
       `| ${tag}: FIFO kept | ${each((w) => w.outOfOrder)} granted out of arrival order | ${pf(runs.every((w) => w.outOfOrder === 0))} |`,
       `| ${tag}: every waiter gets the lock or its timeout, nothing left in Redis | ${fmt(run.granted)} granted + ${fmt(run.timedOut)} timed out (of ${fmt(run.shortWaits)} short waits) of ${fmt(run.count)}; other errors ${each((w) => sum(w.otherErrors))}; ${each((w) => w.leftInRedis)} keys left | ${pf(all.every((f) => f.accounted) && runs.every((w) => w.leftInRedis === 0))} |`,
       `| ${tag}: heap per waiter (no target; includes the bench's own promise per call) | ${kib(all[0].perWaiter)} | - |`,
     );
   }
   return L;
+}
+
+/** One run's whole-drain ms per grant and its shorter lines' (each), or '' without them. */
+function drainCost(w: WaitersResult): string {
+  if (!w.msPerGrant || !w.shortLineMsPerGrant?.length) return '';
+  return `${fmt(w.msPerGrant, 4)} / ${w.shortLineMsPerGrant.map((x) => fmt(x, 4)).join(', ')}`;
+}
+
+/** The target row of grant cost as the line grows (none for runs without shorter lines). */
+function growthRow(tag: string, runs: readonly WaitersResult[]): string[] {
+  const g = grantGrowth(runs);
+  if (!g) return [];
+  const bound = SCALE_TARGETS.grantGrowth;
+  return [
+    `| ${tag}: flat grant cost as the line grows (whole drain, ms per grant <= ${bound} x a line of ${fmt(g.shortLine)}'s; medians of ${runs.length} run(s)) | ` +
+      `${fmt(g.ratio, 2)} x (${fmt(g.long, 4)} vs ${fmt(g.short, 4)} ms per grant) | ${pf(g.ratio <= bound)} |`,
+  ];
 }
 
 /** The markdown sections of the scale scenarios. */
@@ -246,7 +279,9 @@ export function scaleMarkdown(summaries: CaseSummary[]): string[] {
           'own, weighed with forced collections once all are in line (a forced full collection ' +
           'right before the timed drain made its first tenths 2-3x slower). Grant ' +
           'cost: mean ms between consecutive grants per tenth of the line, from the longest line to ' +
-          'the shortest; one row per run and the per-tenth medians (the target uses those). Before ' +
+          'the shortest; one row per run and the per-tenth medians (the target uses those). As the ' +
+          "line grows: the whole drain's ms per grant beside that of five lines a tenth as long, " +
+          'drained the same way in the same process before it (GC included in both). Before ' +
           'the timed line, two lines of a fifth of its length (at most 2,000) on keys of their own compile the paths ' +
           'of queueing, passing and timing out. Peers that poll (redlock, ' +
           'redis-semaphore) have no line to measure: not run.',
@@ -255,6 +290,7 @@ export function scaleMarkdown(summaries: CaseSummary[]): string[] {
           'heap per waiter',
           'ms per grant by tenth of the line (line length)',
           'GC pause ms by tenth',
+          'ms per grant, whole drain / lines a tenth as long',
           'CPU µs per grant',
           'out of order',
           'granted / timed out / other',
@@ -269,13 +305,15 @@ export function scaleMarkdown(summaries: CaseSummary[]): string[] {
       for (const w of runs) {
         const f = waiterFigures(w);
         L.push(
-          `| ${fmt(w.count)} | ${kib(f.perWaiter)} | ${w.grantMsBySlice.map((x, i) => `${fmt(x, 3)} (${fmt(w.lineAtSlice[i])})`).join(', ')} | ${(w.gcMsBySlice ?? []).map((x) => fmt(x, 0)).join(', ')} | ${fmt(w.cpuUsPerGrant, 0)} | ${w.outOfOrder} | ${fmt(w.granted)} / ${fmt(w.timedOut)} / ${sum(w.otherErrors)} | ${fmt(w.drainMs / 1000, 2)} | ${fmt(w.loopP99, 1)} ms | ${w.leftInRedis} |`,
+          `| ${fmt(w.count)} | ${kib(f.perWaiter)} | ${w.grantMsBySlice.map((x, i) => `${fmt(x, 3)} (${fmt(w.lineAtSlice[i])})`).join(', ')} | ${(w.gcMsBySlice ?? []).map((x) => fmt(x, 0)).join(', ')} | ${drainCost(w)} | ${fmt(w.cpuUsPerGrant, 0)} | ${w.outOfOrder} | ${fmt(w.granted)} / ${fmt(w.timedOut)} / ${sum(w.otherErrors)} | ${fmt(w.drainMs / 1000, 2)} | ${fmt(w.loopP99, 1)} ms | ${w.leftInRedis} |`,
         );
       }
       if (runs.length > 1) {
         const cost = medianGrantCost(runs);
+        const g = grantGrowth(runs);
+        const growth = g ? `${fmt(g.long, 4)} / ${fmt(g.short, 4)} (${fmt(g.ratio, 2)} x)` : '';
         L.push(
-          `| median of ${runs.length} | | ${cost.grantMsBySlice.map((x) => fmt(x, 3)).join(', ')} | | ${fmt(median(runs.map((w) => w.cpuUsPerGrant)), 0)} | | | ${fmt(median(runs.map((w) => w.drainMs)) / 1000, 2)} | | |`,
+          `| median of ${runs.length} | | ${cost.grantMsBySlice.map((x) => fmt(x, 3)).join(', ')} | | ${growth} | ${fmt(median(runs.map((w) => w.cpuUsPerGrant)), 0)} | | | ${fmt(median(runs.map((w) => w.drainMs)) / 1000, 2)} | | |`,
         );
       }
     }

@@ -203,38 +203,50 @@ export async function runHolds(peer: Peer, spec: WorkerSpec, r: WorkerResult): P
 /** Every 10th waiter waits this long only: it must time out in the line, and nothing else. */
 const SHORT_WAIT_MS = 200;
 
+/** Lines a tenth as long drained before the long one, each timed whole. */
+const SHORT_LINES = 5;
+
 /**
- * An untimed line on a key of its own: one holder, `n` callers queued behind it (every 10th
- * waits `shortWaitMs` only), then drained. `weigh`: collected heaps before the callers queue and
- * once they are in line (else NaN).
+ * A line on a key of its own, beside the timed one: one holder, `n` callers queued behind it
+ * (every 10th waits `shortWaitMs` only and times out in the line), then drained. Returns the
+ * drain's ms per grant (release of the holder to the last caller done, GC included) and, with
+ * `weigh`, collected heaps before the callers queue and once they are in line (else NaN).
  *
  * Before the timed line, short ones compile the paths of queueing, handing over and timing out
- * (a cold process spent the first tenth of the line in JIT), and a weighed one of the same
- * length gives the heap per waiter. Not the timed line itself: a forced full collection just
- * before a drain made its first three tenths 2-3x slower than the rest (0.021 vs 0.010 ms per
- * grant; without it the tenths were flat), a cost of the weighing, not of the line.
+ * (a cold process spent the first tenth of the line in JIT), lines a tenth as long give the grant
+ * cost of a shorter line, and a weighed one of the same length gives the heap per waiter. Not the
+ * timed line itself: a forced full collection just before a drain made its first three tenths
+ * 2-3x slower than the rest (0.021 vs 0.010 ms per grant), a cost of the weighing, not of the
+ * line.
  */
-async function untimedLine(
+async function sideLine(
   peer: Peer,
   key: string,
   n: number,
   ttl: number,
   shortWaitMs: number,
   weigh = false,
-): Promise<{ heapBefore: number; heapQueued: number }> {
+): Promise<{ heapBefore: number; heapQueued: number; msPerGrant: number }> {
   const holder = await peer.hold!(key, { ttl, waitTimeout: 0 });
   const heapBefore = weigh ? collectedHeap() : NaN;
+  let granted = 0;
   const calls = Array.from({ length: n }, (_, i) =>
     peer.hold!(key, { ttl, waitTimeout: i % 10 === 9 ? shortWaitMs : 60_000 }).then(
-      (h) => h.release(),
+      (h) => {
+        granted++;
+        return h.release();
+      },
       () => undefined,
     ),
   );
   await sleep(50);
   const heapQueued = weigh ? collectedHeap() : NaN;
+  // The short waits run out while the key is still held: the drain grants only.
+  await sleep(shortWaitMs * 2);
+  const drainStart = now();
   await holder.release();
   await Promise.all(calls);
-  return { heapBefore, heapQueued };
+  return { heapBefore, heapQueued, msPerGrant: (now() - drainStart) / Math.max(1, granted) };
 }
 
 /**
@@ -251,15 +263,16 @@ export async function runWaiters(peer: Peer, spec: WorkerSpec, r: WorkerResult):
   // paths (passes in memory that wait for a refill of a large block, timeouts in the line) are
   // compiled before the timed line, whose first tenth otherwise measured the JIT.
   const warm = Math.min(2_000, Math.ceil(count / 5));
-  for (const n of [1, 2]) await untimedLine(peer, `${spec.key}:warm${n}`, warm, spec.ttl, 20);
-  const weighed = await untimedLine(
-    peer,
-    `${spec.key}:weigh`,
-    count,
-    spec.ttl,
-    SHORT_WAIT_MS,
-    true,
-  );
+  for (const n of [1, 2]) await sideLine(peer, `${spec.key}:warm${n}`, warm, spec.ttl, 20);
+  // Grant cost as the line grows: whole drains of lines a tenth as long (GC included, as in the
+  // long line's), to set beside the long line's own ms per grant.
+  const shortLine = Math.ceil(count / 10);
+  const shortLineMsPerGrant: number[] = [];
+  for (let n = 0; n < SHORT_LINES; n++) {
+    const line = await sideLine(peer, `${spec.key}:short${n}`, shortLine, spec.ttl, 20);
+    shortLineMsPerGrant.push(line.msPerGrant);
+  }
+  const weighed = await sideLine(peer, `${spec.key}:weigh`, count, spec.ttl, SHORT_WAIT_MS, true);
   const { heapBefore, heapQueued } = weighed;
   const holder = await peer.hold(key, { ttl: spec.ttl, waitTimeout: 0 });
   const enterOrder: number[] = [];
@@ -355,6 +368,9 @@ export async function runWaiters(peer: Peer, spec: WorkerSpec, r: WorkerResult):
     lineAtSlice,
     gcMsBySlice,
     drainMs,
+    msPerGrant: drainMs / Math.max(1, granted),
+    shortLine,
+    shortLineMsPerGrant,
     cpuUsPerGrant: (used.user + used.system) / Math.max(1, granted),
     leftInRedis: await leftInRedis(spec.ports, spec.key),
     loopP99: Math.max(0, ...sampler.samples.map((x) => x.loopP99)),
