@@ -88,6 +88,8 @@ export class Waiter implements LeaseTaker, DeadlineListener {
   queuedByHolder = false;
   /** Its wait is over (it holds the key, or gave up). */
   done = false;
+  /** Its loop (`run`) has started: until the first nudge, a waiter behind the head has none. */
+  private running = false;
   /** Its links in the key's line (the line sets them). */
   prev?: Waiter;
   next?: Waiter;
@@ -152,6 +154,14 @@ export class Waiter implements LeaseTaker, DeadlineListener {
       signal.addEventListener('abort', this.onAbort);
     }
     line.join(this, first);
+    // Behind the head, a waiter only waits for a nudge: its loop starts with the first one, so a
+    // long line holds no suspended loop (a generator, its promises and closures) per waiter.
+    if (line.head === this) this.start();
+  }
+
+  /** Starts the wait's loop, once. */
+  private start(): void {
+    this.running = true;
     this.run().catch((err: unknown) => {
       this.attempting = false;
       this.giveUp(err);
@@ -175,7 +185,7 @@ export class Waiter implements LeaseTaker, DeadlineListener {
   granted(grant: GrantedKey): boolean {
     if (this.done) return false;
     this.grant = grant;
-    this.latch.wake();
+    this.nudge();
     return true;
   }
 
@@ -202,7 +212,20 @@ export class Waiter implements LeaseTaker, DeadlineListener {
 
   /** Nudges the waiter to try over the network now (remembered if it is busy). */
   wake(): void {
+    this.nudge();
+  }
+
+  /**
+   * Ends the loop's sleep, or starts the loop if it has none yet: in a microtask, as a nudge
+   * resumes a sleeping loop (the caller may be changing the line).
+   */
+  private nudge(): void {
     this.latch.wake();
+    if (this.running || this.done) return;
+    this.running = true;
+    queueMicrotask(() => {
+      if (!this.done) this.start();
+    });
   }
 
   /** Remaining wait in ms. */
@@ -338,7 +361,7 @@ export class Waiter implements LeaseTaker, DeadlineListener {
   onDeadline(): void {
     if (this.done) return;
     this.expired = true;
-    if (!this.attempting) this.latch.wake();
+    if (!this.attempting) this.nudge();
   }
 
   /** The head's last word with Redis after its deadline; any other waiter ends at once. */
