@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { ReplicaAcks, Taken } from '../redis/lock-protocol';
 import { GRANT_CLAIM_MS } from '../redis/lock.scripts';
+import type { LeaseEndListener } from '../watchdog/watchdog';
 import type { ShareGroup } from './share-group';
 
 /**
@@ -37,7 +38,7 @@ export class Lease {
    * Told when the engine finds this lease lost on its own (a claim or a refill answering that the
    * key is not the token's any more): the holder's watchdog, while one watches.
    */
-  watcher?: { leaseEnded(): void };
+  watcher?: LeaseEndListener;
 
   constructor(
     /** Rendered keys, sorted and deduplicated. */

@@ -162,6 +162,10 @@ export class Waiter implements LeaseTaker, DeadlineListener {
   /** Starts the wait's loop, once. */
   private start(): void {
     this.running = true;
+    this.loop();
+  }
+
+  private loop(): void {
     this.run().catch((err: unknown) => {
       this.attempting = false;
       this.giveUp(err);
@@ -185,7 +189,7 @@ export class Waiter implements LeaseTaker, DeadlineListener {
   granted(grant: GrantedKey): boolean {
     if (this.done) return false;
     this.grant = grant;
-    this.nudge();
+    this.wake();
     return true;
   }
 
@@ -210,21 +214,17 @@ export class Waiter implements LeaseTaker, DeadlineListener {
     this.handOver(this.ctx.hold(this.keys, this, claimWindow(grant, sentAt, this.ttl)));
   }
 
-  /** Nudges the waiter to try over the network now (remembered if it is busy). */
-  wake(): void {
-    this.nudge();
-  }
-
   /**
-   * Ends the loop's sleep, or starts the loop if it has none yet: in a microtask, as a nudge
-   * resumes a sleeping loop (the caller may be changing the line).
+   * Nudges the waiter to try over the network now (remembered if it is busy): ends its loop's
+   * sleep, or starts its loop if it has none yet, in a microtask, as a nudge resumes a sleeping
+   * loop (the caller may be changing the line).
    */
-  private nudge(): void {
+  wake(): void {
     this.latch.wake();
     if (this.running || this.done) return;
     this.running = true;
     queueMicrotask(() => {
-      if (!this.done) this.start();
+      if (!this.done) this.loop();
     });
   }
 
@@ -361,7 +361,7 @@ export class Waiter implements LeaseTaker, DeadlineListener {
   onDeadline(): void {
     if (this.done) return;
     this.expired = true;
-    if (!this.attempting) this.nudge();
+    if (!this.attempting) this.wake();
   }
 
   /** The head's last word with Redis after its deadline; any other waiter ends at once. */

@@ -234,7 +234,10 @@ export const EXTEND_SHARED = defineScript<[Token, LeaseMs, '0' | '1', ShareArg],
   (r) => EXTEND_REPLIES[Number(r)] ?? 'lost',
 );
 
-/** What PASS_SHARE did: the new fence (0: the share was lost), and whether it went past a waiter of another process. */
+/**
+ * What PASS_SHARE did: the new fence (0: the share was lost), and whether it went past a waiter
+ * of another process.
+ */
 export interface PassReply {
   readonly fence: number;
   readonly pastOthers: boolean;
