@@ -185,8 +185,6 @@ export interface WaitersResult {
   /** Garbage-collection pauses (ms, summed) in each slice, from `PerformanceObserver('gc')`. */
   gcMsBySlice?: number[];
   drainMs: number;
-  /** The whole drain's ms per grant (GC included). */
-  msPerGrant?: number;
   /** Length of the shorter lines timed the same way, and each one's ms per grant. */
   shortLine?: number;
   shortLineMsPerGrant?: number[];

@@ -47,6 +47,9 @@ function grantSpread(msBySlice: readonly number[]): number {
   return slices.length ? Math.max(...slices) / Math.min(...slices) : NaN;
 }
 
+/** The whole drain's ms per grant (GC included). */
+const drainMsPerGrant = (w: WaitersResult) => w.drainMs / Math.max(1, w.granted);
+
 /** What a waiters run shows, derived. */
 export function waiterFigures(w: WaitersResult) {
   const perWaiter = (w.heapQueued - w.heapBefore) / Math.max(1, w.count);
@@ -62,9 +65,9 @@ export function waiterFigures(w: WaitersResult) {
  * ratio; undefined for runs without the shorter lines.
  */
 export function grantGrowth(runs: readonly WaitersResult[]) {
-  const withShort = runs.filter((w) => w.msPerGrant && w.shortLineMsPerGrant?.length);
+  const withShort = runs.filter((w) => w.shortLineMsPerGrant?.length);
   if (!withShort.length) return undefined;
-  const long = median(withShort.map((w) => w.msPerGrant!));
+  const long = median(withShort.map(drainMsPerGrant));
   const short = median(withShort.map((w) => median(w.shortLineMsPerGrant!)));
   return { long, short, ratio: long / short, shortLine: withShort[0].shortLine ?? 0 };
 }
@@ -151,8 +154,8 @@ export function scaleTargetRows(summaries: CaseSummary[]): string[] {
 
 /** One run's whole-drain ms per grant and its shorter lines' (each), or '' without them. */
 function drainCost(w: WaitersResult): string {
-  if (!w.msPerGrant || !w.shortLineMsPerGrant?.length) return '';
-  return `${fmt(w.msPerGrant, 4)} / ${w.shortLineMsPerGrant.map((x) => fmt(x, 4)).join(', ')}`;
+  if (!w.shortLineMsPerGrant?.length) return '';
+  return `${fmt(drainMsPerGrant(w), 4)} / ${w.shortLineMsPerGrant.map((x) => fmt(x, 4)).join(', ')}`;
 }
 
 /** The target row of grant cost as the line grows (none for runs without shorter lines). */

@@ -368,7 +368,6 @@ export async function runWaiters(peer: Peer, spec: WorkerSpec, r: WorkerResult):
     lineAtSlice,
     gcMsBySlice,
     drainMs,
-    msPerGrant: drainMs / Math.max(1, granted),
     shortLine,
     shortLineMsPerGrant,
     cpuUsPerGrant: (used.user + used.system) / Math.max(1, granted),
