@@ -113,6 +113,47 @@ async function queuedBehindAnother(key: string) {
   };
 }
 
+/** A queued caller of this app: its token once queued, and the grant of its key to it. */
+interface Queued {
+  token(): Promise<string>;
+  grant(atServerMs: number): Promise<void>;
+}
+
+/**
+ * Grants `q`'s key at `atServerMs` (server clock) and waits for the granted `call`, recording in
+ * `log` each reply to this app's EVALSHAs meanwhile (the claim's among them).
+ */
+async function grantRecordingReplies(
+  q: Queued,
+  atServerMs: () => Promise<number>,
+  call: Promise<unknown>,
+  log: string[],
+): Promise<void> {
+  const undo = onReplies(log);
+  try {
+    await q.grant(await atServerMs());
+    await within(call, 5_000, 'the granted call');
+  } finally {
+    undo();
+  }
+}
+
+/**
+ * A grant read late (0.9 s into its 1 s window, as far as its message says) to `q`'s caller of
+ * `key`: the order of its section and the replies to this app's EVALSHAs.
+ */
+async function lateGrantOrder(
+  q: Queued,
+  key: string,
+  options: Parameters<LockService['using']>[2],
+): Promise<string[]> {
+  const log: string[] = [];
+  const call = locks.using(key, () => void log.push('section'), options);
+  await q.token();
+  await grantRecordingReplies(q, async () => (await serverMs()) - 900, call, log);
+  return log;
+}
+
 it('holds a fresh grant at once: the method runs before the claim is answered, the claim lands', async () => {
   const log: string[] = [];
   const key = 'job:fresh';
@@ -130,13 +171,7 @@ it('holds a fresh grant at once: the method runs before the claim is answered, t
     { waitTimeout: 10_000 },
   );
   const token = await q.token();
-  const undo = onReplies(log);
-  try {
-    await q.grant(await serverMs());
-    await within(call, 5_000, 'the granted call');
-  } finally {
-    undo();
-  }
+  await grantRecordingReplies(q, serverMs, call, log);
   expect(log[0]).toBe('section');
   expect(log).toContain('reply');
   expect(log).toContain('aborted:false');
@@ -145,19 +180,9 @@ it('holds a fresh grant at once: the method runs before the claim is answered, t
 });
 
 it('claims a grant first when less than half of its window is surely left (read late)', async () => {
-  const log: string[] = [];
   const key = 'job:late';
-  const q = await queuedBehindAnother(key);
-  const call = locks.using(key, () => void log.push('section'), { waitTimeout: 10_000 });
-  await q.token();
-  const undo = onReplies(log);
-  try {
-    // Granted (as far as the message says) 0.9 s ago: 0.1 s of the window left at most.
-    await q.grant((await serverMs()) - 900);
-    await within(call, 5_000, 'the granted call');
-  } finally {
-    undo();
-  }
+  // Granted (as far as the message says) 0.9 s ago: 0.1 s of the window left at most.
+  const log = await lateGrantOrder(await queuedBehindAnother(key), key, { waitTimeout: 10_000 });
   expect(log.indexOf('reply')).toBeGreaterThanOrEqual(0);
   expect(log.indexOf('reply')).toBeLessThan(log.indexOf('section'));
 });
@@ -259,14 +284,7 @@ describe('a permit granted by another process (shared grant)', () => {
       permits,
     );
     const token = await q.token();
-    const undo = onReplies(log);
-    try {
-      grantedAt = await serverMs();
-      await q.grant(grantedAt);
-      await within(call, 5_000, 'the granted call');
-    } finally {
-      undo();
-    }
+    await grantRecordingReplies(q, async () => (grantedAt = await serverMs()), call, log);
     expect(log[0]).toBe('section');
     expect(log).toContain('reply');
     expect(log).toContain('aborted:false');
@@ -305,17 +323,7 @@ describe('a permit granted by another process (shared grant)', () => {
   });
 
   it('claims one first when less than half of its window is surely left (read late)', async () => {
-    const log: string[] = [];
-    const q = await queuedForPermit('p:late');
-    const call = locks.using('p:late', () => void log.push('section'), permits);
-    await q.token();
-    const undo = onReplies(log);
-    try {
-      await q.grant((await serverMs()) - 900);
-      await within(call, 5_000, 'the granted call');
-    } finally {
-      undo();
-    }
+    const log = await lateGrantOrder(await queuedForPermit('p:late'), 'p:late', permits);
     expect(log.indexOf('reply')).toBeGreaterThanOrEqual(0);
     expect(log.indexOf('reply')).toBeLessThan(log.indexOf('section'));
   });
