@@ -5,8 +5,8 @@ const common = {
   rootDir: __dirname,
   moduleNameMapper: {
     '^nest-locked$': '<rootDir>/lib/index.ts',
-    '^nest-locked/testing$': '<rootDir>/lib/testing/index.ts',
-    '^nest-locked/health$': '<rootDir>/lib/health/index.ts',
+    '^nest-locked/(testing|health|postgres|mysql|etcd|zookeeper|board)$':
+      '<rootDir>/lib/$1/index.ts',
   },
   transform: {
     '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.json' }],

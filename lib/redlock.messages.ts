@@ -95,6 +95,12 @@ export const EXPECTED = {
       ? '; wrap a single instance in an array: clients: [redis]'
       : ' (leave clients out to use REDIS_URL, else redis://127.0.0.1:6379)'),
   someGroup: 'at least one client group',
+  groups:
+    "a record of named groups: { default: { backend: postgresBackend(...) }, jobs: { clients: ['redis://...'] } }",
+  namedGroup:
+    "an object with either clients (Redis nodes) or backend ('memory' or a backend factory's result)",
+  backend:
+    "'memory' or what a backend factory returns (postgresBackend(...) from 'nest-locked/postgres', mysqlBackend, etcdBackend, zookeeperBackend)",
   group: 'a non-empty array of Redis nodes (URL, options or instance)',
   host: 'a host name or IP address',
   port: 'a port number from 1 to 65535',
@@ -228,6 +234,29 @@ export const LOCKED_STATIC = (where: string) =>
 export const LOCKED_SEGMENTS_KEYS = (where: string) =>
   `@Locked on ${where}: "segments" needs exactly one template naming the split resource ` +
   `(e.g. 'stock:{sku}'), not several keys or a function.`;
+
+export const BACKEND_TOGETHER = (given: readonly string[]) =>
+  `RedlockModule options give ${given.join(' and ')}: give one. clients lists Redis nodes, backend ` +
+  'sets the default group on another backend, groups names groups of any backend.';
+
+export const SHARED_UNSUPPORTED = (
+  where: string,
+  group: string,
+  kind: string,
+  shared: 'read' | 'permits',
+) =>
+  `@Locked on ${where} asks for ${shared === 'read' ? "mode: 'read'" : 'permits > 1'} in lock group ` +
+  `"${group}", whose ${kind} backend has no ${shared === 'read' ? 'shared (read) lock' : 'permits'}. ` +
+  'Use the exclusive lock there, or a group on Redis, PostgreSQL, etcd or ZooKeeper.';
+
+export const MEMORY_BACKEND_STARTED = (group: string) =>
+  `Lock group "${group}" uses the memory backend: it locks within this process only, so ` +
+  'instances of the app do not exclude each other. Use Redis or a database backend for several ' +
+  'instances.';
+
+export const BACKEND_UNREACHABLE_AT_START = (group: string, kind: string, reason: string) =>
+  `Lock group "${group}" (${kind}) is not reachable at startup: ${reason}. Locks fail with ` +
+  'LockBackendError until it answers.';
 
 export const REDIS_UNREACHABLE_AT_START = (group: string, reason: string) =>
   `Lock group "${group}": cannot reach Redis yet (${reason}); calls fail with LockBackendError ` +

@@ -45,11 +45,29 @@ export const noStats = (): LockClientStats => ({
   grants: 0,
 });
 
+/** One server (or endpoint) of a backend, as a health check found it. @internal */
+export interface BackendNodeHealth {
+  /** Where it is (`host:port`, a socket path...), never a password. */
+  readonly node: string;
+  readonly status: 'up' | 'down';
+  /** Round trip of the check, in ms (when up). */
+  readonly latencyMs?: number;
+  /** Why it is down: the driver's error, or no answer in time. */
+  readonly error?: string;
+}
+
+/** A group's servers as a health check found them. @internal */
+export interface BackendHealth {
+  /** Servers that must answer for locks to work (1, or a majority of a quorum). */
+  readonly quorum: number;
+  readonly nodes: readonly BackendNodeHealth[];
+}
+
 /**
- * What `LockService` (and the watchdog) need of the lock engine of one client group. Two
- * implementations: `LockClient` (Redis, the only one in production) and the in-process backend
- * of `nest-locked/testing`, so a user's unit tests run the real decorator, context and service
- * over the same semantics without a server.
+ * What `LockService` (and the watchdog) need of the lock engine of one client group. The
+ * implementations: `LockClient` (Redis), the in-process backend (`backend: 'memory'` and
+ * `nest-locked/testing`), and the backends of the other entry points (`nest-locked/postgres`,
+ * ...), each built by a `LockBackendDefinition`.
  *
  * The contract, whatever the implementation:
  * - exclusion per key; several keys are taken all or nothing;
@@ -108,5 +126,14 @@ export interface LockBackend {
   isLocked(key: string): Promise<boolean>;
   /** Ends every wait in progress (they reject with LockBackendError). */
   abortWaits(): void;
+  /**
+   * Connects, when the module starts (`onModuleInit`), so the first lock does not pay for it. A
+   * rejection is logged as a warning, not fatal: calls fail with `LockBackendError` until the
+   * server answers.
+   */
+  start?(): Promise<void>;
+  /** Checks every server of the group within `timeout` ms (`RedlockHealthIndicator`). */
+  health?(timeout: number): Promise<BackendHealth>;
+  /** Closes what the backend opened (never a pool or client the user passed in). */
   close(): Promise<void>;
 }

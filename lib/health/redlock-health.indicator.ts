@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { Inject, Injectable } from '@nestjs/common';
 import { type HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
+import type { LockBackend } from '../engine/lock-backend';
 import type { LockClient } from '../engine/lock-client';
 import { LockClientRegistry } from '../module/lock-client.registry';
 import type { ResolvedRedlockOptions } from '../module/redlock-options';
@@ -22,6 +23,8 @@ export interface RedlockNodeHealth {
 /** One client group: up when a majority of its nodes (its quorum) answered. */
 export interface RedlockGroupHealth {
   readonly status: 'up' | 'down';
+  /** The group's backend: `redis`, `postgres`, `mysql`, `etcd`, `zookeeper` or `memory`. */
+  readonly backend: string;
   /** Nodes that must answer for locks to work: 1 for a single node, a majority of a quorum. */
   readonly quorum: number;
   /** Nodes that answered. */
@@ -85,11 +88,15 @@ export class RedlockHealthIndicator {
   ): Promise<HealthIndicatorResult<Key, 'up' | 'down', RedlockHealthDetails>> {
     const session = this.indicators.check(key);
     const timeout = options.timeout ?? this.options.commandTimeout;
-    const checked = await Promise.all(
-      [...this.registry.clients()].map(
+    const checked = await Promise.all([
+      ...[...this.registry.clients()].map(
         async ([name, client]) => [name, await checkGroup(client, timeout)] as const,
       ),
-    );
+      ...[...this.registry.backends()].map(
+        async ([name, { client, kind }]) =>
+          [name, await checkBackend(client, kind, timeout)] as const,
+      ),
+    ]);
     const details: RedlockHealthDetails = { groups: Object.fromEntries(checked) };
     return checked.every(([, group]) => group.status === 'up')
       ? session.up(details)
@@ -101,7 +108,24 @@ async function checkGroup(client: LockClient, timeout: number): Promise<RedlockG
   const nodes = await Promise.all(client.nodes.map((node) => ping(node, timeout)));
   const reachable = nodes.filter((n) => n.status === 'up').length;
   const quorum = client.quorum;
-  return { status: reachable >= quorum ? 'up' : 'down', quorum, reachable, nodes };
+  return {
+    status: reachable >= quorum ? 'up' : 'down',
+    backend: 'redis',
+    quorum,
+    reachable,
+    nodes,
+  };
+}
+
+/** A group of another backend: its own check (the memory backend has no server: always up). */
+async function checkBackend(
+  client: LockBackend,
+  backend: string,
+  timeout: number,
+): Promise<RedlockGroupHealth> {
+  const { quorum, nodes } = (await client.health?.(timeout)) ?? { quorum: 0, nodes: [] };
+  const reachable = nodes.filter((n) => n.status === 'up').length;
+  return { status: reachable >= quorum ? 'up' : 'down', backend, quorum, reachable, nodes };
 }
 
 async function ping(node: RedisNode, timeout: number): Promise<RedlockNodeHealth> {

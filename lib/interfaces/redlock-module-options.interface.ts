@@ -1,4 +1,5 @@
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
+import type { LockBackendDefinition } from './lock-backend-definition.interface';
 
 /**
  * One Redis node of a lock group: a string, ioredis `RedisOptions` (Sentinel options
@@ -21,6 +22,19 @@ export type RedlockClientEntry = string | RedisOptions | Redis | Cluster;
  */
 export type RedlockClients =
   readonly RedlockClientEntry[] | Record<string, readonly RedlockClientEntry[]>;
+
+/**
+ * A group's backend other than Redis: `'memory'` (locks within this one process only, for a
+ * single instance or local development; said in a startup log line) or what a backend factory
+ * returns (`postgresBackend(...)` from `nest-locked/postgres`, `mysqlBackend(...)`,
+ * `etcdBackend(...)`, `zookeeperBackend(...)`).
+ */
+export type RedlockBackendOption = LockBackendDefinition | 'memory';
+
+/** One named group of `groups`: Redis nodes (`clients`) or another `backend`. */
+export type RedlockGroupOptions =
+  | { readonly clients: readonly RedlockClientEntry[]; readonly backend?: undefined }
+  | { readonly backend: RedlockBackendOption; readonly clients?: undefined };
 
 /** Lock behaviour that can be set module-wide and overridden per call. */
 export interface LockBehaviourOptions {
@@ -74,6 +88,18 @@ export interface RedlockModuleOptions extends LockBehaviourOptions {
    * @default [process.env.REDIS_URL ?? 'redis://127.0.0.1:6379']
    */
   clients?: RedlockClients;
+  /**
+   * The `default` group's backend when it is not Redis: `'memory'` or a backend factory's result
+   * (`postgresBackend({ connectionString })`). Not together with `clients` or `groups`.
+   * @example `RedlockModule.forRoot({ backend: postgresBackend({ connectionString }) })`
+   */
+  backend?: RedlockBackendOption;
+  /**
+   * Named groups of any backend, each `{ clients: [...] }` (Redis) or `{ backend }`:
+   * `{ default: { backend: postgresBackend(...) }, jobs: { clients: ['redis://...'] } }`. Not
+   * together with `clients` or `backend`.
+   */
+  groups?: Readonly<Record<string, RedlockGroupOptions>>;
   /**
    * Prefix of every Redis key the module writes. A lock on `product:42` lives at
    * `<keyPrefix>{product:42}` (the braces are a Redis Cluster hash tag keeping the lock and its

@@ -10,13 +10,14 @@ import { Redis, type RedisOptions } from 'ioredis';
 import NodeRedlock from 'redlock';
 import { LockConfigError } from '../errors';
 import type { LockBackend } from '../engine/lock-backend';
-import type { Redlock } from '../interfaces';
+import type { LockBackendDefinition, Redlock } from '../interfaces';
 import { LockClient } from '../engine/lock-client';
 import { closeConnection, reviveWhenEnded } from '../redis/redis-connection';
 import { isCluster, isRedisInstance, type RedisNode } from '../redis/redis-node';
 import type { ResolvedRedlockOptions } from './redlock-options';
 import { RESOLVED_OPTIONS } from '../redlock.constants';
 import {
+  BACKEND_UNREACHABLE_AT_START,
   EVICTION_POLICY_UNSAFE,
   REDIS_CONNECTION_BACK,
   REDIS_CONNECTION_LOST,
@@ -37,6 +38,8 @@ export const LOCK_BACKEND_FACTORY = Symbol('nest-locked:backendFactory');
 
 interface Group {
   client: LockBackend;
+  /** `redis`, or the kind of the group's backend definition (`memory`, `postgres`...). */
+  kind: string;
   /** The Redis nodes behind the group (none for a backend without Redis). */
   nodes: readonly RedisNode[];
   owned: RedisNode[];
@@ -74,11 +77,29 @@ export class LockClientRegistry implements OnModuleInit, OnApplicationShutdown {
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedRedlockOptions,
     @Optional() @Inject(LOCK_BACKEND_FACTORY) backend?: LockBackendFactory,
   ) {
-    for (const [name, entries] of Object.entries(options.groups)) {
-      if (backend) {
-        this.groups.set(name, { client: backend(name, options), nodes: [], owned: [] });
-        continue;
+    if (backend) {
+      // nest-locked/testing: every group, whatever its backend, in memory.
+      for (const name of [...Object.keys(options.groups), ...Object.keys(options.backends)]) {
+        this.groups.set(name, {
+          client: backend(name, options),
+          kind: 'memory',
+          nodes: [],
+          owned: [],
+        });
       }
+      return;
+    }
+    for (const [name, definition] of Object.entries(options.backends)) {
+      const client = definition.create({
+        group: name,
+        keyPrefix: options.keyPrefix,
+        driftFactor: options.driftFactor,
+        commandTimeout: options.commandTimeout,
+        logger: this.logger,
+      });
+      this.groups.set(name, { client, kind: definition.kind, nodes: [], owned: [] });
+    }
+    for (const [name, entries] of Object.entries(options.groups)) {
       const owned: RedisNode[] = [];
       const nodes = entries.map((entry) => {
         if (isRedisInstance(entry)) return entry;
@@ -97,7 +118,7 @@ export class LockClientRegistry implements OnModuleInit, OnApplicationShutdown {
         },
         (err) => this.logger.debug?.(`lock notifications (${name}): ${err.message}`),
       );
-      this.groups.set(name, { client, nodes, owned });
+      this.groups.set(name, { client, kind: 'redis', nodes, owned });
     }
   }
 
@@ -117,6 +138,23 @@ export class LockClientRegistry implements OnModuleInit, OnApplicationShutdown {
       if (group.client instanceof LockClient) clients.set(name, group.client);
     }
     return clients;
+  }
+
+  /**
+   * What a group's backend supports, for a group of another backend than Redis (which supports
+   * everything); undefined for Redis and unknown groups.
+   */
+  supports(name: string): LockBackendDefinition | undefined {
+    return this.options.backends[name];
+  }
+
+  /** Every group that is not Redis: its backend and kind (for the health indicator). */
+  backends(): ReadonlyMap<string, { client: LockBackend; kind: string }> {
+    const backends = new Map<string, { client: LockBackend; kind: string }>();
+    for (const [name, group] of this.groups) {
+      if (!(group.client instanceof LockClient)) backends.set(name, group);
+    }
+    return backends;
   }
 
   /** @throws LockConfigError for an unknown group */
@@ -152,6 +190,15 @@ export class LockClientRegistry implements OnModuleInit, OnApplicationShutdown {
           }),
         );
       }
+    }
+    for (const [name, group] of this.groups) {
+      const { client, kind } = group;
+      if (!client.start) continue;
+      pending.push(
+        this.within(client.start(), within).catch((err: Error) =>
+          this.logger.warn(BACKEND_UNREACHABLE_AT_START(name, kind, err.message)),
+        ),
+      );
     }
     await Promise.all(pending);
     await Promise.all(
@@ -209,13 +256,17 @@ export class LockClientRegistry implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** Connects, or rejects after `ms` (the connection keeps trying in the background). */
-  private async connectWithin(redis: RedisNode, ms: number): Promise<void> {
+  private connectWithin(redis: RedisNode, ms: number): Promise<void> {
+    return this.within(redis.connect(), ms);
+  }
+
+  /** `work`, or a rejection after `ms` (the work goes on in the background). */
+  private async within(work: Promise<void>, ms: number): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
-    const connecting = redis.connect();
-    connecting.catch(() => undefined);
+    work.catch(() => undefined);
     try {
       await Promise.race([
-        connecting,
+        work,
         new Promise<never>((_, reject) => {
           timer = setTimeout(() => reject(new Error(`not connected within ${ms} ms`)), ms);
         }),

@@ -3,11 +3,13 @@ import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { LockConfigError } from '../errors';
 import { LockClientRegistry } from './lock-client.registry';
 import { getLockedMethod } from '../api/locked.decorator';
-import { LOCKED_UNKNOWN_CLIENT } from '../redlock.messages';
+import { DEFAULT_CLIENT } from '../redlock.constants';
+import { LOCKED_UNKNOWN_CLIENT, SHARED_UNSUPPORTED } from '../redlock.messages';
 
 /**
  * Checks every `@Locked` method at startup against the module's options (a `client` group that
- * does not exist fails startup, not the first call). It validates; it never patches methods.
+ * does not exist, or a read lock or permits on a backend without them, fails startup, not the
+ * first call). It validates; it never patches methods.
  * @internal
  */
 @Injectable()
@@ -26,11 +28,20 @@ export class LockExplorer implements OnModuleInit {
       if (!proto) continue;
       for (const name of this.scanner.getAllMethodNames(proto)) {
         const method = getLockedMethod((proto as Record<string, unknown>)[name]);
-        const client = method?.options.client;
-        if (client !== undefined && !this.registry.has(client)) {
+        if (!method) continue;
+        const { client = DEFAULT_CLIENT, mode, permits = 1 } = method.options;
+        if (!this.registry.has(client)) {
           throw new LockConfigError(
-            LOCKED_UNKNOWN_CLIENT(method!.where, client, this.registry.names),
-            `@Locked on ${method!.where}.client`,
+            LOCKED_UNKNOWN_CLIENT(method.where, client, this.registry.names),
+            `@Locked on ${method.where}.client`,
+          );
+        }
+        const shared = mode === 'read' ? 'read' : permits > 1 ? 'permits' : undefined;
+        const backend = this.registry.supports(client);
+        if (shared && backend && !backend.supports[shared]) {
+          throw new LockConfigError(
+            SHARED_UNSUPPORTED(method.where, client, backend.kind, shared),
+            `@Locked on ${method.where}.${shared === 'read' ? 'mode' : 'permits'}`,
           );
         }
       }

@@ -1,5 +1,6 @@
 import { LockConfigError } from '../errors';
 import type {
+  LockBackendDefinition,
   LockBehaviourOptions,
   LockCallOptions,
   LockedOptions,
@@ -8,6 +9,7 @@ import type {
   RedlockModuleOptions,
 } from '../interfaces';
 import { isRedisInstance } from '../redis/redis-node';
+import { memoryBackend } from '../memory/memory-backend';
 import {
   DEFAULT_CLIENT,
   DEFAULT_OPTIONS,
@@ -15,6 +17,7 @@ import {
   MAX_TIMER_MS,
 } from '../redlock.constants';
 import {
+  BACKEND_TOGETHER,
   BAD_NODE_ENTRY,
   BAD_NODE_URL,
   BAD_OPTION,
@@ -33,8 +36,13 @@ import {
 } from '../redlock.messages';
 
 /** Module options after validation, with every default applied. @internal */
-export interface ResolvedRedlockOptions extends Required<Omit<RedlockModuleOptions, 'clients'>> {
+export interface ResolvedRedlockOptions extends Required<
+  Omit<RedlockModuleOptions, 'clients' | 'backend' | 'groups'>
+> {
+  /** The Redis groups: their nodes. */
   groups: Readonly<Record<string, readonly RedlockClientEntry[]>>;
+  /** The groups of other backends (`'memory'` resolved to its definition). */
+  backends: Readonly<Record<string, LockBackendDefinition>>;
 }
 
 /** Per-call behaviour after merging call options over module options. @internal */
@@ -72,6 +80,8 @@ const CALL_KEYS = [
 /** The keys of `RedlockModuleOptions`. @internal */
 export const MODULE_KEYS = Object.keys({
   clients: true,
+  backend: true,
+  groups: true,
   keyPrefix: true,
   ...BEHAVIOUR_KEYS,
   busyStatus: true,
@@ -286,6 +296,8 @@ export function resolveRedlockOptions(
   checkShape(input, site);
   const {
     clients: given,
+    backend,
+    groups: named,
     isGlobal: _extra,
     ...own
   } = input as RedlockModuleOptions & RedlockModuleExtras;
@@ -304,8 +316,61 @@ export function resolveRedlockOptions(
   if (typeof o.telemetry !== 'boolean' && o.telemetry !== 'auto')
     fail('telemetry', o.telemetry, EXPECTED.telemetry);
 
-  const groups = resolveClients(given);
-  return Object.freeze({ ...o, groups: Object.freeze(groups) });
+  const { groups, backends } = resolveGroups(given, backend, named);
+  return Object.freeze({
+    ...o,
+    groups: Object.freeze(groups),
+    backends: Object.freeze(backends),
+  });
+}
+
+type RedisGroups = Record<string, readonly RedlockClientEntry[]>;
+
+/**
+ * The groups, from exactly one of `clients` (Redis only), `backend` (the default group on
+ * another backend) and `groups` (named groups of any backend).
+ */
+function resolveGroups(
+  clients: unknown,
+  backend: unknown,
+  named: unknown,
+): { groups: RedisGroups; backends: Record<string, LockBackendDefinition> } {
+  const given = (['clients', 'backend', 'groups'] as const).filter(
+    (_, i) => [clients, backend, named][i] !== undefined,
+  );
+  if (given.length > 1) throw new LockConfigError(BACKEND_TOGETHER(given), given[1]);
+  if (backend !== undefined)
+    return { groups: {}, backends: { [DEFAULT_CLIENT]: backendOf(backend, 'backend') } };
+  if (named === undefined) return { groups: resolveClients(clients), backends: {} };
+  if (named === null || typeof named !== 'object' || Array.isArray(named))
+    fail('groups', named, EXPECTED.groups);
+  const groups: RedisGroups = {};
+  const backends: Record<string, LockBackendDefinition> = {};
+  for (const [name, group] of Object.entries(named)) {
+    const field = `groups.${name}`;
+    const o = (group ?? {}) as { clients?: unknown; backend?: unknown };
+    if (typeof group !== 'object' || (o.clients === undefined) === (o.backend === undefined))
+      fail(field, group, EXPECTED.namedGroup);
+    if (o.backend !== undefined) backends[name] = backendOf(o.backend, `${field}.backend`);
+    else groups[name] = checkGroup(o.clients, `${field}.clients`, false);
+  }
+  if (Object.keys(named).length === 0) fail('groups', named, EXPECTED.someGroup);
+  return { groups, backends };
+}
+
+/** A group's backend: `'memory'`, or what a backend factory returned. */
+function backendOf(value: unknown, field: string): LockBackendDefinition {
+  if (value === 'memory') return memoryBackend();
+  const o = value as Partial<LockBackendDefinition> | null;
+  if (
+    o === null ||
+    typeof o !== 'object' ||
+    typeof o.kind !== 'string' ||
+    typeof o.create !== 'function' ||
+    typeof o.supports !== 'object'
+  )
+    fail(field, value, EXPECTED.backend);
+  return o as LockBackendDefinition;
 }
 
 /**
@@ -322,12 +387,16 @@ function resolveClients(given: unknown): Record<string, readonly RedlockClientEn
     ? { [DEFAULT_CLIENT]: clients }
     : { ...clients };
   if (Object.keys(groups).length === 0) fail('clients', clients, EXPECTED.someGroup);
-  for (const [name, entries] of Object.entries(groups)) {
-    if (!Array.isArray(entries) || entries.length === 0)
-      fail(`clients.${name}`, entries, EXPECTED.group);
-    entries.forEach((entry: unknown, i) => checkNode(entry, `clients.${name}[${i}]`, fromEnv));
-  }
-  return groups as Record<string, readonly RedlockClientEntry[]>;
+  for (const [name, entries] of Object.entries(groups))
+    checkGroup(entries, `clients.${name}`, fromEnv);
+  return groups as RedisGroups;
+}
+
+/** A Redis group: a non-empty array of nodes. */
+function checkGroup(entries: unknown, field: string, fromEnv: boolean): RedlockClientEntry[] {
+  if (!Array.isArray(entries) || entries.length === 0) fail(field, entries, EXPECTED.group);
+  entries.forEach((entry: unknown, i) => checkNode(entry, `${field}[${i}]`, fromEnv));
+  return entries as RedlockClientEntry[];
 }
 
 const isPort = (v: unknown) => Number.isInteger(v) && (v as number) >= 1 && (v as number) <= 65535;

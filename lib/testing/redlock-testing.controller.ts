@@ -10,7 +10,7 @@ import {
   TESTING_NOTHING_TO_LOSE,
   UNKNOWN_CLIENT,
 } from '../redlock.messages';
-import { InMemoryBackend } from './in-memory-backend';
+import { InMemoryBackend } from '../memory/in-memory-backend';
 
 /** Which client group a control acts on. */
 export interface TestingControlTarget {

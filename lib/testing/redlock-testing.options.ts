@@ -17,7 +17,7 @@ import {
  * `groups` names the lock groups instead.
  */
 export interface RedlockTestingModuleOptions
-  extends Omit<RedlockModuleOptions, 'clients'>, RedlockModuleExtras {
+  extends Omit<RedlockModuleOptions, 'clients' | 'backend' | 'groups'>, RedlockModuleExtras {
   /**
    * Names of the lock groups the code under test locks in (the `client` option of `@Locked`
    * and `LockService`). Each is an independent in-memory backend.
@@ -26,7 +26,11 @@ export interface RedlockTestingModuleOptions
   groups?: readonly string[];
 }
 
-const TESTING_KEYS = [...MODULE_KEYS.filter((k) => k !== 'clients'), 'isGlobal', 'groups'];
+const TESTING_KEYS = [
+  ...MODULE_KEYS.filter((k) => k !== 'clients' && k !== 'backend' && k !== 'groups'),
+  'isGlobal',
+  'groups',
+];
 
 /**
  * The `RedlockModule.forRoot()` options the testing module stands for: the same behaviour,
@@ -47,7 +51,7 @@ export function redlockOptionsForTest(
   }
   for (const key of Object.keys(options)) {
     if (TESTING_KEYS.includes(key)) continue;
-    if (key === 'clients') throw new LockConfigError(TESTING_CLIENTS, key);
+    if (key === 'clients' || key === 'backend') throw new LockConfigError(TESTING_CLIENTS, key);
     const nearest = nearestName(key, TESTING_KEYS);
     throw new LockConfigError(
       UNKNOWN_OPTION(key, TESTING_OPTIONS_LABEL, nearest, TESTING_KEYS),
