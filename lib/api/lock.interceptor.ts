@@ -132,7 +132,8 @@ export class LockInterceptor implements NestInterceptor {
         status: this.busyStatus,
         code: 'LOCK_NOT_ACQUIRED',
         message: CLIENT_MESSAGES.busy,
-        // Whole seconds; `retryAfterMs` is the key's usual hold, at most the holder's lease.
+        // Whole seconds; `retryAfterMs` is the key's usual hold here (at most 1 s without one),
+        // never past the holder's lease.
         retryAfter: Math.max(1, Math.ceil(error.retryAfterMs / 1000)),
       };
     }
