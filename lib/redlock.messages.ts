@@ -589,3 +589,8 @@ export const RAW_KEY_LONE_SURROGATE = (source: string) =>
   `Invalid lock key (${source}): it holds a lone surrogate (half of a UTF-16 pair), which Redis ` +
   `would store as U+FFFD, the same as any other lone surrogate. Lock on well-formed text ` +
   `(String.prototype.toWellFormed()), or use a key template, which encodes such values.`;
+
+export const APP_NOT_INITIALISED = (group: string) =>
+  `Lock group "${group}" is not connected: the Nest application was not initialised; call ` +
+  `app.init() (or app.listen(), or init() on a testing module) before taking locks. ` +
+  `RedlockModule opens its connections when the application initialises.`;
