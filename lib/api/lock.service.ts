@@ -153,6 +153,7 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     @Optional() private readonly moduleRef?: ModuleRef,
   ) {
     this.segmented = new SegmentedStrategy();
+    registry.whenReady((group) => this.renewHoldsOf(group));
   }
 
   /** @internal Finds the observers that are there at startup: the Nest event bus, telemetry. */
@@ -319,6 +320,17 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
       return true;
     }
     return false;
+  }
+
+  /**
+   * A Redis connection of `group` is ready (again): every hold of the group renews now, so one
+   * whose lock went with the server's data learns it within a round trip (renewals go out
+   * batched, see RenewalBatcher).
+   */
+  private renewHoldsOf(group: string): void {
+    for (let h = this.holds.first; h; h = h.next) {
+      if (h.client.name === group) h.watchdog?.renewNow();
+    }
   }
 
   /** The group a call locks in. @throws LockConfigError for an unknown group */

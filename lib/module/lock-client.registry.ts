@@ -72,6 +72,10 @@ export class LockClientRegistry implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('nest-locked');
   private readonly groups = new Map<string, Group>();
   private closed = false;
+  /** Told the group's name each time one of its Redis connections is ready again. */
+  private readonly reconnected: ((group: string) => void)[] = [];
+  /** The `ready` listeners put on connections, removed on shutdown (the user's are kept). */
+  private readonly readyListeners: [RedisNode, () => void][] = [];
   /** Whether `onModuleInit` ran (the application was initialised). */
   private initialised = false;
   /** Owned connections: the last driver error, and whether it was up when last heard of. */
@@ -138,6 +142,11 @@ export class LockClientRegistry implements OnModuleInit, OnApplicationShutdown {
         owned,
         startsAtInit: owned.length > 0,
       });
+      for (const node of nodes) {
+        const listener = () => this.reconnected.forEach((tell) => tell(name));
+        node.on('ready', listener);
+        this.readyListeners.push([node, listener]);
+      }
     }
   }
 
@@ -245,6 +254,14 @@ export class LockClientRegistry implements OnModuleInit, OnApplicationShutdown {
     );
   }
 
+  /**
+   * `listener` is told a group's name whenever one of its Redis connections is ready (again):
+   * the holds on it may have been lost while it was away (a restart without persistence).
+   */
+  whenReady(listener: (group: string) => void): void {
+    this.reconnected.push(listener);
+  }
+
   /** Ends every wait in progress in every group (shutdown: waiting requests answer now). */
   abortWaits(): void {
     for (const group of this.groups.values()) group.client.abortWaits();
@@ -253,6 +270,7 @@ export class LockClientRegistry implements OnModuleInit, OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    for (const [node, listener] of this.readyListeners) node.off('ready', listener);
     await Promise.all(
       [...this.groups.values()].map(async (group) => {
         await group.client.close();
