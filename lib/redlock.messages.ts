@@ -578,3 +578,19 @@ export type TYPE_KEY_FUNCTION_PARAMETERS =
   "@Locked key function: its parameters do not match the method's";
 export type TYPE_UNKNOWN_OPTION<Key extends PropertyKey> =
   `@Locked: unknown option "${Key & string}" (see LockedOptions)`;
+
+// --- corrections of issue 26: call input, first use, credentials ------------------------------
+
+export const USING_NEEDS_FUNCTION = (where: string, value: unknown) =>
+  `${where}: its second argument (fn) must be the function to run under the lock; got ` +
+  `${kind(value)}. Pass it as in locks.using('product:42', async (lock) => { ... }).`;
+
+export const RAW_KEY_LONE_SURROGATE = (source: string) =>
+  `Invalid lock key (${source}): it holds a lone surrogate (half of a UTF-16 pair), which Redis ` +
+  `would store as U+FFFD, the same as any other lone surrogate. Lock on well-formed text ` +
+  `(String.prototype.toWellFormed()), or use a key template, which encodes such values.`;
+
+export const APP_NOT_INITIALISED = (group: string) =>
+  `Lock group "${group}" is not connected: the Nest application was not initialised; call ` +
+  `app.init() (or app.listen(), or init() on a testing module) before taking locks. ` +
+  `RedlockModule opens its connections when the application initialises.`;

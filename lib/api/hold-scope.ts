@@ -83,7 +83,8 @@ export class HoldInfo implements LockContextInfo {
   get fences(): Readonly<Record<string, number>> {
     if (!this.#fences) {
       const { lease } = this.#hold;
-      const fences: Record<string, number> = {};
+      // No prototype: a key named '__proto__' is a key like any other.
+      const fences = Object.create(null) as Record<string, number>;
       lease.keys.forEach((k, i) => (fences[k] = lease.fences[i]));
       this.#fences = fences;
     }

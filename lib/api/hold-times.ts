@@ -60,10 +60,16 @@ export class HoldTimes {
 }
 
 /**
+ * The retry estimate of a busy key this process has no hold history of: the holder's lease
+ * left says little (the watchdog keeps it near `ttl` whatever the hold), so at most this.
+ */
+export const FIRST_BUSY_RETRY_MS = 1_000;
+
+/**
  * The busy answer with a `retryAfterMs` a client can use: the usual hold of its keys here (the
  * longest of them, as all must free up; for a segmented call the shortest of its slices, as any
  * one will do), never past the holder's remaining lease. Keys no call of this process released
- * lately keep the remaining lease.
+ * lately get the remaining lease, at most {@link FIRST_BUSY_RETRY_MS}.
  * @internal
  */
 export function withRetryEstimate(
@@ -71,24 +77,33 @@ export function withRetryEstimate(
   times: HoldTimes | undefined,
   segments?: number,
 ): LockNotAcquiredError {
-  if (!times) return error;
+  const estimate = times ? usualHold(error.keys, times, segments) : undefined;
+  // A lease of 0 or -1 (none known, or a key written without expiry) bounds nothing.
+  const lease = error.retryAfterMs;
+  const bound = estimate ?? FIRST_BUSY_RETRY_MS;
+  const retryAfterMs = lease > 0 ? Math.min(bound, lease) : bound;
+  if (retryAfterMs === lease) return error;
+  return new LockNotAcquiredError(error.keys, error.waitedMs, retryAfterMs);
+}
+
+/** The usual hold of a busy call's keys here, if every key (or some slice) has one. */
+function usualHold(
+  keys: readonly string[],
+  times: HoldTimes,
+  segments: number | undefined,
+): number | undefined {
   let estimate: number | undefined;
   if (segments === undefined) {
-    for (const key of error.keys) {
+    for (const key of keys) {
       const usual = times.estimate(key);
-      if (usual === undefined) return error;
+      if (usual === undefined) return undefined;
       estimate = Math.max(estimate ?? 0, usual);
     }
   } else {
     for (let s = 0; s < segments; s++) {
-      const usual = times.estimate(sliceKey(error.keys[0], s));
+      const usual = times.estimate(sliceKey(keys[0], s));
       if (usual !== undefined) estimate = Math.min(estimate ?? Infinity, usual);
     }
   }
-  if (estimate === undefined) return error;
-  // A lease of 0 or -1 (none known, or a key written without expiry) bounds nothing.
-  const lease = error.retryAfterMs;
-  const retryAfterMs = lease > 0 ? Math.min(estimate, lease) : estimate;
-  if (retryAfterMs === lease) return error;
-  return new LockNotAcquiredError(error.keys, error.waitedMs, retryAfterMs);
+  return estimate;
 }

@@ -185,10 +185,15 @@ export class LockEvents {
   /** Hands `payload` to every observer; a listener that throws is logged, never thrown. */
   emit<E extends LockEventName>(event: E, payload: LockEventPayload<E>): void {
     this.sink?.record(event, payload);
-    try {
-      this.local.emit(event, payload);
-    } catch (err) {
-      this.listenerFailed(event, err);
+    // Only with a listener of its own: an EventEmitter throws on an 'error' nobody listens to,
+    // and telemetry or an @OnEvent handler raise the flag without one (each failed call of an
+    // outage would log that throw).
+    if (this.local.listenerCount(event) > 0) {
+      try {
+        this.local.emit(event, payload);
+      } catch (err) {
+        this.listenerFailed(event, err);
+      }
     }
     const name = LOCK_NEST_EVENTS[event];
     if (this.bus?.hasListeners(name)) {

@@ -87,8 +87,9 @@ const graphQLError = lazyPeer(
  * same `code`. The client is told what happened in the terms of its request, never a lock key
  * or a Redis error: those stay on the error (the `cause` of the `HttpException`, the
  * `originalError` of the `GraphQLError`), and a 5xx is logged at WARN with them. Registered
- * globally by default (`interceptor: false` turns that off). Subclass it and override `map()`
- * to change the mapping.
+ * globally by default, and on every WebSocket and microservice message handler (which Nest's
+ * global interceptors do not reach); `interceptor: false` turns both off. Subclass it and
+ * override `map()` to change the mapping (then bind the subclass yourself).
  *
  * @example
  * ```ts
@@ -132,7 +133,8 @@ export class LockInterceptor implements NestInterceptor {
         status: this.busyStatus,
         code: 'LOCK_NOT_ACQUIRED',
         message: CLIENT_MESSAGES.busy,
-        // Whole seconds; `retryAfterMs` is the key's usual hold, at most the holder's lease.
+        // Whole seconds; `retryAfterMs` is the key's usual hold here (at most 1 s without one),
+        // never past the holder's lease.
         retryAfter: Math.max(1, Math.ceil(error.retryAfterMs / 1000)),
       };
     }

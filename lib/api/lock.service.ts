@@ -35,6 +35,7 @@ import {
   LOCK_EVENT_LISTENER_FAILED,
   MODE_MISMATCH,
   READ_TO_WRITE,
+  USING_NEEDS_FUNCTION,
 } from '../redlock.messages';
 import { SegmentedStrategy, sliceKey } from './segmented.strategy';
 import { Watchdog } from '../watchdog/watchdog';
@@ -152,6 +153,7 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     @Optional() private readonly moduleRef?: ModuleRef,
   ) {
     this.segmented = new SegmentedStrategy();
+    registry.whenReady((group) => this.renewHoldsOf(group));
   }
 
   /** @internal Finds the observers that are there at startup: the Nest event bus, telemetry. */
@@ -167,8 +169,9 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
    *
    * @throws LockNotAcquiredError still busy after `waitTimeout`
    * @throws LockBackendError Redis failed
-   * @throws LockKeyError `keys` is not a key or a non-empty array of keys, or a key is empty or
-   *   longer than 1024 bytes
+   * @throws LockKeyError `keys` is not a key or a non-empty array of keys, or a key is empty,
+   *   longer than 1024 bytes or holds a lone surrogate
+   * @throws LockConfigError `fn` is not a function
    */
   async using<T>(
     keys: string | readonly string[],
@@ -177,6 +180,9 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
   ): Promise<T> {
     validateBehaviour(options, 'LockService.using options');
     const list = rawKeys(keys, 'LockService.using');
+    if (typeof fn !== 'function') {
+      throw new LockConfigError(USING_NEEDS_FUNCTION('LockService.using', fn), 'fn');
+    }
     const body = () => fn(LockContext.current() as LockContextInfo);
     if (this.tracing) {
       const client = options.client ?? DEFAULT_CLIENT;
@@ -314,6 +320,17 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
       return true;
     }
     return false;
+  }
+
+  /**
+   * A Redis connection of `group` is ready (again): every hold of the group renews now, so one
+   * whose lock went with the server's data learns it within a round trip (renewals go out
+   * batched, see RenewalBatcher).
+   */
+  private renewHoldsOf(group: string): void {
+    for (let h = this.holds.first; h; h = h.next) {
+      if (h.client.name === group) h.watchdog?.renewNow();
+    }
   }
 
   /** The group a call locks in. @throws LockConfigError for an unknown group */

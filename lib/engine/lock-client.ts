@@ -49,6 +49,8 @@ export interface LockClientSettings {
   driftFactor: number;
   localHandoffs: number;
   commandTimeout: number;
+  /** Why a node cannot be used, when known better than by a command's error (see ScriptRunner). */
+  connectionError?: (node: RedisNode) => Error | undefined;
 }
 
 /**
@@ -113,7 +115,7 @@ export class LockClient implements LockBackend {
     this.turnPasses = this.refillBlock - 1;
     if (this.fair && !isCluster(nodes[0])) this.serverClock = new ServerClock(nodes[0]);
     this.space = new KeySpace(settings.keyPrefix, nodes.some(isCluster));
-    this.runner = new ScriptRunner(settings.commandTimeout);
+    this.runner = new ScriptRunner(settings.commandTimeout, settings.connectionError);
     this.leases = new Leases(settings.driftFactor);
     this.protocol = new LockProtocol(
       nodes,

@@ -90,7 +90,11 @@ export class RedlockHealthIndicator {
     const timeout = options.timeout ?? this.options.commandTimeout;
     const checked = await Promise.all([
       ...[...this.registry.clients()].map(
-        async ([name, client]) => [name, await checkGroup(client, timeout)] as const,
+        async ([name, client]) =>
+          [
+            name,
+            await checkGroup(client, timeout, (node) => this.registry.connectionError(node)),
+          ] as const,
       ),
       ...[...this.registry.backends()].map(
         async ([name, { client, kind }]) =>
@@ -104,8 +108,12 @@ export class RedlockHealthIndicator {
   }
 }
 
-async function checkGroup(client: LockClient, timeout: number): Promise<RedlockGroupHealth> {
-  const nodes = await Promise.all(client.nodes.map((node) => ping(node, timeout)));
+async function checkGroup(
+  client: LockClient,
+  timeout: number,
+  connectionError: (node: RedisNode) => Error | undefined,
+): Promise<RedlockGroupHealth> {
+  const nodes = await Promise.all(client.nodes.map((node) => ping(node, timeout, connectionError)));
   const reachable = nodes.filter((n) => n.status === 'up').length;
   const quorum = client.quorum;
   return {
@@ -128,7 +136,12 @@ async function checkBackend(
   return { status: reachable >= quorum ? 'up' : 'down', backend, quorum, reachable, nodes };
 }
 
-async function ping(node: RedisNode, timeout: number): Promise<RedlockNodeHealth> {
+/** A node's PING; a node down is reported with its connection's last error when known. */
+async function ping(
+  node: RedisNode,
+  timeout: number,
+  connectionError: (node: RedisNode) => Error | undefined,
+): Promise<RedlockNodeHealth> {
   const name = nodeName(node);
   const start = performance.now();
   let timer: NodeJS.Timeout | undefined;
@@ -143,7 +156,12 @@ async function ping(node: RedisNode, timeout: number): Promise<RedlockNodeHealth
     const latencyMs = Math.round((performance.now() - start) * 100) / 100;
     return { node: name, status: 'up', latencyMs };
   } catch (err) {
-    return { node: name, status: 'down', error: err instanceof Error ? err.message : String(err) };
+    const cause = connectionError(node) ?? err;
+    return {
+      node: name,
+      status: 'down',
+      error: cause instanceof Error ? cause.message : String(cause),
+    };
   } finally {
     clearTimeout(timer);
   }

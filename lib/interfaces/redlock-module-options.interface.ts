@@ -113,8 +113,10 @@ export interface RedlockModuleOptions extends LockBehaviourOptions {
    */
   busyStatus?: number;
   /**
-   * Register `LockInterceptor` globally (`APP_INTERCEPTOR`) so lock errors thrown by handlers map
-   * to HTTP statuses and RPC error codes. Set `false` to map them yourself.
+   * Register `LockInterceptor` globally (`APP_INTERCEPTOR`), and on every WebSocket gateway and
+   * microservice message handler (global interceptors reach neither, nor a hybrid app's
+   * microservice), so lock errors thrown by handlers map to HTTP statuses, RPC and WebSocket
+   * error codes. Set `false` to map them yourself.
    * @default true
    */
   interceptor?: boolean;

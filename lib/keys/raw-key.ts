@@ -1,5 +1,10 @@
 import { LockKeyError } from '../errors';
-import { RAW_KEY_INVALID, RAW_KEY_TOO_LONG, RAW_KEYS_INVALID } from '../redlock.messages';
+import {
+  RAW_KEY_INVALID,
+  RAW_KEY_LONE_SURROGATE,
+  RAW_KEY_TOO_LONG,
+  RAW_KEYS_INVALID,
+} from '../redlock.messages';
 import { MAX_KEY_BYTES, utf8Length } from './key-length';
 
 /**
@@ -66,5 +71,15 @@ export function rawKey(key: unknown, source: string, template: string): string {
       throw new LockKeyError(RAW_KEY_TOO_LONG(source, bytes, MAX_KEY_BYTES), template);
     }
   }
+  // Redis would store every lone surrogate as U+FFFD: two different keys, one lock. Raw keys
+  // are not encoded (their author chose them), so such a key is refused.
+  if (!(key as string & WellFormed).isWellFormed()) {
+    throw new LockKeyError(RAW_KEY_LONE_SURROGATE(source), template);
+  }
   return key;
+}
+
+/** `String.prototype.isWellFormed` (Node 20; not in the ES2022 lib this package compiles to). */
+interface WellFormed {
+  isWellFormed(): boolean;
 }

@@ -24,6 +24,7 @@ import {
   REDIS_UNREACHABLE_AT_START,
   REDLOCK_WITHOUT_REDIS,
   UNKNOWN_CLIENT,
+  APP_NOT_INITIALISED,
 } from '../redlock.messages';
 
 /**
@@ -43,6 +44,8 @@ interface Group {
   /** The Redis nodes behind the group (none for a backend without Redis). */
   nodes: readonly RedisNode[];
   owned: RedisNode[];
+  /** Connected by `onModuleInit` (owned connections, a backend with `start`): unusable before. */
+  startsAtInit: boolean;
   redlock?: Redlock;
 }
 
@@ -69,6 +72,12 @@ export class LockClientRegistry implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('nest-locked');
   private readonly groups = new Map<string, Group>();
   private closed = false;
+  /** Told the group's name each time one of its Redis connections is ready again. */
+  private readonly reconnected: ((group: string) => void)[] = [];
+  /** The `ready` listeners put on connections, removed on shutdown (the user's are kept). */
+  private readonly readyListeners: [RedisNode, () => void][] = [];
+  /** Whether `onModuleInit` ran (the application was initialised). */
+  private initialised = false;
   /** Owned connections: the last driver error, and whether it was up when last heard of. */
   private readonly lastError = new WeakMap<RedisNode, Error>();
   private readonly health = new WeakMap<RedisNode, 'up' | 'down'>();
@@ -85,6 +94,7 @@ export class LockClientRegistry implements OnModuleInit, OnApplicationShutdown {
           kind: 'memory',
           nodes: [],
           owned: [],
+          startsAtInit: false,
         });
       }
       return;
@@ -97,7 +107,13 @@ export class LockClientRegistry implements OnModuleInit, OnApplicationShutdown {
         commandTimeout: options.commandTimeout,
         logger: this.logger,
       });
-      this.groups.set(name, { client, kind: definition.kind, nodes: [], owned: [] });
+      this.groups.set(name, {
+        client,
+        kind: definition.kind,
+        nodes: [],
+        owned: [],
+        startsAtInit: client.start !== undefined,
+      });
     }
     for (const [name, entries] of Object.entries(options.groups)) {
       const owned: RedisNode[] = [];
@@ -115,10 +131,22 @@ export class LockClientRegistry implements OnModuleInit, OnApplicationShutdown {
           driftFactor: options.driftFactor,
           localHandoffs: options.localHandoffs,
           commandTimeout: options.commandTimeout,
+          connectionError: (node) => this.connectionError(node),
         },
         (err) => this.logger.debug?.(`lock notifications (${name}): ${err.message}`),
       );
-      this.groups.set(name, { client, kind: 'redis', nodes, owned });
+      this.groups.set(name, {
+        client,
+        kind: 'redis',
+        nodes,
+        owned,
+        startsAtInit: owned.length > 0,
+      });
+      for (const node of nodes) {
+        const listener = () => this.reconnected.forEach((tell) => tell(name));
+        node.on('ready', listener);
+        this.readyListeners.push([node, listener]);
+      }
     }
   }
 
@@ -157,9 +185,26 @@ export class LockClientRegistry implements OnModuleInit, OnApplicationShutdown {
     return backends;
   }
 
-  /** @throws LockConfigError for an unknown group */
+  /**
+   * @throws LockConfigError for an unknown group, or one whose connections open at init when
+   *   the application was not initialised (its calls would fail as if Redis were down)
+   */
   get(name: string): LockBackend {
-    return this.group(name).client;
+    const group = this.group(name);
+    if (group.startsAtInit && !this.initialised) {
+      throw new LockConfigError(APP_NOT_INITIALISED(name), 'app.init()');
+    }
+    return group.client;
+  }
+
+  /**
+   * Why an owned connection that is not ready cannot be used: the driver's last error (a wrong
+   * password, a refused connection, a TLS error), which says more than the command's own
+   * ("Stream isn't writeable", "Connection is closed"). Undefined for a ready connection, one
+   * with no error since it was last ready, and a connection the user passed in.
+   */
+  connectionError(node: RedisNode): Error | undefined {
+    return node.status === 'ready' ? undefined : this.lastError.get(node);
   }
 
   /**
@@ -176,6 +221,7 @@ export class LockClientRegistry implements OnModuleInit, OnApplicationShutdown {
   }
 
   async onModuleInit(): Promise<void> {
+    this.initialised = true;
     // Open owned connections now so the first lock does not pay for it; a server that is down
     // is logged, not fatal: calls fail with LockBackendError until it comes back. Startup waits
     // a bounded time (a Sentinel setup whose sentinels are all unreachable never connects).
@@ -208,6 +254,14 @@ export class LockClientRegistry implements OnModuleInit, OnApplicationShutdown {
     );
   }
 
+  /**
+   * `listener` is told a group's name whenever one of its Redis connections is ready (again):
+   * the holds on it may have been lost while it was away (a restart without persistence).
+   */
+  whenReady(listener: (group: string) => void): void {
+    this.reconnected.push(listener);
+  }
+
   /** Ends every wait in progress in every group (shutdown: waiting requests answer now). */
   abortWaits(): void {
     for (const group of this.groups.values()) group.client.abortWaits();
@@ -216,6 +270,7 @@ export class LockClientRegistry implements OnModuleInit, OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    for (const [node, listener] of this.readyListeners) node.off('ready', listener);
     await Promise.all(
       [...this.groups.values()].map(async (group) => {
         await group.client.close();
@@ -248,6 +303,7 @@ export class LockClientRegistry implements OnModuleInit, OnApplicationShutdown {
       }
     });
     redis.on('ready', () => {
+      this.lastError.delete(redis);
       if (this.health.get(redis) === 'down') this.logger.log(REDIS_CONNECTION_BACK(name));
       this.health.set(redis, 'up');
     });

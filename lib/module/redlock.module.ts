@@ -5,10 +5,11 @@ import {
   type NestInterceptor,
   type Provider,
 } from '@nestjs/common';
-import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
+import { APP_INTERCEPTOR, DiscoveryModule, DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { getRedlockToken, requestedRedlockNames } from './inject-redlock.decorator';
 import { LockClientRegistry } from './lock-client.registry';
 import { LockExplorer } from './lock.explorer';
+import { bindToMessageHandlers } from './message-handler-binding';
 import { LockInterceptor } from '../api/lock.interceptor';
 import { LockService } from '../api/lock.service';
 import {
@@ -86,9 +87,17 @@ export class RedlockModule extends ConfigurableModuleClass {
         },
         {
           provide: APP_INTERCEPTOR,
-          useFactory: (options: ResolvedRedlockOptions) =>
-            options.interceptor ? new LockInterceptor(options) : passThrough,
-          inject: [RESOLVED_OPTIONS],
+          useFactory: (
+            options: ResolvedRedlockOptions,
+            discovery: DiscoveryService,
+            scanner: MetadataScanner,
+          ) => {
+            const interceptor = options.interceptor ? new LockInterceptor(options) : undefined;
+            // Gateways and a hybrid app's microservice: global interceptors reach neither.
+            bindToMessageHandlers(interceptor, discovery, scanner, LockInterceptor);
+            return interceptor ?? passThrough;
+          },
+          inject: [RESOLVED_OPTIONS, DiscoveryService, MetadataScanner],
         },
         ...redlocks,
       ],

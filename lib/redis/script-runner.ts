@@ -119,7 +119,19 @@ export class ScriptRunner {
   /** Per node: whether its replicas acknowledge (see ReplicaAckGate). */
   private readonly gates = new WeakMap<RedisNode, ReplicaAckGate>();
 
-  constructor(private readonly commandTimeout: number) {}
+  constructor(
+    private readonly commandTimeout: number,
+    /**
+     * The real reason a node that is not connected fails (a wrong password...): a command sent
+     * to it fails with the driver's "Stream isn't writeable", which names no cause.
+     */
+    private readonly connectionError: (node: RedisNode) => Error | undefined = () => undefined,
+  ) {}
+
+  /** A command's error on `node`, or the connection's own when that says why. */
+  private failure(node: RedisNode, e: unknown): Error {
+    return this.connectionError(node) ?? asError(e);
+  }
 
   private gateOf(node: RedisNode): ReplicaAckGate {
     let gate = this.gates.get(node);
@@ -174,10 +186,10 @@ export class ScriptRunner {
         if (e instanceof Error && e.message.startsWith('NOSCRIPT')) {
           (node as unknown as ArgvCommands).eval([script.lua, ...argv.slice(1)]).then(
             (v) => call.reply(v),
-            (e2: unknown) => call.fail(asError(e2)),
+            (e2: unknown) => call.fail(this.failure(node, e2)),
           );
           resent?.();
-        } else call.fail(asError(e));
+        } else call.fail(this.failure(node, e));
       },
     );
   }
@@ -190,7 +202,7 @@ export class ScriptRunner {
     const call = this.track<number>(Number, cb, undefined, 0);
     (node as Redis).wait(replicas, timeout).then(
       (n) => call.reply(n),
-      (e: unknown) => call.fail(asError(e)),
+      (e: unknown) => call.fail(this.failure(node, e)),
     );
   }
 

@@ -188,6 +188,18 @@ export class Watchdog implements LeaseEndListener {
     if (this.hold.lease.watcher === this) this.hold.lease.watcher = undefined;
   }
 
+  /**
+   * A server of the lease came back (reconnected): renew now rather than at the next interval,
+   * so a lease lost with the server's data (a restart without persistence) is reported within a
+   * round trip, not up to ttl / 3 later. Nothing for a watchdog that does not renew, or whose
+   * renewal is already on its way.
+   */
+  renewNow(): void {
+    if (this.stopped || this.renewing || !this.renews) return;
+    this.unschedule();
+    void this.tick();
+  }
+
   /** The engine found the lease lost (not by a renewal of this watchdog's): reported now. */
   leaseEnded(): void {
     this.lose('lost');

@@ -237,3 +237,43 @@ describe('a blip shorter than the remaining wait', () => {
     expect(fence).toBeGreaterThan(Math.max(...before));
   });
 });
+
+describe('a locked call whose release meets a stalled Redis', () => {
+  it("using() returns the method's result once it settles, not when the release times out; a later caller of this process waits for the release", async () => {
+    const commandTimeout = 3_000;
+    const app = await frame.app({ clients: [server.url], keyPrefix, commandTimeout });
+    const slow = app.get(LockService);
+    await slow.using(`warm:${uid()}`, () => undefined);
+    const key = `stalled:${uid()}`;
+    let stoppedAt = 0;
+    let settledAt = 0;
+    try {
+      const first = await slow.using(key, async ({ fence }) => {
+        server.kill('SIGSTOP');
+        stoppedAt = performance.now();
+        await sleep(50);
+        settledAt = performance.now();
+        return fence;
+      });
+      const returnedAt = performance.now();
+      // Before: the release's commandTimeout (3 s) after the method settled.
+      expect(Math.round(returnedAt - settledAt)).toBeLessThan(commandTimeout / 3);
+
+      const second = settle(() =>
+        slow.using(key, ({ fence }) => ({ fence, at: performance.now() }), {
+          waitTimeout: 10_000,
+        }),
+      );
+      await sleep(200);
+      server.kill('SIGCONT');
+      const resumedAt = performance.now();
+      const r = await within(second, 10_000, 'the second caller');
+      expect(outcome(r)).toBe('acquired');
+      expect(r.value!.at).toBeGreaterThan(resumedAt);
+      expect(r.value!.fence).toBeGreaterThan(first);
+    } finally {
+      server.kill('SIGCONT');
+    }
+    expect(stoppedAt).toBeGreaterThan(0);
+  });
+});

@@ -60,15 +60,18 @@ describe('withRetryEstimate', () => {
     expect(withRetryEstimate(busy(['p:1', 'p:2'], 29_000), times).retryAfterMs).toBe(800);
   });
 
-  it('keeps the lease when a key was not released here lately', () => {
-    const error = busy(['p:1', 'p:9'], 29_000);
-    expect(withRetryEstimate(error, times)).toBe(error);
-    expect(withRetryEstimate(error, undefined)).toBe(error);
+  it('a key not released here lately: the lease left, at most 1 s', () => {
+    // The watchdog keeps a holder's lease near ttl: 29 s says nothing of a 400 ms hold.
+    for (const t of [times, undefined]) {
+      expect(withRetryEstimate(busy(['p:1', 'p:9'], 29_000), t).retryAfterMs).toBe(1_000);
+      expect(withRetryEstimate(busy(['p:9'], -1), t).retryAfterMs).toBe(1_000);
+      const soon = busy(['p:9'], 250);
+      expect(withRetryEstimate(soon, t)).toBe(soon);
+    }
   });
 
   it('segmented: the shortest usual hold among its slices, any one will do', () => {
     expect(withRetryEstimate(busy(['stock:a'], 29_000), times, 4).retryAfterMs).toBe(400);
-    const unknown = busy(['stock:b'], 29_000);
-    expect(withRetryEstimate(unknown, times, 4)).toBe(unknown);
+    expect(withRetryEstimate(busy(['stock:b'], 29_000), times, 4).retryAfterMs).toBe(1_000);
   });
 });

@@ -76,6 +76,29 @@ describe('LockEvents', () => {
     expect(failures).toEqual([['released', boom]]);
   });
 
+  it.each([
+    ['telemetry', () => events.connect(undefined, { record: () => undefined })],
+    [
+      '@OnEvent(nest-locked.error)',
+      () => {
+        const bus = new FakeBus();
+        bus.listening.add('nest-locked.error');
+        events.connect(bus, undefined);
+      },
+    ],
+  ])(
+    "emits 'error' with no local listener of its own and logs nothing (%s)",
+    (_, observe: () => void) => {
+      observe();
+      const error = new LockBackendError(['k'], [new Error('ECONNREFUSED')], 'acquire');
+      expect(events.error && events.wants('error')).toBe(true);
+      events.emit('error', { keys: ['k'], client: 'default', operation: 'acquire', error });
+      // An EventEmitter with no 'error' listener throws "Unhandled error": an outage would be
+      // logged once per failed call.
+      expect(failures).toEqual([]);
+    },
+  );
+
   it('refuses names that are not lock events (plain JavaScript callers)', () => {
     const on = events.on.bind(events) as (event: string, listener: () => void) => void;
     expect(() => on('acquire', () => undefined)).toThrow(LockConfigError);
