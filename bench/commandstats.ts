@@ -20,6 +20,30 @@ export async function commandStats(conns: readonly Redis[]): Promise<CommandCoun
   return total;
 }
 
+/** `INFO commandstats` summed over the servers: µs spent by command (a script's includes the
+ * commands it ran, which are also counted under their own names). */
+export async function commandUsec(conns: readonly Redis[]): Promise<CommandCounts> {
+  const total: CommandCounts = {};
+  const infos = await Promise.all(conns.map((c) => c.info('commandstats')));
+  for (const info of infos) {
+    for (const line of info.split('\n')) {
+      const m = /^cmdstat_([^:]+):calls=\d+,usec=(\d+)/.exec(line.trim());
+      if (m) total[m[1]] = (total[m[1]] ?? 0) + Number(m[2]);
+    }
+  }
+  return total;
+}
+
+/**
+ * Server µs spent on the commands a client sent (`sent`: by name), from two `commandUsec`
+ * snapshots: scripts with the commands they ran, never those counted twice.
+ */
+export function sentUsec(sent: CommandCounts, after: CommandCounts, before: CommandCounts): number {
+  let us = 0;
+  for (const name of Object.keys(sent)) us += (after[name] ?? 0) - (before[name] ?? 0);
+  return us;
+}
+
 /** CPU seconds (user + system) used so far by the servers' processes, summed. */
 export async function serverCpuSeconds(conns: readonly Redis[]): Promise<number> {
   const infos = await Promise.all(conns.map((c) => c.info('cpu')));

@@ -215,6 +215,8 @@ export interface SeqBlock {
   client: CommandCounts;
   /** `INFO commandstats` delta over the block (every server of the group). */
   server: CommandCounts;
+  /** Server µs spent on the commands this block sent (`INFO commandstats` usec; scripts whole). */
+  serverUs: number;
 }
 
 export interface WorkerResult {

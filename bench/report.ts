@@ -335,7 +335,9 @@ function markdown(summaries: CaseSummary[], d: Derived, meta: ReportMeta): strin
         'makes the ratio usable on a shared 2-vCPU VM where a round trip swings 2-3x with vCPU ' +
         'placement. Client cmds: commands sent by ' +
         'the process (ioredis `sendCommand`); server cmds: `INFO commandstats` deltas over every ' +
-        'server, which also count the commands run inside Lua scripts. Client CPU: user + ' +
+        'server, which also count the commands run inside Lua scripts; server µs: `INFO ' +
+        'commandstats` usec of the commands the process sent (a script with the commands it ' +
+        'ran), summed over the servers, median block. Client CPU: user + ' +
         'system CPU time of the benchmark process per cycle (`process.cpuUsage()` around each ' +
         'block), the client-side cost independent of where the scheduler put the processes.',
       '',
@@ -353,18 +355,18 @@ function markdown(summaries: CaseSummary[], d: Derived, meta: ReportMeta): strin
       );
     }
     L.push(
-      '| servers | peer | cycles/s | µs/cycle | x floor | >= 0.9 x floor | client CPU µs/cycle | client cmds/cycle | server cmds/cycle (incl. in-script) | n |',
-      '|---|---|---|---|---|---|---|---|---|---|',
+      '| servers | peer | cycles/s | µs/cycle | x floor | >= 0.9 x floor | client CPU µs/cycle | server µs/cycle | client cmds/cycle | server cmds/cycle (incl. in-script) | n |',
+      '|---|---|---|---|---|---|---|---|---|---|---|',
     );
     for (const s of unc) {
       const servers = s.def.replica ? '1 + 1 replica' : s.def.servers;
       if (s.n === 0) {
-        L.push(`| ${servers} | ${PEER_LABEL[s.def.peer]} | ${errorCell(s)} | | | | | | | 0 |`);
+        L.push(`| ${servers} | ${PEER_LABEL[s.def.peer]} | ${errorCell(s)} | | | | | | | | 0 |`);
         continue;
       }
       const u = d.uncontended[s.def.id];
       L.push(
-        `| ${servers} | ${PEER_LABEL[s.def.peer]} | ${range(s.rate)} | ${fmt(1e6 / s.rate.median)} | ${fmt(u.vsFloor, 2)} | ${s.def.peer === 'floor' ? '-' : pf(u.pass)} | ${fmt(s.cpuUsPerOp, 1)} | ${fmt(s.clientPerOp, 2)} (${topCommands(s.clientByCommand, 6)}) | ${fmt(s.serverPerOp, 1)} | ${s.n} |`,
+        `| ${servers} | ${PEER_LABEL[s.def.peer]} | ${range(s.rate)} | ${fmt(1e6 / s.rate.median)} | ${fmt(u.vsFloor, 2)} | ${s.def.peer === 'floor' ? '-' : pf(u.pass)} | ${fmt(s.cpuUsPerOp, 1)} | ${fmt(s.serverUsPerOp, 1)} | ${fmt(s.clientPerOp, 2)} (${topCommands(s.clientByCommand, 6)}) | ${fmt(s.serverPerOp, 1)} | ${s.n} |`,
       );
     }
     const r = d.replicaAcks;

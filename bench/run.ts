@@ -692,6 +692,8 @@ export interface RunRecord {
   otherShare?: number;
   /** seq: CPU time of the worker process per cycle (user + system), µs. */
   cpuUsPerOp?: number;
+  /** seq: server µs per cycle on the commands the peer sent (scripts with what they ran). */
+  serverUsPerOp?: number;
   /** hot, mem: CPU time of all worker processes / all servers over the run, µs. */
   clientCpuUs?: number;
   serverCpuUs?: number;
@@ -1024,6 +1026,7 @@ function splitBlocks(def: CaseDef, base: RunRecord, result: WorkerResult): RunRe
       serverCommands: {},
       vsFloor: median(mine.map((b) => rateOf(b) / (floorByRound.get(b.round) ?? NaN))),
       cpuUsPerOp: median(mine.map((b) => b.cpuUs / b.cycles)),
+      serverUsPerOp: median(mine.map((b) => (b.serverUs ?? NaN) / b.cycles)),
     };
     for (const b of mine) {
       addCounts(r.clientCommands, b.client);
@@ -1053,6 +1056,8 @@ export interface CaseSummary {
   gapOtherP50: number;
   otherShare: number;
   cpuUsPerOp: number;
+  /** seq: server µs per cycle on the commands the peer sent. */
+  serverUsPerOp: number;
   /** hot: CPU µs per section of the worker processes / of redis; CPU used / (wall x vCPUs). */
   clientCpuPerOp: number;
   serverCpuPerOp: number;
@@ -1122,6 +1127,7 @@ export function summarize(def: CaseDef, records: RunRecord[]): CaseSummary {
     gapOtherP50: m((r) => r.gapOtherP50),
     otherShare: m((r) => r.otherShare),
     cpuUsPerOp: m((r) => r.cpuUsPerOp),
+    serverUsPerOp: m((r) => r.serverUsPerOp),
     clientCpuPerOp: m((r) => (r.clientCpuUs ?? NaN) / r.done),
     serverCpuPerOp: m((r) => (r.serverCpuUs ?? NaN) / r.done),
     machineCpuShare: m(

@@ -54,6 +54,15 @@ const REQUIRED = [
 ];
 const TOP_LEVEL = new Set(['package.json', 'README.md', 'LICENSE', 'dist', 'lib']);
 
+/**
+ * The lock scripts, which the library reads at run time from `dist/redis/lua` (the build copies
+ * them there): every `.lua` file of `lib/redis/lua`, in both places.
+ */
+function luaFiles(): string[] {
+  const source = path.join(root, 'lib/redis/lua');
+  return listFiles(source).flatMap((f) => [`lib/redis/lua/${f}`, `dist/redis/lua/${f}`]);
+}
+
 /** The Redis the README's quick start names, replaced by the one started here. */
 const README_REDIS = "'redis://127.0.0.1:6379'";
 
@@ -148,7 +157,7 @@ async function checkContents(tarball: string, dir: string): Promise<string> {
   const unpacked = path.join(dir, 'package');
   const files = listFiles(unpacked);
   const problems: string[] = [];
-  for (const file of REQUIRED) {
+  for (const file of [...REQUIRED, ...luaFiles()]) {
     if (!files.includes(file)) problems.push(`missing ${file}`);
   }
   for (const top of new Set(files.map((f) => f.split('/')[0]))) {

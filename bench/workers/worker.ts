@@ -5,7 +5,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { commandStats, countsDelta } from '../commandstats';
+import { commandStats, commandUsec, countsDelta, sentUsec } from '../commandstats';
 import type {
   FromWorker,
   MemSample,
@@ -170,6 +170,7 @@ async function runSeq(peers: Map<PeerName, Peer>, stats: Redis[], r: WorkerResul
       const peer = peers.get(name)!;
       const key = `${spec.key}:${name}`;
       const before = await commandStats(stats);
+      const usBefore = await commandUsec(stats);
       commandCounter.reset();
       commandCounter.enabled = true;
       const cpu = process.cpuUsage();
@@ -179,6 +180,7 @@ async function runSeq(peers: Map<PeerName, Peer>, stats: Redis[], r: WorkerResul
       const used = process.cpuUsage(cpu);
       commandCounter.enabled = false;
       const server = countsDelta(await commandStats(stats), before);
+      const serverUs = sentUsec(commandCounter.counts, await commandUsec(stats), usBefore);
       r.blocks.push({
         peer: name,
         round,
@@ -187,6 +189,7 @@ async function runSeq(peers: Map<PeerName, Peer>, stats: Redis[], r: WorkerResul
         cpuUs: used.user + used.system,
         client: commandCounter.counts,
         server,
+        serverUs,
       });
       r.done += spec.block;
     }

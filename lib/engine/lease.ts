@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { ReplicaAcks, Taken } from '../redis/lock-protocol';
-import { GRANT_CLAIM_MS } from '../redis/lock.scripts';
+import { GRANT_CLAIM_MS } from '../redis/script-constants';
 import type { LeaseEndListener } from '../watchdog/watchdog';
 import type { ShareGroup } from './share-group';
 
@@ -52,8 +52,8 @@ export class Lease {
     public spare: number,
     public ttl: number,
     /**
-     * Taken by a first try with the key free: most likely nobody waits for it, so its release
-     * tries the two-key FREE script before the full one.
+     * Taken by a first try with the key free: its token never queued in Redis, and most likely
+     * nobody waits for it.
      */
     readonly uncontended: boolean,
     public validUntil: number,

@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { LockConfigError, LockNotAcquiredError } from '../errors';
 import { type Grant, KeySpace, RELEASED_MESSAGE } from '../redis/key-space';
 import { LockNotifier } from '../redis/lock-notifier';
-import { GRANT_CLAIM_MS, WRITER_BEHIND } from '../redis/lock.scripts';
+import { GRANT_CLAIM_MS } from '../redis/script-constants';
 import {
   LockProtocol,
   type ReleaseGrant,
@@ -629,7 +629,7 @@ export class LockClient implements LockBackend {
     this.tokens.drop(lease.token);
     const sentAt = performance.now();
     const granted = (grants: readonly ReleaseGrant[]) => this.answered(lease.keys, grants, sentAt);
-    return this.protocol.release(lease.keys, lease.token, false, granted).then(() => undefined);
+    return this.protocol.release(lease.keys, lease.token, granted).then(() => undefined);
   }
 
   /**
@@ -640,9 +640,9 @@ export class LockClient implements LockBackend {
   private answered(keys: readonly string[], grants: readonly ReleaseGrant[], sentAt: number): void {
     for (const grant of grants) {
       const shared = this.sharedGrants.get(grant.token);
-      // A share granted up to a writer queued behind it (see WRITER_BEHIND); of a release of
-      // several keys, which key is not said: each of them is taken to have a writer waiting.
-      if (grant.spare === WRITER_BEHIND) for (const key of keys) this.writerWaits(key);
+      // A share granted up to a writer queued behind it; of a release of several keys, which key
+      // is not said: each of them is taken to have a writer waiting.
+      if (grant.writerBehind) for (const key of keys) this.writerWaits(key);
       if (shared) shared.answered(grant.fence, sentAt);
       else if (keys.length === 1)
         this.lines.get(keys[0])?.waiterOf(grant.token)?.answered(grant, sentAt);
@@ -960,12 +960,9 @@ export class LockClient implements LockBackend {
     this.tokens.drop(lease.token);
     const single = lease.keys.length === 1;
     if (single) this.lines.get(lease.keys[0])?.wentPublic();
-    // Racing groups: FREE does all RELEASE would for one key. Queueing groups: only for a lease
-    // taken by a first try (nobody waited then); a waiter queued since sends RELEASE after it.
-    const lean = single && (!this.fair || lease.uncontended);
     const sentAt = performance.now();
     const granted = (grants: readonly ReleaseGrant[]) => this.answered(lease.keys, grants, sentAt);
-    this.protocol.releaseThen(lease.keys, lease.token, lean, granted, (error, published) => {
+    this.protocol.releaseThen(lease.keys, lease.token, granted, (error, published) => {
       // A head that listens hears the PUBLISH at the same moment as the other processes' heads
       // and competes on equal terms; one that does not is told directly.
       this.holdReturned(lease, (line) => error !== undefined || !published || !line.hearsReleases);

@@ -1,6 +1,7 @@
 /**
  * Every Redis name of the lock protocol, and the format of its messages, in one place. The Lua
- * in `lock.scripts.ts` takes its channel names and message words from the constants below.
+ * in `lua/` takes its channel names and message words from the constants below (see
+ * `scripts.ts`).
  *
  * Per lock key, six Redis keys sharing one Cluster hash tag (`{<key>}`), in this order (the
  * order the full scripts take them in):
@@ -59,8 +60,6 @@ export interface KeySet {
   readonly all: string[];
   /** Lock and fence: TRY's and TAKE_ANY's. */
   readonly take: string[];
-  /** Lock and wait flag: FREE's. */
-  readonly free: string[];
 }
 
 /**
@@ -138,7 +137,7 @@ export class KeySpace {
       if (this.keySets.size >= KEY_SET_CACHE) this.keySets.clear();
       const rk = this.lockKey(key);
       const all = [rk, `${rk}:fence`, `${rk}:wait`, `${rk}:q`, `${rk}:qm`, `${rk}:h`];
-      set = { all, take: [rk, all[1]], free: [rk, all[2]] };
+      set = { all, take: [rk, all[1]] };
       this.keySets.set(key, set);
     }
     return set;

@@ -14,8 +14,7 @@ import {
   EXTEND,
   EXTEND_SHARED,
   type ExtendReply,
-  FREE,
-  type FreeReply,
+  type FenceMode,
   HANDOFF,
   LET_EXPIRE,
   PASS_SHARE,
@@ -24,6 +23,7 @@ import {
   RELEASE_TO,
   REFILL,
   type RefillReply,
+  type ReleaseGrantReply,
   type ReleaseReply,
   type Script,
   type ScriptArgs,
@@ -32,6 +32,9 @@ import {
   TAKE_ANY,
   TRY,
 } from './scripts';
+
+/** RELEASE's arguments: token, leave, fences to reserve for a grant, fence mode. */
+type ReleaseArgs = [string, '0' | '1', number, FenceMode];
 
 /** A script that takes keys: ACQUIRE, or ACQUIRE_SHARED for read locks and permits. */
 type AcquireScript = Script<ScriptArgs, SharedReply>;
@@ -45,7 +48,7 @@ export interface Taken {
   readonly start: number;
   /** Fences reserved after the holder's (local handoffs without a round trip). */
   readonly spare: number;
-  /** Taken by a first try with the key free (its release tries FREE first). */
+  /** Taken by a first try with the key free. */
   readonly uncontended: boolean;
   /**
    * The lease the round set, when shorter than the taker's: a grant's claim window, which the
@@ -61,13 +64,9 @@ export interface Taken {
 
 /**
  * A lock or share granted by a release this process sent (single node): the waiter's token, its
- * fence and the spare fences after it.
+ * fence, the spare fences after it, and whether a writer queued behind a read share.
  */
-export interface ReleaseGrant {
-  readonly token: string;
-  readonly fence: number;
-  readonly spare: number;
-}
+export type ReleaseGrant = ReleaseGrantReply;
 
 /** An acquire round's outcome: taken, or busy with the holder's remaining lease. */
 export type Outcome = Taken | { readonly kind: 'busy'; readonly pttl: number };
@@ -178,7 +177,8 @@ export class LockProtocol {
       ttl,
       wait,
       queue ? '1' : '0',
-      this.fenceArg(queue ? this.settings.block : 1),
+      queue ? this.settings.block : 1,
+      this.fenceMode,
     ];
     const spare = queue ? this.settings.block - 1 : 0;
     return this.round(
@@ -219,7 +219,8 @@ export class LockProtocol {
       wait,
       queue ? '1' : '0',
       share,
-      this.fenceArg(1),
+      1,
+      this.fenceMode,
       this.settings.fair ? '1' : '0',
     ];
     // Permits on a quorum: every node must admit the holder. With a majority each node could
@@ -285,7 +286,7 @@ export class LockProtocol {
     const start = performance.now();
     const node = this.nodes[0];
     const reply = await this.runner
-      .runAcked(node, TAKE_ANY, scriptKeys, [token, ttl, this.fenceArg(this.settings.block)], acks)
+      .runAcked(node, TAKE_ANY, scriptKeys, [token, ttl, this.settings.block, this.fenceMode], acks)
       .catch((e: unknown) => {
         this.undo(node, keys, token);
         throw new LockBackendError(keys, [asError(e)]);
@@ -346,9 +347,8 @@ export class LockProtocol {
 
   /**
    * Gives the keys of `token` back (compare-and-delete: never someone else's lock), granting
-   * each to its oldest waiter queued in Redis. `lean` (one key, nobody known to wait): FREE
-   * first, RELEASE only when it finds someone queued for a grant. A share (read hold, permit) is
-   * given back the same way. `onGrants` (single node) hears what the release granted (locks and
+   * each to its oldest waiter queued in Redis (RELEASE; one key nobody waits for costs it a GET
+   * and a DEL). A share (read hold, permit) is given back the same way. `onGrants` (single node) hears what the release granted (locks and
    * shares, to queued waiters of any process), as soon as its answer comes, so a grantee of this
    * process can hold without waiting for the grant message.
    * @returns whether racing waiters were woken (a PUBLISH on some node)
@@ -357,21 +357,20 @@ export class LockProtocol {
   release(
     keys: readonly string[],
     token: string,
-    lean: boolean,
     onGrants?: (grants: readonly ReleaseGrant[]) => void,
   ): Promise<boolean> {
     if (this.nodes.length === 1) {
-      return promiseFrom<boolean>((done) => this.releaseThen(keys, token, lean, onGrants, done));
+      return promiseFrom<boolean>((done) => this.releaseThen(keys, token, onGrants, done));
     }
     const unit = this.space.oneUnit(keys);
-    if (unit) return new ReleaseBallot(this, keys, token, unit).ask(lean);
+    if (unit) return new ReleaseBallot(this, keys, token, unit).ask();
     const conclude = (results: (Freed | undefined)[]): boolean => {
       this.failIfNoMajority(keys, results, 'release');
       return results.some((r) => r === true);
     };
     return this.quorum.collect<RedisNode, Freed, boolean>(
       this.nodes,
-      (node, answer) => this.releaseOn(node, keys, token, lean, undefined, answer),
+      (node, answer) => this.releaseOn(node, keys, token, undefined, answer),
       (r) => !(r instanceof Error),
       conclude,
     );
@@ -384,19 +383,18 @@ export class LockProtocol {
   releaseThen(
     keys: readonly string[],
     token: string,
-    lean: boolean,
     onGrants: ((grants: readonly ReleaseGrant[]) => void) | undefined,
     done: (error: LockBackendError | undefined, published: boolean) => void,
   ): void {
     if (this.nodes.length !== 1) {
-      this.release(keys, token, lean, onGrants).then(
+      this.release(keys, token, onGrants).then(
         (published) => done(undefined, published),
         (e: unknown) => done(e as LockBackendError, false),
       );
       return;
     }
     // The only node decides: its error is the failure (as `failIfNoMajority` on one node).
-    this.releaseOn(this.nodes[0], keys, token, lean, onGrants, (r) =>
+    this.releaseOn(this.nodes[0], keys, token, onGrants, (r) =>
       r instanceof Error
         ? done(new LockBackendError(keys, [r], 'release'), false)
         : done(undefined, r),
@@ -440,12 +438,13 @@ export class LockProtocol {
   ): Promise<'granted' | 'notOurs' | Taken> {
     const start = performance.now();
     const { block } = this.settings;
-    const args: [string, string, number, number, number] = [
+    const args: [string, string, number, number, number, FenceMode] = [
       token,
       next.token,
       next.ttl,
       Math.max(1, Math.ceil(next.remaining())),
-      this.fenceArg(block),
+      block,
+      this.fenceMode,
     ];
     const node = this.nodes[0];
     const reply = await this.runner.runAcked(
@@ -469,7 +468,7 @@ export class LockProtocol {
     count: number,
     acks?: ReplicaAcks,
   ): Promise<RefillReply> {
-    const args: [string, number] = [token, this.fenceArg(count)];
+    const args: [string, number, FenceMode] = [token, count, this.fenceMode];
     return this.runner.runAcked(this.nodes[0], REFILL, this.space.allKeys(keys), args, acks);
   }
 
@@ -486,7 +485,13 @@ export class LockProtocol {
     next: { readonly token: string; readonly ttl: number },
   ): Promise<{ taken: Taken; pastOthers: boolean } | undefined> {
     const start = performance.now();
-    const args: [string, string, number, number] = [token, next.token, next.ttl, this.fenceArg(1)];
+    const args: [string, string, number, number, FenceMode] = [
+      token,
+      next.token,
+      next.ttl,
+      1,
+      this.fenceMode,
+    ];
     const { fence, pastOthers } = await this.runner
       .run(this.nodes[0], PASS_SHARE, this.space.allKeys(keys), args)
       .catch((e: unknown) => {
@@ -509,11 +514,12 @@ export class LockProtocol {
     acks?: ReplicaAcks,
   ): Promise<Taken | undefined> {
     const start = performance.now();
-    const args: [string, string, number, number] = [
+    const args: [string, string, number, number, FenceMode] = [
       token,
       next.token,
       next.ttl,
-      this.fenceArg(this.settings.block),
+      this.settings.block,
+      this.fenceMode,
     ];
     const allKeys = this.space.allKeys(keys);
     const replies = await this.onNodes((node) =>
@@ -565,7 +571,12 @@ export class LockProtocol {
       );
     }
     const take = this.space.keySet(keys[0]).take;
-    const args: [string, number, number] = [token, ttl, this.fenceArg(this.settings.block)];
+    const args: [string, number, number, FenceMode] = [
+      token,
+      ttl,
+      this.settings.block,
+      this.fenceMode,
+    ];
     const ballot = new AcquireBallot(this, keys, token, ttl, start, true, false, this.quorum.size);
     return ballot.ask(TRY, take, args, acks) as Promise<Outcome>;
   }
@@ -581,7 +592,7 @@ export class LockProtocol {
   ): void {
     const node = this.nodes[0];
     const { block } = this.settings;
-    const args: [string, number, number] = [token, ttl, this.fenceArg(block)];
+    const args: [string, number, number, FenceMode] = [token, ttl, block, this.fenceMode];
     this.runner.sendAcked(node, TRY, this.space.keySet(keys[0]).take, args, acks, (e, r) => {
       if (e) {
         this.undo(node, keys, token);
@@ -779,22 +790,11 @@ export class LockProtocol {
     node: RedisNode,
     keys: readonly string[],
     token: string,
-    lean: boolean,
     onGrants: ((grants: readonly ReleaseGrant[]) => void) | undefined,
     answer: (r: Freed) => void,
   ): void {
-    if (lean) {
-      const free = this.space.keySet(keys[0]).free;
-      this.runner.send(node, FREE, free, [token, this.settings.fair ? '1' : '0'], (e, r) => {
-        if (e) return answer(e);
-        if (r !== 'waited') return answer(r === 'published');
-        // Someone is queued for a grant: the full script grants it.
-        this.releaseOn(node, keys, token, false, onGrants, answer);
-      });
-      return;
-    }
     const units = this.space.units(keys);
-    const args: [string, '0' | '1', number] = [token, '0', this.fenceArg(this.settings.block)];
+    const args: ReleaseArgs = [token, '0', this.settings.block, this.fenceMode];
     if (units.length === 1) {
       this.runner.send(node, RELEASE, units[0], args, (e, r) => {
         if (r && r.grants.length > 0) onGrants?.(r.grants);
@@ -823,19 +823,18 @@ export class LockProtocol {
   private undoUnits(node: RedisNode, units: string[][], token: string): void {
     for (const unit of units) {
       this.runner
-        .run(node, RELEASE, unit, [token, '1', this.fenceArg(this.settings.block)])
+        .run(node, RELEASE, unit, [token, '1', this.settings.block, this.fenceMode])
         .catch(() => undefined);
     }
   }
 
   /**
-   * How many fences a script reserves, as the scripts take it: negative on a single-node group,
-   * whose fences are also never below the server's clock (a promoted replica may hold an older
-   * counter); a quorum counts only (its nodes' clocks differ, and a missing counter is seeded).
-   * Also for the ballots.
+   * How the scripts mint fences: on a single node also above the server's clock (a promoted
+   * replica may hold an older counter); a quorum counts only (its nodes' clocks differ, and a
+   * missing counter is seeded). Also for the ballots.
    */
-  fenceArg(count: number): number {
-    return this.settings.fair ? -count : count;
+  get fenceMode(): FenceMode {
+    return this.settings.fair ? 'clock' : 'count';
   }
 
   /**
@@ -930,14 +929,10 @@ class AcquireBallot extends Ballot<Vote, SharedOutcome> implements ScriptReplies
 }
 
 /**
- * A quorum release of one unit of keys: `FREE` (`lean`), followed by `RELEASE` on a node where
- * FREE found someone queued for a grant, or `RELEASE` at once. A node's answer is whether it
+ * A quorum release of one unit of keys: `RELEASE` on every node. A node's answer is whether it
  * published a wake-up, or its error; a majority of errors fails the release.
  */
-class ReleaseBallot
-  extends Ballot<Freed, boolean>
-  implements ScriptReplies<FreeReply | ReleaseReply>
-{
+class ReleaseBallot extends Ballot<Freed, boolean> implements ScriptReplies<ReleaseReply> {
   constructor(
     private readonly protocol: LockProtocol,
     private readonly keys: readonly string[],
@@ -948,32 +943,16 @@ class ReleaseBallot
     super(protocol.nodes.length, protocol.quorum.size);
   }
 
-  ask(lean: boolean): Promise<boolean> {
-    const { nodes, runner, space, settings } = this.protocol;
-    if (lean) {
-      const free = space.keySet(this.keys[0]).free;
-      const args: [string, '0' | '1'] = [this.token, settings.fair ? '1' : '0'];
-      for (let i = 0; i < nodes.length; i++) runner.sendTo(nodes[i], FREE, free, args, this, i);
-    } else {
-      for (let i = 0; i < nodes.length; i++) this.release(i);
-    }
+  ask(): Promise<boolean> {
+    const { nodes, runner, settings, fenceMode } = this.protocol;
+    const args: ReleaseArgs = [this.token, '0', settings.block, fenceMode];
+    for (let i = 0; i < nodes.length; i++)
+      runner.sendTo(nodes[i], RELEASE, this.unit, args, this, i);
     return this.promise;
   }
 
-  /** RELEASE on node `i` (its answer comes in slot nodes + `i`, FREE's in slot `i`). */
-  private release(i: number): void {
-    const { nodes, runner, settings } = this.protocol;
-    const args: [string, '0', number] = [this.token, '0', this.protocol.fenceArg(settings.block)];
-    runner.sendTo(nodes[i], RELEASE, this.unit, args, this, nodes.length + i);
-  }
-
-  answered(slot: number, error: Error | undefined, reply: FreeReply | ReleaseReply | undefined) {
-    const n = this.protocol.nodes.length;
-    if (error) return this.vote(slot % n, error);
-    if (slot >= n) return this.vote(slot - n, (reply as ReleaseReply).published > 0);
-    // FREE found someone queued for a grant: the full script grants it.
-    if (reply === 'waited') return this.release(slot);
-    this.vote(slot, reply === 'published');
+  answered(slot: number, error: Error | undefined, reply: ReleaseReply | undefined) {
+    this.vote(slot, error ?? reply!.published > 0);
   }
 
   protected yes(freed: Freed): boolean {

@@ -1,9 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import { keySlot } from './key-slot';
 import { isCluster, type RedisNode } from './redis-node';
-import { RENEW_MANY } from './renew-many.script';
 import type { ScriptRunner } from './script-runner';
-import type { ExtendReply } from './scripts';
+import { type ExtendReply, RENEW_MANY } from './scripts';
 
 /** One hold's renewal on one node, waiting for its batch. */
 interface Pending {

@@ -1,20 +1,33 @@
 import { createHash } from 'node:crypto';
 import {
-  ACQUIRE_SCRIPT,
-  ACQUIRE_SHARED_SCRIPT,
-  EXTEND_SCRIPT,
-  EXTEND_SHARED_SCRIPT,
-  FREE_SCRIPT,
-  HANDOFF_SCRIPT,
-  LET_EXPIRE_SCRIPT,
-  PASS_SHARE_SCRIPT,
-  RAISE_FENCE_SCRIPT,
-  RELEASE_SCRIPT,
-  RELEASE_TO_SCRIPT,
-  REFILL_SCRIPT,
-  TAKE_ANY_SCRIPT,
-  TRY_SCRIPT,
-} from './lock.scripts';
+  GRANT_CHANNEL_PREFIX,
+  GRANT_WORD,
+  RELEASE_CHANNEL_SUFFIX,
+  RELEASED_MESSAGE,
+  TOKEN_SEPARATOR,
+  WRITER_WORD,
+} from './key-space';
+import {
+  FENCE_COUNTER_LIFETIME_MS,
+  FENCE_SEED_LEAD_US,
+  GRANT_CLAIM_MS,
+  PASS_SCAN,
+} from './script-constants';
+import { loadScript } from './script-loader';
+
+/** What the scripts take from this side, as `$NAME` (see `script-loader.ts`). */
+const CONSTANTS = {
+  FENCE_COUNTER_LIFETIME_MS,
+  FENCE_SEED_LEAD_US,
+  GRANT_CLAIM_MS,
+  PASS_SCAN,
+  GRANT_CHANNEL_PREFIX,
+  GRANT_WORD,
+  RELEASE_CHANNEL_SUFFIX,
+  RELEASED_MESSAGE,
+  TOKEN_SEPARATOR,
+  WRITER_WORD,
+};
 
 /** One script's argument list, as sent. */
 export type ScriptArgs = readonly (string | number)[];
@@ -33,11 +46,16 @@ export interface Script<A extends ScriptArgs, R> {
   decode(reply: unknown): R;
 }
 
+/**
+ * The script `name`, read from `lua/<file>.lua` with its includes and constants put in, once,
+ * when this module loads (a broken script fails the import, never a lock call).
+ */
 function defineScript<A extends ScriptArgs, R>(
   name: string,
-  lua: string,
+  file: string,
   decode: (reply: unknown) => R,
 ): Script<A, R> {
+  const lua = loadScript(file, CONSTANTS);
   return { name, lua, sha: createHash('sha1').update(lua).digest('hex'), decode };
 }
 
@@ -57,6 +75,12 @@ function acquireReply(reply: unknown): AcquireReply {
   return { kind: 'ok', fences };
 }
 
+/** TRY's reply: the fence (a number) when taken, `{pttl}` busy. */
+function tryReply(reply: unknown): AcquireReply {
+  if (Array.isArray(reply)) return { kind: 'busy', pttl: Number(reply[0]) };
+  return { kind: 'ok', fences: [Number(reply)] };
+}
+
 /**
  * A shared acquire's answer: also `conflict` when the key is held as another kind of shared
  * hold (`held`: 0 read, N permits of N).
@@ -66,9 +90,17 @@ export type SharedReply = AcquireReply | { readonly kind: 'conflict'; readonly h
 /** How a shared hold is asked for in the scripts: `'r'` (read) or the number of permits. */
 export type ShareArg = string;
 
-/** What FREE did: not our lock, freed, left for RELEASE (someone waits), freed and published. */
-export type FreeReply = 'notOurs' | 'freed' | 'waited' | 'published';
-const FREE_REPLIES: readonly FreeReply[] = ['notOurs', 'freed', 'waited', 'published'];
+/** A grant a release made (a lock or a share), to a queued waiter of any process. */
+export interface ReleaseGrantReply {
+  readonly token: string;
+  readonly fence: number;
+  readonly spare: number;
+  /**
+   * A read share granted up to a writer queued behind it: its process lets no later reader join
+   * it (the `w` notice that says so too is on its way on the grant channel).
+   */
+  readonly writerBehind: boolean;
+}
 
 /** What RELEASE did, counted in keys. */
 export interface ReleaseReply {
@@ -76,12 +108,11 @@ export interface ReleaseReply {
   readonly granted: number;
   readonly published: number;
   /** What the release granted (locks and shares), to queued waiters of any process. */
-  readonly grants: readonly {
-    readonly token: string;
-    readonly fence: number;
-    readonly spare: number;
-  }[];
+  readonly grants: readonly ReleaseGrantReply[];
 }
+
+/** RELEASE's answer for one key freed with nobody waiting (its reply `1`). */
+const FREED: ReleaseReply = { released: 1, granted: 0, published: 0, grants: [] };
 
 /** What RELEASE_TO did with a key that has a local waiter. */
 export type ReleaseToReply =
@@ -105,83 +136,91 @@ export type TakeAnyReply =
 type Token = string;
 type LeaseMs = number;
 type Block = number;
+/**
+ * How a script mints fences (see `lua/includes/mint.lua`): `clock` on a single node (every fence
+ * also above the server's clock, so a counter that came back behind cannot make fences go back),
+ * `count` on a quorum (its nodes' clocks differ).
+ */
+export type FenceMode = 'clock' | 'count';
 /** '1' to queue for a grant (single key, single node), '0' to race. */
 type QueueMode = '0' | '1';
 /** '1' when the token also leaves the Redis queue (a waiter giving up). */
 type Leave = '0' | '1';
 
-/** Single-key first try: `[token, lease ms, fences to reserve]`. KEYS: `KeySet.take`. */
-export const TRY = defineScript<[Token, LeaseMs, Block], AcquireReply>(
+/** Single-key first try: `[token, lease ms, fences to reserve, fence mode]`. KEYS: `KeySet.take`. */
+export const TRY = defineScript<[Token, LeaseMs, Block, FenceMode], AcquireReply>(
   'TRY',
-  TRY_SCRIPT,
-  acquireReply,
+  'try',
+  tryReply,
 );
 
-/** `[token, lease ms, wait ms ('0' = one try), queue mode, fences to reserve per key]`. */
-export const ACQUIRE = defineScript<[Token, LeaseMs, number, QueueMode, Block], AcquireReply>(
-  'ACQUIRE',
-  ACQUIRE_SCRIPT,
-  acquireReply,
-);
+/**
+ * `[token, lease ms, wait ms ('0' = one try), queue mode, fences to reserve per key, fence
+ * mode]`.
+ */
+export const ACQUIRE = defineScript<
+  [Token, LeaseMs, number, QueueMode, Block, FenceMode],
+  AcquireReply
+>('ACQUIRE', 'acquire', acquireReply);
 
-/** `[token, '1' when waiters may be queued for a grant]`. KEYS: `KeySet.free`. */
-export const FREE = defineScript<[Token, '0' | '1'], FreeReply>(
-  'FREE',
-  FREE_SCRIPT,
-  (r) => FREE_REPLIES[Number(r)] ?? 'notOurs',
-);
-
-/** `[token, leave, fences to reserve for a grant]`. */
-export const RELEASE = defineScript<[Token, Leave, Block], ReleaseReply>(
+/** `[token, leave, fences to reserve for a grant, fence mode]`. */
+export const RELEASE = defineScript<[Token, Leave, Block, FenceMode], ReleaseReply>(
   'RELEASE',
-  RELEASE_SCRIPT,
+  'release',
   (reply) => {
+    if (!Array.isArray(reply)) return FREED;
     const r = reply as unknown[];
-    const [released, granted, published] = numbers(r.slice(0, 3));
-    const grants: { token: string; fence: number; spare: number }[] = [];
-    for (let i = 3; i + 2 < r.length; i += 3) {
-      grants.push({ token: String(r[i]), fence: Number(r[i + 1]), spare: Number(r[i + 2]) });
+    const grants: ReleaseGrantReply[] = [];
+    for (let i = 3; i + 3 < r.length; i += 4) {
+      grants.push({
+        token: String(r[i]),
+        fence: Number(r[i + 1]),
+        spare: Number(r[i + 2]),
+        writerBehind: String(r[i + 3]) === '1',
+      });
     }
-    return { released, granted, published, grants };
+    return { released: Number(r[0]), granted: Number(r[1]), published: Number(r[2]), grants };
   },
 );
 
-/** `[token, next local token, its lease ms, its remaining wait ms, fences to reserve]`. */
-export const RELEASE_TO = defineScript<[Token, Token, LeaseMs, number, Block], ReleaseToReply>(
-  'RELEASE_TO',
-  RELEASE_TO_SCRIPT,
-  (reply) => {
-    const [code, fence] = numbers(reply);
-    if (code === 2) return { kind: 'granted', fence };
-    if (code === 3) return { kind: 'handed', fence };
-    return { kind: 'notOurs' };
-  },
-);
+/**
+ * `[token, next local token, its lease ms, its remaining wait ms, fences to reserve, fence
+ * mode]`.
+ */
+export const RELEASE_TO = defineScript<
+  [Token, Token, LeaseMs, number, Block, FenceMode],
+  ReleaseToReply
+>('RELEASE_TO', 'release-to', (reply) => {
+  const [code, fence] = numbers(reply);
+  if (code === 2) return { kind: 'granted', fence };
+  if (code === 3) return { kind: 'handed', fence };
+  return { kind: 'notOurs' };
+});
 
-/** `[old token, new token, new lease ms, fences to reserve per key]`. */
-export const HANDOFF = defineScript<[Token, Token, LeaseMs, Block], HandoffReply>(
+/** `[old token, new token, new lease ms, fences to reserve per key, fence mode]`. */
+export const HANDOFF = defineScript<[Token, Token, LeaseMs, Block, FenceMode], HandoffReply>(
   'HANDOFF',
-  HANDOFF_SCRIPT,
+  'handoff',
   (reply) => {
     const r = numbers(reply);
     return r[0] === 1 ? { kind: 'ok', fences: r.slice(1) } : { kind: 'notOurs' };
   },
 );
 
-/** `[token, fences to reserve]`. */
-export const REFILL = defineScript<[Token, Block], RefillReply>(
+/** `[token, fences to reserve, fence mode]`. */
+export const REFILL = defineScript<[Token, Block, FenceMode], RefillReply>(
   'REFILL',
-  REFILL_SCRIPT,
+  'refill',
   (reply) => {
     const [code, fence, others] = numbers(reply);
     return code === 1 ? { kind: 'ok', fence, othersQueued: others === 1 } : { kind: 'notOurs' };
   },
 );
 
-/** `[token, lease ms, fences to reserve]`. KEYS: `KeySet.take` of each candidate. */
-export const TAKE_ANY = defineScript<[Token, LeaseMs, Block], TakeAnyReply>(
+/** `[token, lease ms, fences to reserve, fence mode]`. KEYS: `KeySet.take` of each candidate. */
+export const TAKE_ANY = defineScript<[Token, LeaseMs, Block, FenceMode], TakeAnyReply>(
   'TAKE_ANY',
-  TAKE_ANY_SCRIPT,
+  'take-any',
   (reply) => {
     const r = numbers(reply);
     if (r[0] !== 1) return { kind: 'busy', pttl: r[1] };
@@ -192,36 +231,35 @@ export const TAKE_ANY = defineScript<[Token, LeaseMs, Block], TakeAnyReply>(
 /** What EXTEND found: still ours, put back where it was missing, or lost. */
 export type ExtendReply = 'renewed' | 'repaired' | 'lost';
 const EXTEND_REPLIES: readonly ExtendReply[] = ['lost', 'renewed', 'repaired'];
+const extendReply = (r: unknown): ExtendReply => EXTEND_REPLIES[Number(r)] ?? 'lost';
 
 /** `[token, lease ms, '1' to put back missing keys]`. */
 export const EXTEND = defineScript<[Token, LeaseMs, '0' | '1'], ExtendReply>(
   'EXTEND',
-  EXTEND_SCRIPT,
-  (r) => EXTEND_REPLIES[Number(r)] ?? 'lost',
+  'extend',
+  extendReply,
 );
 
 /** The fence of each key, in order. */
 export const RAISE_FENCE = defineScript<number[], void>(
   'RAISE_FENCE',
-  RAISE_FENCE_SCRIPT,
+  'raise-fence',
   () => undefined,
 );
 
 /** `[token, ms until the keys expire]`: keys still the token's, left to expire. */
-export const LET_EXPIRE = defineScript<[Token, number], number>(
-  'LET_EXPIRE',
-  LET_EXPIRE_SCRIPT,
-  (r) => Number(r),
+export const LET_EXPIRE = defineScript<[Token, number], number>('LET_EXPIRE', 'let-expire', (r) =>
+  Number(r),
 );
 
 /**
- * `[token, lease ms, wait ms, queue mode, kind ('r' or N), fences to reserve, '1' on a single
- * node]`.
+ * `[token, lease ms, wait ms, queue mode, kind ('r' or N), fences to reserve, fence mode, '1' on
+ * a single node]`.
  */
 export const ACQUIRE_SHARED = defineScript<
-  [Token, LeaseMs, number, QueueMode, ShareArg, Block, '0' | '1'],
+  [Token, LeaseMs, number, QueueMode, ShareArg, Block, FenceMode, '0' | '1'],
   SharedReply
->('ACQUIRE_SHARED', ACQUIRE_SHARED_SCRIPT, (reply) => {
+>('ACQUIRE_SHARED', 'acquire-shared', (reply) => {
   const r = reply as unknown[];
   if (Number(r[0]) === 2) return { kind: 'conflict', held: Number(r[1]) };
   return acquireReply(reply);
@@ -230,8 +268,8 @@ export const ACQUIRE_SHARED = defineScript<
 /** `[token, lease ms, '1' to put back missing shares, kind ('r' or N)]`. */
 export const EXTEND_SHARED = defineScript<[Token, LeaseMs, '0' | '1', ShareArg], ExtendReply>(
   'EXTEND_SHARED',
-  EXTEND_SHARED_SCRIPT,
-  (r) => EXTEND_REPLIES[Number(r)] ?? 'lost',
+  'extend-shared',
+  extendReply,
 );
 
 /**
@@ -243,12 +281,22 @@ export interface PassReply {
   readonly pastOthers: boolean;
 }
 
-/** `[holder token, waiter token, lease ms, fences to reserve]`. */
-export const PASS_SHARE = defineScript<[Token, Token, LeaseMs, Block], PassReply>(
+/** `[holder token, waiter token, lease ms, fences to reserve, fence mode]`. */
+export const PASS_SHARE = defineScript<[Token, Token, LeaseMs, Block, FenceMode], PassReply>(
   'PASS_SHARE',
-  PASS_SHARE_SCRIPT,
+  'pass-share',
   (reply) => {
     const r = reply as unknown[];
     return { fence: Number(r[0]), pastOthers: Number(r[1]) === 1 };
   },
+);
+
+/** `[repair, (token, lease ms, key count)...]` */
+export type RenewManyArgs = readonly (string | number)[];
+
+/** RENEW_MANY: one EXTEND answer per hold, in the order they were sent. */
+export const RENEW_MANY = defineScript<RenewManyArgs, ExtendReply[]>(
+  'RENEW_MANY',
+  'renew-many',
+  (reply) => (reply as unknown[]).map(extendReply),
 );

@@ -329,7 +329,7 @@ describe('defect 16: waiters queued within the same millisecond keep their order
     const tokens = ['zz.1', 'yy.1', 'xx.1', 'ww.1'];
     const queued = redis.multi();
     for (const t of tokens)
-      queued.eval(ACQUIRE.lua, keys.length, ...keys, t, 5_000, 5_000, '1', -5);
+      queued.eval(ACQUIRE.lua, keys.length, ...keys, t, 5_000, 5_000, '1', 5, 'clock');
     await queued.exec();
     expect(await redis.zrange(`${rk}:q`, 0, -1)).toEqual(tokens);
     await redis.del(...keys);

@@ -6,7 +6,7 @@ import { redisForFile } from '../support/redis-for-file';
 import type { RedisServerHandle } from '../support/redis-server';
 import { blockEventLoop, setNxFromAnotherProcess } from '../support/stalls';
 import type { LockClient } from '../../lib/engine/lock-client';
-import { GRANT_CLAIM_MS } from '../../lib/redis/lock.scripts';
+import { GRANT_CLAIM_MS } from '../../lib/redis/script-constants';
 import { LockClientRegistry } from '../../lib/module/lock-client.registry';
 
 /**

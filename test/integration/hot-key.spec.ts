@@ -8,7 +8,7 @@ import { createLockApp, lockRedisKey, sleep, uniquePrefix, within } from '../sup
 import { redisForFile } from '../support/redis-for-file';
 import type { RedisServerHandle } from '../support/redis-server';
 import { describeResult, spawnWorker } from '../support/workers';
-import { REFILL_SCRIPT } from '../../lib/redis/lock.scripts';
+import { REFILL } from '../../lib/redis/scripts';
 import type { LockClient } from '../../lib/engine/lock-client';
 import { LockClientRegistry } from '../../lib/module/lock-client.registry';
 
@@ -292,7 +292,7 @@ describe('REFILL', () => {
     return [rk, `${rk}:fence`, `${rk}:wait`, `${rk}:q`, `${rk}:qm`, `${rk}:h`];
   };
   const refill = (k: string[], token: string, count: number) =>
-    redis.eval(REFILL_SCRIPT, 6, ...k, token, -count) as Promise<number[]>;
+    redis.eval(REFILL.lua, 6, ...k, token, count, 'clock') as Promise<number[]>;
 
   it('mints a block above every fence only for the holding token, and tells who is queued', async () => {
     const k = keys(uniquePrefix('refill'), 'job:r');

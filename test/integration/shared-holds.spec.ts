@@ -624,7 +624,7 @@ it('keeps write holds exclusive of read holds under load (no overlap, readers ov
   expect(maxConcurrency(reads)).toBeGreaterThan(1);
 });
 
-it('keeps the exclusive path: an uncontended cycle is TRY + FREE (two keys each), hot sections pass on in memory, while other keys have readers and permits', async () => {
+it('keeps the exclusive path: an uncontended cycle is TRY (two keys) + RELEASE, hot sections pass on in memory, while other keys have readers and permits', async () => {
   const node = (a.get(LockClientRegistry).get('default') as LockClient).nodes[0] as Redis;
   const evalsha = node.evalsha.bind(node);
   const sent: string[][] = [];
@@ -646,7 +646,7 @@ it('keeps the exclusive path: an uncontended cycle is TRY + FREE (two keys each)
     expect(sent).toEqual(
       Array.from({ length: 3 }, () => [
         [key, `${key}:fence`],
-        [key, `${key}:wait`],
+        [key, `${key}:fence`, `${key}:wait`, `${key}:q`, `${key}:qm`, `${key}:h`],
       ]).flat(),
     );
     // A hot key: callers of this process pass it on in memory (no script per section).

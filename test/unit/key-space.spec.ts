@@ -129,7 +129,6 @@ describe('KeySpace', () => {
       ]);
       expect(set.all).toHaveLength(KEYS_PER_LOCK);
       expect(set.take).toEqual(['locks:{k}', 'locks:{k}:fence']);
-      expect(set.free).toEqual(['locks:{k}', 'locks:{k}:wait']);
     });
 
     it('every key of a set shares the hash tag (one Cluster slot)', () => {

@@ -1,4 +1,4 @@
-import { RENEW_MANY } from '../../lib/redis/renew-many.script';
+import { RENEW_MANY } from '../../lib/redis/scripts';
 import type { RedisNode } from '../../lib/redis/redis-node';
 import { RenewalBatcher } from '../../lib/redis/renewal-batcher';
 import type { ScriptCallback, ScriptRunner } from '../../lib/redis/script-runner';

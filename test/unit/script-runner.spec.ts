@@ -1,6 +1,6 @@
 import type { RedisNode } from '../../lib/redis/redis-node';
 import { CORK_BATCH, ScriptRunner } from '../../lib/redis/script-runner';
-import { FREE, TRY } from '../../lib/redis/scripts';
+import { RELEASE, TRY } from '../../lib/redis/scripts';
 
 /** Lets every pending promise callback and tick run. */
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -20,12 +20,15 @@ function fakeNode(status = 'ready', reply: unknown = 1) {
     stream,
     evalsha: (...args: unknown[]) => {
       const sha = args.flat()[0] as string;
-      log.push(sha === TRY.sha ? 'TRY' : sha === FREE.sha ? 'FREE' : sha);
+      log.push(sha === TRY.sha ? 'TRY' : sha === RELEASE.sha ? 'RELEASE' : sha);
       return Promise.resolve(reply);
     },
   } as unknown as RedisNode;
   return { node, log };
 }
+
+/** RELEASE's answer for one key freed with nobody waiting, as the fake node replies (1). */
+const freed = RELEASE.decode(1);
 
 describe('ScriptRunner', () => {
   let runner: ScriptRunner;
@@ -35,37 +38,43 @@ describe('ScriptRunner', () => {
   it('writes a lone command at once, with no corking', async () => {
     const { node, log } = fakeNode();
     const replies: unknown[] = [];
-    runner.send(node, FREE, ['a', 'a:wait'], ['t.1', '1'], (_e, r) => replies.push(r));
+    runner.send(node, RELEASE, ['a', 'a:wait'], ['t.1', '0', 1, 'clock'], (_e, r) =>
+      replies.push(r),
+    );
     await flush();
-    runner.send(node, FREE, ['a', 'a:wait'], ['t.2', '1'], (_e, r) => replies.push(r));
+    runner.send(node, RELEASE, ['a', 'a:wait'], ['t.2', '0', 1, 'clock'], (_e, r) =>
+      replies.push(r),
+    );
     await flush();
-    expect(log).toEqual(['FREE', 'FREE']);
-    expect(replies).toEqual(['freed', 'freed']);
+    expect(log).toEqual(['RELEASE', 'RELEASE']);
+    expect(replies).toEqual([freed, freed]);
   });
 
   it('while calls are in flight, corks a node from the second command of a tick to its end', async () => {
     const { node, log } = fakeNode();
     const replies: unknown[] = [];
     const send = (key: string) =>
-      runner.send(node, FREE, [key, `${key}:wait`], ['t', '1'], (_e, r) => replies.push(r));
+      runner.send(node, RELEASE, [key, `${key}:wait`], ['t', '0', 1, 'clock'], (_e, r) =>
+        replies.push(r),
+      );
     send('a'); // nothing in flight: written at once, the tick not tracked
     send('b'); // in flight: the first write of the tick that counts, at once
     send('c'); // the second: corked, with every later one of the tick
     send('d');
-    expect(log).toEqual(['FREE', 'FREE', 'cork', 'FREE', 'FREE']);
+    expect(log).toEqual(['RELEASE', 'RELEASE', 'cork', 'RELEASE', 'RELEASE']);
     await flush();
-    expect(log).toEqual(['FREE', 'FREE', 'cork', 'FREE', 'FREE', 'uncork']);
-    expect(replies).toEqual(['freed', 'freed', 'freed', 'freed']);
+    expect(log).toEqual(['RELEASE', 'RELEASE', 'cork', 'RELEASE', 'RELEASE', 'uncork']);
+    expect(replies).toEqual([freed, freed, freed, freed]);
   });
 
   it('sends the writes of a corked socket in batches while the tick goes on, each twice the last', async () => {
     const { node, log } = fakeNode();
     const send = (key: string) =>
-      runner.send(node, FREE, [key, `${key}:wait`], ['t', '1'], () => undefined);
+      runner.send(node, RELEASE, [key, `${key}:wait`], ['t', '0', 1, 'clock'], () => undefined);
     send('a'); // nothing in flight: written at once
     send('b'); // the first write of the tick that counts: at once
     for (let i = 0; i < 3 * CORK_BATCH + 4; i++) send(`k${i}`);
-    const writes = (n: number) => Array.from({ length: n }, () => 'FREE');
+    const writes = (n: number) => Array.from({ length: n }, () => 'RELEASE');
     // A full batch leaves before the next write, which starts the next batch.
     expect(log).toEqual([
       ...writes(2),
@@ -85,10 +94,10 @@ describe('ScriptRunner', () => {
   it('corks each busy node of a tick once and uncorks them all', async () => {
     const nodes = [fakeNode('ready', [1, 7]), fakeNode('ready', [1, 7]), fakeNode('ready', [1, 7])];
     const other = fakeNode('ready', [1, 7]);
-    runner.send(other.node, TRY, ['x', 'x:fence'], ['t', 10, 1], () => {}); // in flight meanwhile
+    runner.send(other.node, TRY, ['x', 'x:fence'], ['t', 10, 1, 'clock'], () => {}); // in flight meanwhile
     for (const key of ['a', 'b', 'c']) {
       for (const { node } of nodes)
-        runner.send(node, TRY, [key, `${key}:fence`], ['t', 10, 1], () => {});
+        runner.send(node, TRY, [key, `${key}:fence`], ['t', 10, 1, 'clock'], () => {});
     }
     for (const { log } of nodes) expect(log).toEqual(['TRY', 'cork', 'TRY', 'TRY']);
     await flush();
@@ -98,10 +107,10 @@ describe('ScriptRunner', () => {
   it('leaves a connection that is not ready alone (ioredis queues its commands)', async () => {
     const { node, log } = fakeNode('connecting');
     for (const key of ['a', 'b', 'c']) {
-      runner.send(node, FREE, [key, `${key}:wait`], ['t', '1'], () => undefined);
+      runner.send(node, RELEASE, [key, `${key}:wait`], ['t', '0', 1, 'clock'], () => undefined);
     }
     await flush();
-    expect(log).toEqual(['FREE', 'FREE', 'FREE']);
+    expect(log).toEqual(['RELEASE', 'RELEASE', 'RELEASE']);
   });
 
   it('answers once: a reply after the commandTimeout is dropped', async () => {
@@ -114,7 +123,7 @@ describe('ScriptRunner', () => {
         evalsha: () => new Promise((resolve) => (answer = resolve)),
       } as unknown as RedisNode;
       const cb = jest.fn();
-      runner.send(node, FREE, ['a', 'a:wait'], ['t.1', '1'], cb);
+      runner.send(node, RELEASE, ['a', 'a:wait'], ['t.1', '0', 1, 'clock'], cb);
       jest.advanceTimersByTime(250);
       expect(cb).toHaveBeenCalledTimes(1);
       expect(cb.mock.calls[0][0]).toBeInstanceOf(Error);
