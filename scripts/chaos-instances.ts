@@ -32,10 +32,14 @@ export class ChaosInstances {
     return this.live;
   }
 
-  /** The next live instance's URL, round robin (a load balancer that drops dead ones). */
+  /**
+   * The next URL, round robin over the instances that run and are not stopped: a load balancer
+   * whose health checks take a dead or frozen instance out (requests already sent to it wait).
+   */
   nextUrl(): string {
-    if (this.live.length === 0) throw new Error('no sample instance is running');
-    return this.live[this.turn++ % this.live.length].url;
+    const up = this.live.filter((i) => !this.stopped.has(i.pid));
+    if (up.length === 0) throw new Error('no sample instance is running');
+    return up[this.turn++ % up.length].url;
   }
 
   byPid(pid: number): SampleInstance | undefined {

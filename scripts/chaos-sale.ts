@@ -192,6 +192,7 @@ export async function runChaosSale(o: ChaosSaleOptions): Promise<ChaosSaleResult
   const answers = new AnswersByFence();
   const lostBefore = o.hook.lost.length;
   const outcomes: FaultOutcome[] = [];
+  const failures: unknown[] = [];
   let faultsOver = o.schedule.faults.length === 0;
   let gate: OvertakeGate | undefined;
   const k = o.schedule.newerSales;
@@ -273,12 +274,18 @@ export async function runChaosSale(o: ChaosSaleOptions): Promise<ChaosSaleResult
       const fence = p.fence!;
       const killedAt = Date.now();
       o.log(`  read ${n}: ${holder(p)}: SIGKILL, then started again`);
-      const restarted = o.instances.killAndRestart(p.pid);
+      // The sale goes on while the instance starts again (the buyers use it once it is up).
+      void o.instances.killAndRestart(p.pid).then(
+        (replacement) =>
+          o.log(
+            `    ${replacement.name} back as pid ${replacement.pid} after ${seconds(Date.now() - killedAt)}`,
+          ),
+        (err: unknown) => failures.push(err),
+      );
       p.answer();
-      const [next, replacement] = await Promise.all([newerSales(fence, 1), restarted]);
+      const next = await newerSales(fence, 1);
       o.log(
-        `    ${next ? `its lease ran out, a newer holder sold ${seconds(next - killedAt)} later` : 'no newer holder sold'}; ` +
-          `${replacement.name} back as pid ${replacement.pid} after ${seconds(Date.now() - killedAt)}`,
+        `    ${next ? `its lease ran out, a newer holder sold ${seconds(next - killedAt)} later` : 'no newer holder sold'}`,
       );
       return { kind: 'kill', read: n, instance: p.instance, pid: p.pid, fence, lateWrite: 'none' };
     },
@@ -287,7 +294,6 @@ export async function runChaosSale(o: ChaosSaleOptions): Promise<ChaosSaleResult
   let reads = 0;
   let next = 0;
   let busy = false;
-  const failures: unknown[] = [];
   o.hook.handlePurchases((p) => {
     if (p.productId !== productId) return p.answer();
     if (p.point === 'holding') {
