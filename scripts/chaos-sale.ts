@@ -215,79 +215,63 @@ export async function runChaosSale(o: ChaosSaleOptions): Promise<ChaosSaleResult
   };
   const holder = (p: PendingPurchase) =>
     `${p.instance} (pid ${p.pid}) holds ${key} (fence ${p.fence}), read stock ${p.stock}`;
+  const sales = (done: number | undefined) =>
+    done ? `${k} newer sales` : `not ${k} newer sales within ${seconds(WAIT_MS)}`;
   const told = (f: { learnedMs?: number; learnedReason?: string }, after: string) =>
     f.learnedMs === undefined
-      ? 'it was never told its lock was lost'
-      : `it was told ${f.learnedMs} ms ${after} (${f.learnedReason})`;
+      ? 'never told'
+      : `told ${f.learnedMs} ms ${after} (${f.learnedReason})`;
+  const outcome = (kind: FaultKind, p: PendingPurchase, n: number, rest: Partial<FaultOutcome>) =>
+    ({ kind, read: n, instance: p.instance, pid: p.pid, fence: p.fence!, ...rest }) as FaultOutcome;
 
   const faults: Record<FaultKind, (p: PendingPurchase, n: number) => Promise<FaultOutcome>> = {
     stall: async (p, n) => {
-      const fence = p.fence!;
       const stoppedAt = Date.now();
-      gate = new OvertakeGate(fence, k);
+      gate = new OvertakeGate(p.fence!, k);
       o.instances.freeze(p.pid);
       o.log(`  read ${n}: ${holder(p)}: SIGSTOP`);
-      const sold = await newerSales(fence, k);
+      const sold = await newerSales(p.fence!, k);
       const left = stoppedAt + o.schedule.stallMs - Date.now();
       if (left > 0) await sleep(left);
       const resumedAt = Date.now();
       o.instances.resume(p.pid);
       const [heard, write] = await Promise.all([learned(p, resumedAt), letWrite(p)]);
       o.log(
-        `    ${sold ? `its lease ran out, newer holders sold ${k}` : `newer holders did not sell ${k}`}; ` +
-          `SIGCONT after ${seconds(resumedAt - stoppedAt)}; ${told(heard, 'later')}; ` +
-          `its late write: ${write}`,
+        `    lease ran out; ${sales(sold)}; SIGCONT after ${seconds(resumedAt - stoppedAt)}; ` +
+          `${told(heard, 'later')}; late write ${write}`,
       );
-      return {
-        kind: 'stall',
-        read: n,
-        instance: p.instance,
-        pid: p.pid,
-        fence,
-        ...heard,
-        lateWrite: write,
-      };
+      return outcome('stall', p, n, { ...heard, lateWrite: write });
     },
     'redis-restart': async (p, n) => {
-      const fence = p.fence!;
-      gate = new OvertakeGate(fence, k);
-      o.log(`  read ${n}: ${holder(p)}: Redis restarted without persistence`);
+      gate = new OvertakeGate(p.fence!, k);
+      o.log(`  read ${n}: ${holder(p)}: Redis restarted`);
       await o.redis.restart();
       const upAt = Date.now();
-      const [heard, sold] = await Promise.all([learned(p, upAt), newerSales(fence, k)]);
+      const [heard, sold] = await Promise.all([learned(p, upAt), newerSales(p.fence!, k)]);
       const write = await letWrite(p);
       o.log(
-        `    Redis back, empty; ${sold ? `newer holders sold ${k}` : `newer holders did not sell ${k}`}; ` +
-          `${told(heard, 'after the restart')}; its late write: ${write}`,
+        `    Redis back, empty; ${sales(sold)}; ${told(heard, 'after the restart')}; ` +
+          `late write ${write}`,
       );
-      return {
-        kind: 'redis-restart',
-        read: n,
-        instance: p.instance,
-        pid: p.pid,
-        fence,
-        ...heard,
-        lateWrite: write,
-      };
+      return outcome('redis-restart', p, n, { ...heard, lateWrite: write });
     },
     kill: async (p, n) => {
-      const fence = p.fence!;
       const killedAt = Date.now();
-      o.log(`  read ${n}: ${holder(p)}: SIGKILL, then started again`);
+      o.log(`  read ${n}: ${holder(p)}: SIGKILL`);
       // The sale goes on while the instance starts again (the buyers use it once it is up).
       void o.instances.killAndRestart(p.pid).then(
-        (replacement) =>
+        (back) =>
           o.log(
-            `    ${replacement.name} back as pid ${replacement.pid} after ${seconds(Date.now() - killedAt)}`,
+            `    ${back.name} started again, pid ${back.pid}, ${seconds(Date.now() - killedAt)} after`,
           ),
         (err: unknown) => failures.push(err),
       );
       p.answer();
-      const next = await newerSales(fence, 1);
+      const sold = await newerSales(p.fence!, 1);
       o.log(
-        `    ${next ? `its lease ran out, a newer holder sold ${seconds(next - killedAt)} later` : 'no newer holder sold'}`,
+        `    ${sold ? `lease ran out; the next holder sold ${seconds(sold - killedAt)} after` : 'nobody sold after it'}`,
       );
-      return { kind: 'kill', read: n, instance: p.instance, pid: p.pid, fence, lateWrite: 'none' };
+      return outcome('kill', p, n, { lateWrite: 'none' });
     },
   };
 

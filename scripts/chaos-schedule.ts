@@ -81,23 +81,23 @@ export function chaosSchedule(
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
 
 /** One line per fault, as the demo prints the schedule. */
-export function describeSchedule(schedule: ChaosSchedule, key: string): string[] {
+export function describeSchedule(schedule: ChaosSchedule): string[] {
+  const k = schedule.newerSales;
   return schedule.faults.map((f) => {
     const at = `read ${String(f.atRead).padStart(3)}`;
     switch (f.kind) {
       case 'stall':
         return (
-          `${at}: SIGSTOP the holder of ${key} right after it read the stock, for at least ` +
-          `${seconds(schedule.stallMs)} (lease ${seconds(schedule.ttlMs)}) and until newer holders ` +
-          `sold ${schedule.newerSales}; then SIGCONT`
+          `${at}: SIGSTOP the lock's holder right after it read the stock; SIGCONT after ` +
+          `${seconds(schedule.stallMs)} (lease ${seconds(schedule.ttlMs)}) and ${k} newer sales`
         );
       case 'redis-restart':
         return (
-          `${at}: restart Redis without persistence while the holder of ${key} is between its ` +
-          `read and its write; it writes once it was told and newer holders sold ${schedule.newerSales}`
+          `${at}: restart Redis, no persistence, while the holder is between read and write; ` +
+          `it writes after ${k} newer sales`
         );
       case 'kill':
-        return `${at}: SIGKILL the instance holding ${key}, then start it again`;
+        return `${at}: SIGKILL the lock's holder, then start that instance again`;
     }
   });
 }

@@ -4,9 +4,10 @@ import { performance } from 'node:perf_hooks';
 import { ChaosHookServer } from './chaos-hook-server';
 import { ChaosInstances } from './chaos-instances';
 import { type ChaosRedis, CHAOS_ROWS, type ChaosSaleResult, runChaosSale } from './chaos-sale';
+import { chaosTable, chaosVerdicts, wrap } from './chaos-report';
 import { type ChaosSchedule, chaosSchedule, describeSchedule } from './chaos-schedule';
 import { renderTerminal, type TerminalLine } from './demo-chart';
-import { formatTable, say } from './demo-progress';
+import { say } from './demo-progress';
 import { ensureRedisServer, type RedisProcess, startRedis } from './redis';
 import { repoRoot } from './sample-cluster';
 
@@ -76,70 +77,6 @@ function parseChaosArgs(argv: readonly string[]): ChaosOptions | 'help' {
   return o;
 }
 
-const ms = (n: number): string => `${Math.round(n)} ms`;
-
-const AFTER: Record<string, string> = {
-  stall: 'after SIGCONT',
-  'redis-restart': 'after the restart',
-};
-
-/** The holders a fault left running with a lost lock: how many were told, and how soon. */
-function learnedCells(r: ChaosSaleResult): [string, string] {
-  const survivors = r.faults.filter((f) => f.kind !== 'kill');
-  const told = survivors.filter((f) => f.learnedMs !== undefined);
-  const how = told.map((f) => `${ms(f.learnedMs!)} ${AFTER[f.kind]}`).join(', ');
-  return [`${told.length} of ${survivors.length}`, how || '-'];
-}
-
-/** The chaos table, one row per write. */
-export function chaosTable(rows: readonly ChaosSaleResult[]): string[] {
-  const head = ['row', 'sold', 'final stock', 'oversold', 'stale writes', 'told lost', 'how soon'];
-  const cells = rows.map((r) => {
-    const stale =
-      r.row.mode === 'fenced'
-        ? `${r.staleRejected} rejected${r.staleApplied ? `, ${r.staleApplied} applied` : ''}`
-        : `${r.staleApplied} applied`;
-    return [
-      r.row.label,
-      String(r.sold),
-      String(r.finalStock),
-      String(r.oversold),
-      stale,
-      ...learnedCells(r),
-    ];
-  });
-  return formatTable(head, cells);
-}
-
-/** One sentence per row: what its figures mean; `ok` false for a fenced row that went wrong. */
-export function chaosVerdicts(
-  rows: readonly ChaosSaleResult[],
-): { text: string; ok: boolean; bad: boolean }[] {
-  return rows.map((r) => {
-    const lost = r.lost.length;
-    const told = `${lost} lost lock${lost === 1 ? '' : 's'} reported (signal aborted, \`lost\` event)`;
-    if (r.row.mode !== 'fenced') {
-      const damage =
-        r.phantom > 0
-          ? `${r.sold} sold from a stock of ${r.stock} (${r.finalStock} left): ${r.phantom} unit${r.phantom === 1 ? '' : 's'} sold twice, ` +
-            `because ${r.staleApplied} late write${r.staleApplied === 1 ? '' : 's'} put back a stock read before newer holders sold`
-          : `${r.sold} sold, ${r.finalStock} left: ${r.staleApplied} late write${r.staleApplied === 1 ? '' : 's'} landed after a newer holder's without visible damage this time`;
-      return {
-        text: `lock only: ${damage}; ${told}, but this write ignores it.`,
-        ok: true,
-        bad: true,
-      };
-    }
-    const exact = r.sold === r.stock && r.finalStock === 0 && r.staleApplied === 0;
-    const text = exact
-      ? `lock + fenced write: exactly ${r.sold} sold, stock 0: the database refused ${r.staleRejected} stale ` +
-        `write${r.staleRejected === 1 ? '' : 's'} (409 STALE_FENCE, nothing sold, the buyer bought again); ${told}.`
-      : `lock + fenced write: ${r.sold} sold, ${r.finalStock} left, ${r.staleApplied} stale writes applied: ` +
-        'the fenced write did not hold.';
-    return { text, ok: exact, bad: !exact };
-  });
-}
-
 /** A Redis of our own whose `restart()` stops it and starts an empty one on the same port. */
 async function restartableRedis(
   binary: string,
@@ -204,18 +141,16 @@ export async function runChaosDemo(argv: readonly string[]): Promise<number> {
     const schedule: ChaosSchedule = chaosSchedule(o.seed, { stock: o.stock, ttlMs: o.ttl });
     show('$ npm run demo -- --chaos', 'prompt');
     show(
-      `nest-locked chaos demo: ${o.instances} instances, ${o.buyers} buyers at a time, stock ${o.stock}, ` +
-        `product lock (lease ${o.ttl} ms), database latency ${o.latency} ms`,
+      `nest-locked chaos demo: ${o.instances} instances, ${o.buyers} buyers at a time, ` +
+        `stock ${o.stock}, lock lease ${o.ttl} ms, ` +
+        `database latency ${o.latency} ms`,
       'dim',
     );
-    show(`schedule (seed ${o.seed}; --seed N picks another), the same for both rows:`, 'dim');
-    for (const line of describeSchedule(schedule, 'the product')) show(`  ${line}`, 'dim');
+    show(`schedule (seed ${o.seed}; --seed N for another), the same in both rows:`, 'dim');
+    for (const line of describeSchedule(schedule)) show(`  ${line}`, 'dim');
+    show('rows: lock only            UPDATE products SET stock = ? WHERE id = ?', 'dim');
     show(
-      `rows:  lock only            mode=product: @Locked('product:{id}'), then UPDATE products SET stock = ?`,
-      'dim',
-    );
-    show(
-      `       lock + fenced write  mode=fenced: the same, then ... SET stock = ?, fence = ? WHERE id = ? AND fence < ?`,
+      '      lock + fenced write  UPDATE products SET stock = ?, fence = ? WHERE id = ? AND fence < ?',
       'dim',
     );
 
@@ -258,9 +193,14 @@ export async function runChaosDemo(argv: readonly string[]): Promise<number> {
     }
     const verdicts = chaosVerdicts(rows);
     show();
-    for (const line of chaosTable(rows)) show(line);
+    const [head, rule, ...body] = chaosTable(rows);
+    show(head);
+    show(rule);
+    body.forEach((line, i) => show(line, verdicts[i].bad ? 'bad' : 'good'));
     show();
-    for (const v of verdicts) show(v.text, v.bad ? 'bad' : 'good');
+    for (const v of verdicts) {
+      for (const line of wrap(v.text, 104)) show(line, v.bad ? 'bad' : 'good');
+    }
 
     await stopAll();
     const wall = ((performance.now() - startedAt) / 1000).toFixed(1);
