@@ -22,26 +22,26 @@ export class ChaosHookServer {
   private onPurchase: (purchase: PendingPurchase) => void = (p) => p.answer();
   private readonly lostWaiters = new Set<() => void>();
 
-  private constructor(
-    private readonly server: http.Server,
-    /** `http://127.0.0.1:<port>`, for `SAMPLE_CHAOS_URL`. */
-    readonly url: string,
-  ) {}
-
-  static async start(): Promise<ChaosHookServer> {
-    let hook: ChaosHookServer | undefined;
-    const server = http.createServer((req, res) => {
+  private constructor(private readonly server: http.Server) {
+    server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => hook!.receive(req.url ?? '', Buffer.concat(chunks).toString(), res));
+      req.on('end', () => this.receive(req.url ?? '', Buffer.concat(chunks).toString(), res));
     });
+  }
+
+  static async start(): Promise<ChaosHookServer> {
+    const hook = new ChaosHookServer(http.createServer());
     await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', resolve);
+      hook.server.once('error', reject);
+      hook.server.listen(0, '127.0.0.1', resolve);
     });
-    const { port } = server.address() as AddressInfo;
-    hook = new ChaosHookServer(server, `http://127.0.0.1:${port}`);
     return hook;
+  }
+
+  /** `http://127.0.0.1:<port>`, for `SAMPLE_CHAOS_URL`. */
+  get url(): string {
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
   }
 
   /** Who decides about each purchase point from now on (by default: answered at once). */
