@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import Database from 'better-sqlite3';
 import type { LostPoint } from '../sample/products/chaos-hook';
 import type { ChaosHookServer, PendingPurchase } from './chaos-hook-server';
 import type { ChaosInstances } from './chaos-instances';
-import type { ChaosSchedule, FaultKind, ScheduledFault } from './chaos-schedule';
+import { ShopLedger } from './chaos-ledger';
+import type { ChaosSchedule, FaultKind } from './chaos-schedule';
 import { type HttpResult, post } from './http';
 
 /**
@@ -161,8 +161,6 @@ class OvertakeGate {
 
 /** Runs one row: the sale, the faults at their reads, and the count afterwards. */
 export async function runChaosSale(o: ChaosSaleOptions): Promise<ChaosSaleResult> {
-  const startedAt = Date.now();
-  const deadline = startedAt + o.timeoutMs;
   const created = await post<{ id: number }>(`${o.instances.nextUrl()}/products`, {
     name: `chaos-${o.row.mode}`,
     stock: o.stock,
@@ -172,209 +170,244 @@ export async function runChaosSale(o: ChaosSaleOptions): Promise<ChaosSaleResult
       `Creating the product failed: ${created.status} ${JSON.stringify(created.body)}`,
     );
   }
-  const productId = created.body.id;
-  const key = `product:${productId}`;
-  const db = new Database(o.dbPath, { readonly: true, fileMustExist: true });
-  db.pragma('busy_timeout = 10000');
-  const newerCount = db.prepare<[number, number], { n: number }>(
-    'SELECT COUNT(*) AS n FROM orders WHERE product_id = ? AND fence > ?',
-  );
-  const waitMs = () => Math.max(0, Math.min(WAIT_MS, deadline - Date.now()));
-  /** `Date.now()` once `count` orders with a fence above `fence` are in; `undefined`: bound hit. */
-  const newerSales = async (fence: number, count: number): Promise<number | undefined> => {
-    const until = Date.now() + waitMs();
-    while (Date.now() < until) {
-      if ((newerCount.get(productId, fence)?.n ?? 0) >= count) return Date.now();
-      await sleep(POLL_MS);
+  const ledger = new ShopLedger(o.dbPath);
+  try {
+    return await new ChaosSale(o, created.body.id, ledger).run();
+  } finally {
+    ledger.close();
+  }
+}
+
+/** One row under way: the buyers, the purchase points the instances report, the faults. */
+class ChaosSale {
+  private readonly startedAt = Date.now();
+  private readonly deadline: number;
+  private readonly key: string;
+  private readonly answers = new AnswersByFence();
+  private readonly lostBefore: number;
+  private readonly outcomes: FaultOutcome[] = [];
+  private readonly failures: unknown[] = [];
+  /** Set while a holder that lost its lock has yet to write. */
+  private gate?: OvertakeGate;
+  private reads = 0;
+  /** The index of the next fault of the schedule. */
+  private next = 0;
+  /** A fault is going on: the next one waits for a later read. */
+  private busy = false;
+  private requests = 0;
+  private cutOff = 0;
+  private staleRejected = 0;
+
+  constructor(
+    private readonly o: ChaosSaleOptions,
+    private readonly productId: number,
+    private readonly ledger: ShopLedger,
+  ) {
+    this.deadline = this.startedAt + o.timeoutMs;
+    this.key = `product:${productId}`;
+    this.lostBefore = o.hook.lost.length;
+  }
+
+  private get faultsOver(): boolean {
+    return this.next >= this.o.schedule.faults.length;
+  }
+
+  async run(): Promise<ChaosSaleResult> {
+    this.o.hook.handlePurchases((p) => this.onPurchase(p));
+    try {
+      await Promise.all(Array.from({ length: this.o.buyers }, () => this.buyer()));
+    } finally {
+      this.o.hook.handlePurchases((p) => p.answer());
+      this.gate?.open();
     }
-    return undefined;
-  };
-  const answers = new AnswersByFence();
-  const lostBefore = o.hook.lost.length;
-  const outcomes: FaultOutcome[] = [];
-  const failures: unknown[] = [];
-  let faultsOver = o.schedule.faults.length === 0;
-  let gate: OvertakeGate | undefined;
-  const k = o.schedule.newerSales;
+    if (this.failures.length) throw this.failures[0];
+    const { sold, finalStock, staleApplied } = this.ledger.tally(this.productId);
+    return {
+      row: this.o.row,
+      productId: this.productId,
+      stock: this.o.stock,
+      sold,
+      finalStock,
+      oversold: Math.max(0, sold - this.o.stock),
+      phantom: sold + finalStock - this.o.stock,
+      staleApplied,
+      staleRejected: this.staleRejected,
+      faults: this.outcomes,
+      lost: this.o.hook.lost.slice(this.lostBefore),
+      requests: this.requests,
+      cutOff: this.cutOff,
+      wallMs: Date.now() - this.startedAt,
+      timedOut: Date.now() >= this.deadline,
+    };
+  }
 
-  const lateWrite = async (fence: number): Promise<FaultOutcome['lateWrite']> => {
-    const status = await answers.waitFor(fence, waitMs());
-    return status === 201 ? 'applied' : status === 409 ? 'rejected' : 'none';
-  };
-  const learned = async (p: PendingPurchase, since: number) => {
-    const lost = await o.hook.lostWhere((l) => l.pid === p.pid && l.fence === p.fence, waitMs());
-    return lost ? { learnedMs: lost.at - since, learnedReason: lost.reason } : {};
-  };
-  /** The late write of `p` at last, then the next holders may read again. */
-  const letWrite = async (p: PendingPurchase): Promise<FaultOutcome['lateWrite']> => {
-    p.answer();
-    const write = await lateWrite(p.fence!);
-    gate?.open();
-    gate = undefined;
-    return write;
-  };
-  const holder = (p: PendingPurchase) =>
-    `${p.instance} (pid ${p.pid}) holds ${key} (fence ${p.fence}), read stock ${p.stock}`;
-  const sales = (done: number | undefined) =>
-    done ? `${k} newer sales` : `not ${k} newer sales within ${seconds(WAIT_MS)}`;
-  const told = (f: { learnedMs?: number; learnedReason?: string }, after: string) =>
-    f.learnedMs === undefined
-      ? 'never told'
-      : `told ${f.learnedMs} ms ${after} (${f.learnedReason})`;
-  const outcome = (kind: FaultKind, p: PendingPurchase, n: number, rest: Partial<FaultOutcome>) =>
-    ({ kind, read: n, instance: p.instance, pid: p.pid, fence: p.fence!, ...rest }) as FaultOutcome;
-
-  const faults: Record<FaultKind, (p: PendingPurchase, n: number) => Promise<FaultOutcome>> = {
-    stall: async (p, n) => {
-      const stoppedAt = Date.now();
-      gate = new OvertakeGate(p.fence!, k);
-      o.instances.freeze(p.pid);
-      o.log(`  read ${n}: ${holder(p)}: SIGSTOP`);
-      const sold = await newerSales(p.fence!, k);
-      const left = stoppedAt + o.schedule.stallMs - Date.now();
-      if (left > 0) await sleep(left);
-      const resumedAt = Date.now();
-      o.instances.resume(p.pid);
-      const [heard, write] = await Promise.all([learned(p, resumedAt), letWrite(p)]);
-      o.log(
-        `    lease ran out; ${sales(sold)}; SIGCONT after ${seconds(resumedAt - stoppedAt)}; ` +
-          `${told(heard, 'later')}; late write ${write}`,
-      );
-      return outcome('stall', p, n, { ...heard, lateWrite: write });
-    },
-    'redis-restart': async (p, n) => {
-      gate = new OvertakeGate(p.fence!, k);
-      o.log(`  read ${n}: ${holder(p)}: Redis restarted`);
-      await o.redis.restart();
-      const upAt = Date.now();
-      const [heard, sold] = await Promise.all([learned(p, upAt), newerSales(p.fence!, k)]);
-      const write = await letWrite(p);
-      o.log(
-        `    Redis back, empty; ${sales(sold)}; ${told(heard, 'after the restart')}; ` +
-          `late write ${write}`,
-      );
-      return outcome('redis-restart', p, n, { ...heard, lateWrite: write });
-    },
-    kill: async (p, n) => {
-      const killedAt = Date.now();
-      o.log(`  read ${n}: ${holder(p)}: SIGKILL`);
-      // The sale goes on while the instance starts again (the buyers use it once it is up).
-      void o.instances.killAndRestart(p.pid).then(
-        (back) =>
-          o.log(
-            `    ${back.name} started again, pid ${back.pid}, ${seconds(Date.now() - killedAt)} after`,
-          ),
-        (err: unknown) => failures.push(err),
-      );
-      p.answer();
-      const sold = await newerSales(p.fence!, 1);
-      o.log(
-        `    ${sold ? `lease ran out; the next holder sold ${seconds(sold - killedAt)} after` : 'nobody sold after it'}`,
-      );
-      return outcome('kill', p, n, { lateWrite: 'none' });
-    },
-  };
-
-  let reads = 0;
-  let next = 0;
-  let busy = false;
-  o.hook.handlePurchases((p) => {
-    if (p.productId !== productId) return p.answer();
-    if (p.point === 'holding') {
-      if (!gate || gate.admit(p)) p.answer();
-      return;
-    }
-    reads++;
-    const due: ScheduledFault | undefined = o.schedule.faults[next];
-    if (busy || !due || reads < due.atRead || p.fence === undefined) return p.answer();
-    busy = true;
-    faults[due.kind](p, reads)
-      .then(
-        (outcome) => outcomes.push(outcome),
-        (err: unknown) => failures.push(err),
-      )
-      .finally(() => {
-        p.answer();
-        gate?.open();
-        gate = undefined;
-        busy = false;
-        next++;
-        faultsOver = next >= o.schedule.faults.length;
-      });
-  });
-
-  let requests = 0;
-  let cutOff = 0;
-  let staleRejected = 0;
-  const buyer = async (): Promise<void> => {
-    while (Date.now() < deadline) {
+  /** One buyer: buys one unit again and again, on the next instance each time, until sold out. */
+  private async buyer(): Promise<void> {
+    const path = `/products/${this.productId}/purchase?mode=${this.o.row.mode}`;
+    while (Date.now() < this.deadline) {
       let r: HttpResult<PurchaseAnswer>;
-      requests++;
+      this.requests++;
       try {
-        const url = `${o.instances.nextUrl()}/products/${productId}/purchase?mode=${o.row.mode}`;
-        r = await post<PurchaseAnswer>(url, { quantity: 1 }, Math.max(1, deadline - Date.now()));
+        const left = Math.max(1, this.deadline - Date.now());
+        r = await post<PurchaseAnswer>(
+          `${this.o.instances.nextUrl()}${path}`,
+          { quantity: 1 },
+          left,
+        );
       } catch {
-        cutOff++;
+        this.cutOff++;
         await sleep(POLL_MS);
         continue;
       }
-      answers.record(r.body?.fence, r.status);
+      this.answers.record(r.body?.fence, r.status);
       if (r.status === 201) continue;
       if (r.status === 409 && r.body?.code === 'STALE_FENCE') {
-        staleRejected++;
+        this.staleRejected++;
         continue;
       }
       // Sold out: over once the faults are (a late write may still put stock back before).
-      if (r.status === 409 && r.body?.code === 'INSUFFICIENT_STOCK' && faultsOver) return;
+      if (r.status === 409 && r.body?.code === 'INSUFFICIENT_STOCK' && this.faultsOver) return;
       await sleep(POLL_MS);
     }
-  };
-  try {
-    await Promise.all(Array.from({ length: o.buyers }, buyer));
-  } finally {
-    o.hook.handlePurchases((p) => p.answer());
-    gate?.open();
   }
-  if (failures.length) throw failures[0];
 
-  try {
-    const view = db
-      .prepare<[number], { stock: number; sold: number }>(
-        `SELECT p.stock, COALESCE(SUM(o.quantity), 0) AS sold
-           FROM products p LEFT JOIN orders o ON o.product_id = p.id
-          WHERE p.id = ? GROUP BY p.id`,
-      )
-      .get(productId)!;
-    const fences = db
-      .prepare<[number], { fence: number }>(
-        'SELECT fence FROM orders WHERE product_id = ? ORDER BY id',
-      )
-      .all(productId)
-      .map((r) => r.fence);
-    let newestSoFar = -Infinity;
-    let staleApplied = 0;
-    for (const f of fences) {
-      if (f < newestSoFar) staleApplied++;
-      newestSoFar = Math.max(newestSoFar, f);
+  /** A purchase of this row at one of its points: go on, be held, or be the next fault's. */
+  private onPurchase(p: PendingPurchase): void {
+    if (p.productId !== this.productId) return p.answer();
+    if (p.point === 'holding') {
+      if (!this.gate || this.gate.admit(p)) p.answer();
+      return;
     }
-    return {
-      row: o.row,
-      productId,
-      stock: o.stock,
-      sold: view.sold,
-      finalStock: view.stock,
-      oversold: Math.max(0, view.sold - o.stock),
-      phantom: view.sold + view.stock - o.stock,
-      staleApplied,
-      staleRejected,
-      faults: outcomes,
-      lost: o.hook.lost.slice(lostBefore),
-      requests,
-      cutOff,
-      wallMs: Date.now() - startedAt,
-      timedOut: Date.now() >= deadline,
-    };
-  } finally {
-    db.close();
+    this.reads++;
+    const due = this.o.schedule.faults[this.next];
+    if (this.busy || !due || this.reads < due.atRead || p.fence === undefined) return p.answer();
+    this.busy = true;
+    this.inject(due.kind, p, this.reads)
+      .then(
+        (outcome) => this.outcomes.push(outcome),
+        (err: unknown) => this.failures.push(err),
+      )
+      .finally(() => {
+        p.answer();
+        this.gate?.open();
+        this.gate = undefined;
+        this.busy = false;
+        this.next++;
+      });
+  }
+
+  private async inject(kind: FaultKind, p: PendingPurchase, read: number): Promise<FaultOutcome> {
+    const done = { kind, read, instance: p.instance, pid: p.pid, fence: p.fence! };
+    switch (kind) {
+      case 'stall':
+        return { ...done, ...(await this.stall(p, read)) };
+      case 'redis-restart':
+        return { ...done, ...(await this.restartRedis(p, read)) };
+      case 'kill':
+        return { ...done, ...(await this.kill(p, read)) };
+    }
+  }
+
+  /** SIGSTOP the holder past its lease while newer holders sell, then SIGCONT: its late write. */
+  private async stall(p: PendingPurchase, read: number): Promise<Partial<FaultOutcome>> {
+    const stoppedAt = Date.now();
+    this.gate = new OvertakeGate(p.fence!, this.o.schedule.newerSales);
+    this.o.instances.freeze(p.pid);
+    this.o.log(`  read ${read}: ${this.holder(p)}: SIGSTOP`);
+    const sold = await this.newerSales(p.fence!, this.o.schedule.newerSales);
+    const left = stoppedAt + this.o.schedule.stallMs - Date.now();
+    if (left > 0) await sleep(left);
+    const resumedAt = Date.now();
+    this.o.instances.resume(p.pid);
+    const [heard, write] = await Promise.all([this.learned(p, resumedAt), this.letWrite(p)]);
+    this.o.log(
+      `    lease ran out; ${this.sales(sold)}; SIGCONT after ${seconds(resumedAt - stoppedAt)}; ` +
+        `${told(heard, 'later')}; late write ${write}`,
+    );
+    return { ...heard, lateWrite: write };
+  }
+
+  /** Redis forgets the lock under its holder; the holder writes once told and overtaken. */
+  private async restartRedis(p: PendingPurchase, read: number): Promise<Partial<FaultOutcome>> {
+    this.gate = new OvertakeGate(p.fence!, this.o.schedule.newerSales);
+    this.o.log(`  read ${read}: ${this.holder(p)}: Redis restarted`);
+    await this.o.redis.restart();
+    const upAt = Date.now();
+    const [heard, sold] = await Promise.all([
+      this.learned(p, upAt),
+      this.newerSales(p.fence!, this.o.schedule.newerSales),
+    ]);
+    const write = await this.letWrite(p);
+    this.o.log(
+      `    Redis back, empty; ${this.sales(sold)}; ${told(heard, 'after the restart')}; ` +
+        `late write ${write}`,
+    );
+    return { ...heard, lateWrite: write };
+  }
+
+  /** SIGKILL the holder and start its instance again; its lock frees when the lease ends. */
+  private async kill(p: PendingPurchase, read: number): Promise<Partial<FaultOutcome>> {
+    const killedAt = Date.now();
+    this.o.log(`  read ${read}: ${this.holder(p)}: SIGKILL`);
+    // The sale goes on while the instance starts again (the buyers use it once it is up).
+    void this.o.instances.killAndRestart(p.pid).then(
+      (back) =>
+        this.o.log(
+          `    ${back.name} started again, pid ${back.pid}, ${seconds(Date.now() - killedAt)} after`,
+        ),
+      (err: unknown) => this.failures.push(err),
+    );
+    p.answer();
+    const sold = await this.newerSales(p.fence!, 1);
+    this.o.log(
+      sold
+        ? `    lease ran out; the next holder sold ${seconds(sold - killedAt)} after`
+        : '    nobody sold after it',
+    );
+    return { lateWrite: 'none' };
+  }
+
+  /** Ms left for a wait: `WAIT_MS`, or less near the row's deadline. */
+  private waitMs(): number {
+    return Math.max(0, Math.min(WAIT_MS, this.deadline - Date.now()));
+  }
+
+  /** `Date.now()` once `count` sales under a fence above `fence` are in; `undefined`: bound hit. */
+  private async newerSales(fence: number, count: number): Promise<number | undefined> {
+    const until = Date.now() + this.waitMs();
+    while (Date.now() < until) {
+      if (this.ledger.salesAfter(this.productId, fence) >= count) return Date.now();
+      await sleep(POLL_MS);
+    }
+    return undefined;
+  }
+
+  /** When `p`'s process reported its lock lost, in ms after `since`. */
+  private async learned(p: PendingPurchase, since: number): Promise<Partial<FaultOutcome>> {
+    const where = (l: LostPoint) => l.pid === p.pid && l.fence === p.fence;
+    const lost = await this.o.hook.lostWhere(where, this.waitMs());
+    return lost ? { learnedMs: lost.at - since, learnedReason: lost.reason } : {};
+  }
+
+  /** `p`'s late write at last; once it is answered, the next holders may read again. */
+  private async letWrite(p: PendingPurchase): Promise<FaultOutcome['lateWrite']> {
+    p.answer();
+    const status = await this.answers.waitFor(p.fence!, this.waitMs());
+    this.gate?.open();
+    this.gate = undefined;
+    // Only a sale (201) and a refused fenced write (409 STALE_FENCE) answer with a fence.
+    return status === 201 ? 'applied' : status === 409 ? 'rejected' : 'none';
+  }
+
+  private holder(p: PendingPurchase): string {
+    return `${p.instance} (pid ${p.pid}) holds ${this.key} (fence ${p.fence}), read stock ${p.stock}`;
+  }
+
+  private sales(done: number | undefined): string {
+    const k = this.o.schedule.newerSales;
+    return done ? `${k} newer sales` : `not ${k} newer sales within ${seconds(WAIT_MS)}`;
   }
 }
+
+const told = (f: Partial<FaultOutcome>, after: string): string =>
+  f.learnedMs === undefined ? 'never told' : `told ${f.learnedMs} ms ${after} (${f.learnedReason})`;
