@@ -28,6 +28,7 @@ export class AppModule {
           useFactory: (c: SampleConfig) => ({
             clients: [...c.redisUrls],
             waitTimeout: c.lockWaitMs,
+            ttl: c.lockTtlMs,
           }),
         }),
         ScheduleModule.forRoot(),

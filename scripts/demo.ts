@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
 import { type ModeFigures, renderChart, renderTerminal, type TerminalLine } from './demo-chart';
+import { runChaosDemo } from './demo-chaos';
 import { formatTable, percentile, Progress, say } from './demo-progress';
 import {
   legendLines,
@@ -56,6 +57,8 @@ const USAGE = `Usage: npm run demo -- [options]
   --readers N      reads of one product per lock mode, a restock
                    after every 20; 0 skips them                  (default 200)
   --payers N       payments at once per guard; 0 skips them      (default 60)
+  --chaos          the flash sale while things break, lock only vs fenced write
+                   (its own options: npm run demo -- --chaos --help)
   -h, --help       this text`;
 
 class UsageError extends Error {}
@@ -266,6 +269,7 @@ function cronSummary(dbPath: string, instances: number): string | undefined {
 }
 
 async function main(argv: readonly string[]): Promise<number> {
+  if (argv.includes('--chaos')) return runChaosDemo(argv.filter((a) => a !== '--chaos'));
   let o: Options | 'help';
   try {
     o = parseArgs(argv);

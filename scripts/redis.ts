@@ -112,12 +112,17 @@ export async function ping(url: string, timeoutMs = 2_000): Promise<void> {
 }
 
 /**
- * Starts one redis-server on a free loopback port and resolves once it answers PING.
- * `extraArgs` are appended to the command line (e.g. `--dir` for a replica).
+ * Starts one redis-server on a free loopback port (or on `fixedPort`, e.g. to restart one that
+ * was stopped) and resolves once it answers PING. `extraArgs` are appended to the command line
+ * (e.g. `--dir` for a replica).
  */
-export async function startRedis(binary: string, extraArgs: string[] = []): Promise<RedisProcess> {
+export async function startRedis(
+  binary: string,
+  extraArgs: string[] = [],
+  fixedPort?: number,
+): Promise<RedisProcess> {
   for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
+    const port = fixedPort ?? (await freePort());
     const child = spawn(
       binary,
       [
@@ -148,7 +153,7 @@ export async function startRedis(binary: string, extraArgs: string[] = []): Prom
       await waitForPong(child, url);
     } catch (err) {
       await terminate(child, exited);
-      if (attempt < ATTEMPTS && /Address already in use/i.test(output)) continue;
+      if (attempt < ATTEMPTS && !fixedPort && /Address already in use/i.test(output)) continue;
       throw new Error(`${(err as Error).message}\n${output}`);
     }
     let stopping: Promise<void> | undefined;

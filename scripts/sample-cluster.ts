@@ -25,6 +25,10 @@ export interface SampleClusterOptions {
   readonly cron?: string;
   /** The lock wait (module waitTimeout), ms. @default 10_000 */
   readonly lockWaitMs?: number;
+  /** The lease of every lock (module ttl), ms. @default 30_000 */
+  readonly lockTtlMs?: number;
+  /** Where the purchase path reports to the chaos demo (`SAMPLE_CHAOS_URL`). @default none */
+  readonly chaosUrl?: string;
   /** Nest log levels. @default 'warn,error' */
   readonly logLevels?: string;
   /** Instance names are `<prefix>-1`, `<prefix>-2`... @default 'app' */
@@ -101,7 +105,7 @@ export async function startSampleCluster(options: SampleClusterOptions): Promise
   const prefix = options.namePrefix ?? 'app';
   const results = await Promise.allSettled(
     Array.from({ length: options.instances }, (_, i) =>
-      startInstance(main, `${prefix}-${i + 1}`, options),
+      startSampleInstance(`${prefix}-${i + 1}`, options, main),
     ),
   );
   const instances = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
@@ -119,10 +123,14 @@ export async function startSampleCluster(options: SampleClusterOptions): Promise
   };
 }
 
-async function startInstance(
-  main: string,
+/**
+ * Starts one instance named `name` (e.g. a replacement for one that was killed) and resolves
+ * once it listens. It is not part of any cluster's `stop()`: stop it yourself.
+ */
+export async function startSampleInstance(
   name: string,
   options: SampleClusterOptions,
+  main = sampleMain(),
 ): Promise<SampleInstance> {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -134,6 +142,8 @@ async function startInstance(
     SAMPLE_DB_LATENCY_MS: String(options.latencyMs ?? 5),
     SAMPLE_CRON: options.cron ?? 'off',
     SAMPLE_LOCK_WAIT_MS: String(options.lockWaitMs ?? 10_000),
+    SAMPLE_LOCK_TTL_MS: String(options.lockTtlMs ?? 30_000),
+    SAMPLE_CHAOS_URL: options.chaosUrl ?? '',
     SAMPLE_LOG: options.logLevels ?? 'warn,error',
     NO_COLOR: '1',
   };

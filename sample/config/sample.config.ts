@@ -22,6 +22,17 @@ export interface SampleConfig {
   readonly cron: string;
   /** `SAMPLE_LOCK_WAIT_MS`: how long a caller waits for a busy lock (the module's waitTimeout). */
   readonly lockWaitMs: number;
+  /**
+   * `SAMPLE_LOCK_TTL_MS`: the lease of every lock (the module's ttl), renewed by the watchdog
+   * every third of it. The chaos demo shortens it so a stalled holder outlives it in seconds.
+   */
+  readonly lockTtlMs: number;
+  /**
+   * `SAMPLE_CHAOS_URL`: set by `npm run demo -- --chaos` (and its e2e test) only. The purchase
+   * path then tells that URL the moment it has read the stock under the product lock, and waits
+   * for its answer, so the demo breaks things at that exact point. Unset: no chaos hook.
+   */
+  readonly chaosUrl?: string;
   /** `SAMPLE_LOG`: comma-separated Nest log levels (`log,warn,error` by default). */
   readonly logLevels: LogLevel[];
   /**
@@ -94,6 +105,8 @@ export function loadSampleConfig(env: Env = process.env): SampleConfig {
     dbLatencyMs: int(env, 'SAMPLE_DB_LATENCY_MS', 5, 0, 10_000),
     cron: cronScheduleFromEnv(env),
     lockWaitMs: int(env, 'SAMPLE_LOCK_WAIT_MS', 10_000, 0, 600_000),
+    lockTtlMs: int(env, 'SAMPLE_LOCK_TTL_MS', 30_000, 100, 3_600_000),
+    ...(env.SAMPLE_CHAOS_URL?.trim() ? { chaosUrl: env.SAMPLE_CHAOS_URL.trim() } : {}),
     logLevels,
     gatewayRedisUrl:
       env.SAMPLE_GATEWAY_REDIS_URL?.trim() || redisUrls[0] || 'redis://127.0.0.1:6379',

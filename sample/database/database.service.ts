@@ -13,6 +13,7 @@ CREATE TABLE IF NOT EXISTS products (
   price INTEGER NOT NULL DEFAULT 100,
   stock_version INTEGER NOT NULL DEFAULT 0,
   price_version INTEGER NOT NULL DEFAULT 0,
+  fence INTEGER NOT NULL DEFAULT 0,
   updated_at INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS orders (
@@ -82,6 +83,7 @@ const ADDED_COLUMNS: readonly { table: string; column: string; definition: strin
   { table: 'products', column: 'price', definition: 'INTEGER NOT NULL DEFAULT 100' },
   { table: 'products', column: 'stock_version', definition: 'INTEGER NOT NULL DEFAULT 0' },
   { table: 'products', column: 'price_version', definition: 'INTEGER NOT NULL DEFAULT 0' },
+  { table: 'products', column: 'fence', definition: 'INTEGER NOT NULL DEFAULT 0' },
   { table: 'orders', column: 'payment_state', definition: 'TEXT' },
   { table: 'orders', column: 'payment_id', definition: 'TEXT' },
   { table: 'orders', column: 'paid_at', definition: 'INTEGER' },

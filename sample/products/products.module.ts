@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { ChaosHook } from './chaos-hook';
 import { PriceAndStock } from './price-and-stock';
 import { ProductsController } from './products.controller';
 import { ProductsRepository } from './products.repository';
@@ -7,7 +8,7 @@ import { SegmentedPurchase } from './segmented-purchase';
 
 @Module({
   controllers: [ProductsController],
-  providers: [ProductsRepository, PurchaseService, SegmentedPurchase, PriceAndStock],
+  providers: [ProductsRepository, PurchaseService, SegmentedPurchase, PriceAndStock, ChaosHook],
   exports: [ProductsRepository],
 })
 export class ProductsModule {}

@@ -43,6 +43,11 @@ interface SaleRecord {
   readonly fence?: number;
 }
 
+/** A sale written under a lock, with the fence of that lock. */
+interface FencedSale extends SaleRecord {
+  readonly fence: number;
+}
+
 /** Splits `stock` into `SLICES` near-equal parts (the first ones take the remainder). */
 const split = (stock: number): number[] =>
   Array.from(
@@ -65,6 +70,7 @@ export class ProductsRepository {
   private readonly setStock: Statement<[number, number, number]>;
   private readonly setVersionedStock: Statement<[number, number, number, number]>;
   private readonly setVersionedPrice: Statement<[number, number, number, number]>;
+  private readonly setFencedStock: Statement<[number, number, number, number, number]>;
   private readonly decrement: Statement<[number, number, number]>;
   private readonly insertOrder: Statement<[number, number, string, string, number | null, number]>;
   private readonly slicesOf: Statement<[number], { segment: number; stock: number }>;
@@ -74,7 +80,12 @@ export class ProductsRepository {
   private readonly createTx: (name: string, stock: number, price: number) => number;
   private readonly restockTx: (id: number, stock: number) => boolean;
   private readonly versionedStockTx: (id: number, stock: number, version: number) => boolean;
-  private readonly sellTx: (id: number, quantity: number, sale: SaleRecord) => Sale;
+  private readonly sellTx: (
+    id: number,
+    quantity: number,
+    sale: SaleRecord,
+    writeStock: () => boolean,
+  ) => Sale | undefined;
   private readonly sellSliceTx: (
     id: number,
     segment: number,
@@ -107,6 +118,11 @@ export class ProductsRepository {
     );
     this.setVersionedPrice = db.prepare(
       'UPDATE products SET price = ?, price_version = ?, updated_at = ? WHERE id = ?',
+    );
+    // The fence only grows: a write carrying an older one comes from a holder whose lock was
+    // taken over since, and is refused (see writeStockFenced).
+    this.setFencedStock = db.prepare(
+      'UPDATE products SET stock = ?, fence = ?, updated_at = ? WHERE id = ? AND fence < ?',
     );
     // Relative decrement (stock = stock - ?): the statement itself is atomic, so an unlocked
     // race shows as stock below zero rather than as a lost update.
@@ -159,19 +175,21 @@ export class ProductsRepository {
       putSlices(id, stock);
       return true;
     });
-    // The product's stock, and the slices from the first one on, so they keep adding up.
-    this.sellTx = db.transaction((id: number, quantity: number, sale: SaleRecord) => {
-      const now = Date.now();
-      this.decrement.run(quantity, now, id);
-      let left = quantity;
-      for (const slice of this.slicesOf.all(id)) {
-        const take = Math.min(left, Math.max(0, slice.stock));
-        if (take > 0) this.takeFromSlice.run(take, id, slice.segment);
-        left -= take;
-        if (left === 0) break;
-      }
-      return order(id, quantity, sale, now);
-    });
+    // The product's stock (as `writeStock` writes it; nothing at all when it refuses), then the
+    // slices from the first one on, so they keep adding up, and the order.
+    this.sellTx = db.transaction(
+      (id: number, quantity: number, sale: SaleRecord, writeStock: () => boolean) => {
+        if (!writeStock()) return undefined;
+        let left = quantity;
+        for (const slice of this.slicesOf.all(id)) {
+          const take = Math.min(left, Math.max(0, slice.stock));
+          if (take > 0) this.takeFromSlice.run(take, id, slice.segment);
+          left -= take;
+          if (left === 0) break;
+        }
+        return order(id, quantity, sale, Date.now());
+      },
+    );
     this.sellSliceTx = db.transaction(
       (id: number, segment: number, quantity: number, sale: SaleRecord) => {
         const now = Date.now();
@@ -234,9 +252,57 @@ export class ProductsRepository {
     return this.sliceOf.get(id, segment)?.stock ?? 0;
   }
 
-  /** Takes `quantity` off the product (and its slices, first ones first) and records the order. */
+  /**
+   * Takes `quantity` off the product as one statement (`stock = stock - ?`), and off its slices,
+   * first ones first, and records the order.
+   */
   sell(id: number, quantity: number, sale: SaleRecord): Sale {
-    return this.sellTx(id, quantity, sale);
+    return this.sellTx(
+      id,
+      quantity,
+      sale,
+      () => this.decrement.run(quantity, Date.now(), id).changes > 0,
+    )!;
+  }
+
+  /**
+   * Sets the product's stock to `stock`, what the caller computed from the stock it read, takes
+   * `quantity` off the slices and records the order: the read-modify-write most code does (load,
+   * change, save). Safe only while nobody else writes in between, which the lock is for.
+   */
+  sellAt(id: number, stock: number, quantity: number, sale: SaleRecord): Sale {
+    return this.sellTx(
+      id,
+      quantity,
+      sale,
+      () => this.setStock.run(stock, Date.now(), id).changes > 0,
+    )!;
+  }
+
+  /**
+   * `sellAt` with a fenced write (`writeStockFenced`): `undefined`, and nothing written, when a
+   * holder with a newer fence of the product's lock wrote the stock first.
+   */
+  sellFenced(id: number, stock: number, quantity: number, sale: FencedSale): Sale | undefined {
+    return this.sellTx(id, quantity, sale, () => this.writeStockFenced(id, stock, sale.fence));
+  }
+
+  /**
+   * The fenced write: the stock is written only if no holder with a newer fence of the product's
+   * lock wrote it since.
+   *
+   * Why: a lock can be lost while its holder still runs. A pause longer than the lease (GC, a
+   * stopped VM) or Redis restarted without persistence hands the lock to the next caller while
+   * the first one is between its read and its write; when it wakes up, it writes a stock computed
+   * from what it read before the next holder sold, and undoes those sales. Its lock cannot stop
+   * that write: it no longer has one. The database can, since it sees both writes: fences
+   * strictly increase per key across every holder, so the older fence loses
+   * (`UPDATE ... SET stock = ?, fence = ? WHERE id = ? AND fence < ?`).
+   *
+   * @returns `false` when refused (a newer fence wrote first) or the product does not exist
+   */
+  writeStockFenced(id: number, stock: number, fence: number): boolean {
+    return this.setFencedStock.run(stock, fence, Date.now(), id, fence).changes > 0;
   }
 
   /** Takes `quantity` off one slice and off the product, and records the order. */

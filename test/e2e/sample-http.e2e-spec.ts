@@ -2,6 +2,7 @@ import type { INestApplication } from '@nestjs/common';
 import { LockService } from 'nest-locked';
 import request from 'supertest';
 import { TickJob } from '../../sample/jobs/tick.job';
+import { ProductsRepository } from '../../sample/products/products.repository';
 import { type RedisServerHandle, startRedisServer } from '../support/redis-server';
 import { createSampleApp, tempDir } from './support/sample-app';
 
@@ -226,6 +227,32 @@ describe('sample app over HTTP (in-process)', () => {
       expect(view.body).toMatchObject({ stock: 1, sold: 2, orders: 1 });
     });
 
+    it('mode=fenced sells under the lock (201) and writes the stock with its fence', async () => {
+      const id = await createProduct(3);
+      const res = await http()
+        .post(`/products/${id}/purchase?mode=fenced`)
+        .send({ quantity: 2 })
+        .expect(201);
+      expect(res.body).toMatchObject({ productId: id, remaining: 1, mode: 'fenced' });
+      const view = await http().get(`/products/${id}`).expect(200);
+      expect(view.body).toMatchObject({ stock: 1, sold: 2, orders: 1 });
+      // The next holder's fence is larger, so its write lands.
+      await http().post(`/products/${id}/purchase?mode=fenced`).send({}).expect(201);
+    });
+
+    it('mode=fenced sells nothing when a newer fence wrote the stock (409 STALE_FENCE)', async () => {
+      const id = await createProduct(5);
+      // As if a holder with a newer fence had written while this buyer's lock was lost.
+      const products = app.get(ProductsRepository);
+      expect(products.writeStockFenced(id, 4, Number.MAX_SAFE_INTEGER)).toBe(true);
+      const res = await http().post(`/products/${id}/purchase?mode=fenced`).send({}).expect(409);
+      expect(res.body).toMatchObject({ code: 'STALE_FENCE', productId: id });
+      expect(res.body.fence).toBeLessThan(Number.MAX_SAFE_INTEGER);
+      const view = await http().get(`/products/${id}`).expect(200);
+      expect(view.body).toMatchObject({ stock: 4, sold: 0, orders: 0 });
+      expect(products.writeStockFenced(id, 3, res.body.fence as number)).toBe(false);
+    });
+
     it('mode=none sells without a lock (201, no fence)', async () => {
       const id = await createProduct(3);
       const res = await http().post(`/products/${id}/purchase?mode=none`).send({}).expect(201);
@@ -268,10 +295,10 @@ describe('sample app over HTTP (in-process)', () => {
     it('an unknown mode answers 400 naming the modes', async () => {
       const id = await createProduct(5);
       const res = await http().post(`/products/${id}/purchase?mode=fast`).send({}).expect(400);
-      expect(res.body.message).toMatch(/mode must be one of none, product, segmented/);
+      expect(res.body.message).toMatch(/mode must be one of none, product, segmented, fenced/);
     });
 
-    it.each(['none', 'product', 'segmented'])(
+    it.each(['none', 'product', 'segmented', 'fenced'])(
       'mode=%s on an unknown product answers 404',
       async (mode) => {
         await http().post(`/products/999999/purchase?mode=${mode}`).send({}).expect(404);
