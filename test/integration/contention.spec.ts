@@ -3,7 +3,15 @@ import { Redis } from 'ioredis';
 import { LockContext, LockNotAcquiredError, LockService } from 'nest-locked';
 import type { HoldScenario, WorkerLine } from '../fixtures/lock-worker';
 import { findOverlaps } from '../support/intervals';
-import { createLockApp, lockRedisKey, sleep, uniquePrefix, within } from '../support/lock-app';
+import {
+  createLockApp,
+  lockRedisKey,
+  queuedInRedis,
+  sleep,
+  uniquePrefix,
+  until,
+  within,
+} from '../support/lock-app';
 import { type RedisServerHandle, useRedis } from '../support/redis-server';
 import { killWorkers, spawnWorker } from '../support/workers';
 import type { LockClient } from '../../lib/engine/lock-client';
@@ -242,9 +250,10 @@ it('with localHandoffs 0, a caller its process queued behind another process (RE
     };
     const held = await service.acquire('job:rt0');
     const other = locks.using('job:rt0', section('other process'), { waitTimeout: 5_000 });
-    await sleep(50); // queued in Redis
+    await queuedInRedis(redis, prefix, 'job:rt0', 1);
     const own = service.using('job:rt0', section('own next caller'), { waitTimeout: 5_000 });
-    await sleep(20); // waits in its process's line
+    const passerClient = passer.get(LockClientRegistry).get('default');
+    await until(() => passerClient.queued('job:rt0') === 1, "waits in its process's line");
     // Granted to the other process; the next caller of this one queued behind it.
     await held.release();
     await sleep(5);

@@ -2,7 +2,14 @@ import { Injectable, type INestApplication } from '@nestjs/common';
 import { Cron } from '@nestjs/schedule';
 import { Redis } from 'ioredis';
 import { LockContext, Locked, LockService } from 'nest-locked';
-import { createLockApp, lockRedisKey, sleep, uniquePrefix, within } from '../support/lock-app';
+import {
+  createLockApp,
+  lockRedisKey,
+  sleep,
+  uniquePrefix,
+  until,
+  within,
+} from '../support/lock-app';
 import { redisForFile } from '../support/redis-for-file';
 import { type RedisServerHandle, startRedisServers, stopAll } from '../support/redis-server';
 
@@ -116,7 +123,7 @@ describe('minHold: waiters of every process wait for the expiry', () => {
       },
       { minHold: MIN_HOLD },
     );
-    await sleep(10); // the holder has the key; both waiters queue behind it
+    await until(() => takenAt > 0, 'the holder has the key'); // both waiters queue behind it
     const at = (locks: LockService) =>
       locks.using('report', () => LockContext.current()!.acquiredAt, { waitTimeout: 5_000 });
     const [local, remote] = await Promise.all([at(here), at(there), holder]);

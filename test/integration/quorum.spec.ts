@@ -2,7 +2,15 @@ import { randomBytes } from 'node:crypto';
 import { Injectable, type INestApplication } from '@nestjs/common';
 import { LockBackendError, LockContext, Locked, LockService } from 'nest-locked';
 import { describeOverlaps, findOverlaps, type Interval, now } from '../support/intervals';
-import { createLockApp, sleep, timed, uniquePrefix } from '../support/lock-app';
+import { Redis } from 'ioredis';
+import {
+  createLockApp,
+  lockRedisKey,
+  sleep,
+  timed,
+  uniquePrefix,
+  until,
+} from '../support/lock-app';
 import { type RedisServerHandle, startRedisServers, stopAll } from '../support/redis-server';
 
 jest.setTimeout(60_000);
@@ -75,14 +83,19 @@ describe('Redlock quorum over 3 redis-servers', () => {
     const prefix = uniquePrefix('quorum-wake');
     const options = { clients: servers.map((s) => s.url), keyPrefix: prefix, commandTimeout: 500 };
     const [a, b] = await Promise.all([createLockApp({ options }), createLockApp({ options })]);
+    const nodes = servers.map((s) => new Redis(s.url));
     try {
       const holder = a.get(LockService);
       const waiter = b.get(LockService);
       const lock = await holder.acquire(`wake:${sku}`, { waitTimeout: 0 });
       const before = waiter.stats();
       const waiting = waiter.acquire(`wake:${sku}`, { waitTimeout: WAIT });
-      await sleep(100); // the waiter has tried, flagged the key and subscribed
-      expect(waiter.stats().subscriptions).toBe(1);
+      // The waiter has tried, flagged the key on a majority of the nodes, and subscribed.
+      const flag = `${lockRedisKey(prefix, `wake:${sku}`)}:wait`;
+      const flagged = async () =>
+        (await Promise.all(nodes.map((n) => n.exists(flag)))).filter(Boolean);
+      await until(async () => (await flagged()).length >= 2, 'the key flagged on a majority');
+      await until(() => waiter.stats().subscriptions === 1, 'the waiter subscribed');
       await lock.release();
       const handle = await waiting;
       const after = waiter.stats();
@@ -91,6 +104,7 @@ describe('Redlock quorum over 3 redis-servers', () => {
       expect(handle.fence).toBeGreaterThan(lock.fence);
       await handle.release();
     } finally {
+      nodes.forEach((n) => n.disconnect());
       await Promise.all([a.close(), b.close()]);
     }
   });

@@ -1,7 +1,15 @@
 import type { INestApplication } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { LockBackendError, LockService } from 'nest-locked';
-import { createLockApp, lockRedisKey, sleep, timed, uniquePrefix } from '../support/lock-app';
+import { processStopped } from '../support/faults';
+import {
+  createLockApp,
+  lockRedisKey,
+  sleep,
+  timed,
+  uniquePrefix,
+  until,
+} from '../support/lock-app';
 import { type RedisServerHandle, startRedisServer } from '../support/redis-server';
 
 jest.setTimeout(30_000);
@@ -77,7 +85,7 @@ describe('replicaAcks: a lock counts only once replicas acknowledged it', () => 
 
   it('with the replica stalled, on a node that does not have the scripts yet (a fresh or just promoted primary): LockBackendError, not a lock no replica acknowledged', async () => {
     replica.kill('SIGSTOP');
-    await sleep(100); // stopped for sure (a signal lands when the process is next scheduled)
+    await until(() => processStopped(replica.pid!), 'the replica stopped');
     try {
       // As on a replica just promoted: its script cache is empty (EVALSHA answers NOSCRIPT).
       await raw.script('FLUSH');
@@ -100,7 +108,7 @@ describe('replicaAcks: a lock counts only once replicas acknowledged it', () => 
 
   it('with the replica stalled, callers do not pile WAITs up on the connection: once a WAIT failed, later locks fail at once and leave nothing locked behind them', async () => {
     replica.kill('SIGSTOP');
-    await sleep(100); // stopped for sure (a signal lands when the process is next scheduled)
+    await until(() => processStopped(replica.pid!), 'the replica stopped');
     try {
       // The first acknowledgement missed: the node is known to lack its replica.
       const first = await timed(locks.acquire('acks:pile:0', { waitTimeout: 0 }));

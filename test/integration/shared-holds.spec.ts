@@ -12,7 +12,15 @@ import {
 } from 'nest-locked';
 import { eventually } from '../support/faults';
 import { findOverlaps, type Interval, maxConcurrency, now } from '../support/intervals';
-import { createLockApp, lockRedisKey, sleep, uniquePrefix, within } from '../support/lock-app';
+import {
+  createLockApp,
+  lockRedisKey,
+  queuedInRedis,
+  sleep,
+  uniquePrefix,
+  until,
+  within,
+} from '../support/lock-app';
 import { redisForFile } from '../support/redis-for-file';
 import type { RedisServerHandle } from '../support/redis-server';
 import { blockEventLoop, setNxFromAnotherProcess } from '../support/stalls';
@@ -78,9 +86,22 @@ const read = { mode: 'read' as const };
  * A read hold makes its process listen on its grant channel (for writer notices), and only a
  * share asked for once it listens takes joining readers: this puts `locks` in that state.
  */
-async function listening(locks: LockService): Promise<void> {
-  await (await locks.acquire(`listen:${uniquePrefix('k')}`, read)).release();
-  await sleep(50);
+async function listening(app: INestApplication): Promise<void> {
+  await (await app.get(LockService).acquire(`listen:${uniquePrefix('k')}`, read)).release();
+  await until(() => clientOf(app).notifier.listening, 'the grant channel subscribed');
+}
+
+const clientOf = (app: INestApplication) =>
+  app.get(LockClientRegistry).get('default') as LockClient;
+
+/**
+ * Counts the writer notices `app`'s lock client takes in from now on: a writer of any process
+ * waits for a key a share of this process holds, which shuts that share to later readers.
+ */
+function writerNotices(app: INestApplication): () => number {
+  const client = clientOf(app) as unknown as { writerWaits(key: string): void };
+  const heard = jest.spyOn(client, 'writerWaits');
+  return () => heard.mock.calls.length;
 }
 
 /**
@@ -110,7 +131,7 @@ describe('read/write locks', () => {
     const writerFence = w.fence;
     expect(w.mode).toBe('write');
     await w.release();
-    await listening(locksB);
+    await listening(b);
     const r1 = await locksA.acquire('r:1', read);
     const r2 = await locksB.acquire('r:1', read);
     const r3 = await locksB.acquire('r:1', { ...read, waitTimeout: 0 });
@@ -142,13 +163,15 @@ describe('read/write locks', () => {
     const r1 = await locksA.acquire('r:2', long);
     const r2 = await locksB.acquire('r:2', long);
     const order: string[] = [];
+    const told = writerNotices(a);
     const writer = locksB.using('r:2', async () => {
       order.push('writer');
       await sleep(50);
     });
-    await sleep(50); // the writer is queued
+    await queuedInRedis(redis, prefix, 'r:2', 1);
+    await until(() => told() > 0, 'A told that a writer waits');
     const lateReader = locksA.using('r:2', () => order.push('late reader'), long);
-    await sleep(50);
+    await queuedInRedis(redis, prefix, 'r:2', 2);
     expect(order).toEqual([]);
     await r1.release();
     await sleep(20);
@@ -222,7 +245,7 @@ describe('readers of one process', () => {
   });
 
   it('join the read hold of their process with no round trip, until the last of them lets go', async () => {
-    await listening(locksA);
+    await listening(a);
     const r1 = await locksA.acquire('j:1', read);
     const before = locksA.stats();
     const r2 = await locksA.acquire('j:1', read);
@@ -251,7 +274,7 @@ describe('readers of one process', () => {
       order.push('writer');
       await sleep(30);
     });
-    await sleep(50); // the writer is queued
+    await queuedInRedis(redis, prefix, 'j:2', 1);
     const joins = locksA.stats().readJoins;
     await lateReaderAfterWriter('j:2', r1, writer, order, joins, long);
   });
@@ -260,8 +283,10 @@ describe('readers of one process', () => {
     // A long lease: the share stays fresh enough to join (see Leases.freshFor) all along.
     const long = { ...read, ttl: 30_000 };
     const r1 = await locksA.acquire('j:3', long);
+    const told = writerNotices(a);
     const writer = locksB.acquire('j:3');
-    await sleep(50); // queued, and A told
+    await queuedInRedis(redis, prefix, 'j:3', 1);
+    await until(() => told() > 0, 'A told that a writer waits');
     const joins = locksA.stats().readJoins;
     await expect(locksA.acquire('j:3', { ...long, waitTimeout: 0 })).rejects.toBeInstanceOf(
       LockNotAcquiredError,
@@ -287,17 +312,20 @@ describe('readers of one process', () => {
       });
       try {
         const apps = { A: locksA, B: locksB, C: c.get(LockService) };
-        await listening(locksA);
+        await listening(a);
         const long = { ...read, ttl: 30_000 };
         const w1 = await apps[first as 'A' | 'C'].acquire(first === 'A' ? ['j:8', 'j:9'] : 'j:8');
         const reader = locksA.acquire('j:8', long);
-        await sleep(50); // the reader is queued
+        await queuedInRedis(redis, prefix, 'j:8', 1);
         const order: string[] = [];
         const writer = apps[second as 'B' | 'C'].using('j:8', async () => {
           order.push('writer');
           await sleep(30);
         });
-        await sleep(50); // the writer waits behind the reader
+        // The writer waits behind the reader: queued in Redis, or (C, which holds the key) in
+        // its process's line, queued by the release.
+        if (second === 'C') await until(() => clientOf(c).queued('j:8') === 1, 'C waits');
+        else await queuedInRedis(redis, prefix, 'j:8', 2);
         await w1.release();
         const r1 = await within(reader, 5_000, 'first reader');
         // Fresh enough to be joined (Leases.freshFor): its claim confirmed, or, held from a
@@ -317,7 +345,7 @@ describe('readers of one process', () => {
   );
 
   it('a writer of their process queued behind their share holds from the last release answer, with no grant message', async () => {
-    const client = a.get(LockClientRegistry).get('default') as LockClient;
+    const client = clientOf(a);
     // Grant messages to A are dropped: only the release's answer can tell A's writer.
     const messages = jest
       .spyOn(client as unknown as { granted(): void }, 'granted')
@@ -326,7 +354,7 @@ describe('readers of one process', () => {
       const r1 = await locksA.acquire('j:6', { ...read, ttl: 30_000 });
       let entered = 0;
       const writer = locksA.using('j:6', () => (entered = performance.now()));
-      await sleep(50); // queued in Redis behind the share
+      await queuedInRedis(redis, prefix, 'j:6', 1);
       const released = performance.now();
       await r1.release();
       await within(writer, 2_000, 'writer');
@@ -343,7 +371,7 @@ describe('readers of one process', () => {
   it('a lock held from its release answer (claim window) is renewed to its full lease when held longer', async () => {
     const r1 = await locksA.acquire('j:7', { ...read, ttl: 30_000 });
     const writer = locksA.acquire('j:7', { ttl: 30_000 });
-    await sleep(50); // queued in Redis behind the share
+    await queuedInRedis(redis, prefix, 'j:7', 1);
     await r1.release();
     const w = await within(writer, 2_000, 'writer');
     await sleep(1_300); // past the 1 s claim window
@@ -482,10 +510,10 @@ describe('permits', () => {
     const two = { permits: 2, waitTimeout: 5_000 };
     const held = [await locksB.acquire('p:q', two), await locksB.acquire('p:q', two)];
     const first = locksA.acquire('p:q', two);
-    await sleep(50); // queued in Redis
+    await queuedInRedis(redis, prefix, 'p:q', 1);
     const before = locksA.stats().attempts;
     const second = locksA.acquire('p:q', two);
-    await sleep(50);
+    await queuedInRedis(redis, prefix, 'p:q', 2);
     // One attempt: the one that queued it.
     expect(locksA.stats().attempts - before).toBe(1);
     await Promise.all(held.map((h) => h.release()));
@@ -498,7 +526,7 @@ describe('permits', () => {
     const p1 = await locksA.acquire('p:pass', two);
     const p2 = await locksA.acquire('p:pass', two);
     const waiting = locksA.acquire('p:pass', two);
-    await sleep(50); // queued in Redis
+    await queuedInRedis(redis, prefix, 'p:pass', 1);
     const handoffs = locksA.stats().localHandoffs;
     await p1.release();
     const p3 = await within(waiting, 2_000, 'passed permit');
@@ -519,7 +547,7 @@ describe('permits', () => {
     const pB = await locksB.acquire('p:turns', two);
     const pA = await locksA.acquire('p:turns', two);
     const other = locksB.using('p:turns', () => order.push('B'), two);
-    await sleep(50); // B's waiter queued first
+    await queuedInRedis(redis, prefix, 'p:turns', 1); // B's waiter first
     const ours = [1, 2, 3, 4, 5, 6].map((i) =>
       locksA.using(
         'p:turns',
@@ -530,7 +558,7 @@ describe('permits', () => {
         two,
       ),
     );
-    await sleep(50); // A's waiters queued behind it
+    await queuedInRedis(redis, prefix, 'p:turns', 7); // A's waiters behind it
     await pA.release();
     await within(other, 5_000, "B's waiter");
     await pB.release();
@@ -553,8 +581,7 @@ describe('permits', () => {
         two,
       ),
     );
-    const queue = `${lockRedisKey(prefix, 'p:alone')}:q`;
-    expect(await eventually(async () => (await redis.zcard(queue)) === 12, 2_000, 10)).toBe(true);
+    await queuedInRedis(redis, prefix, 'p:alone', 12);
     const before = locksA.stats();
     await Promise.all([p1.release(), p2.release()]);
     await within(Promise.all(waiters), 5_000, 'the waiters');
@@ -625,7 +652,7 @@ it('keeps write holds exclusive of read holds under load (no overlap, readers ov
 });
 
 it('keeps the exclusive path: an uncontended cycle is TRY (two keys) + RELEASE, hot sections pass on in memory, while other keys have readers and permits', async () => {
-  const node = (a.get(LockClientRegistry).get('default') as LockClient).nodes[0] as Redis;
+  const node = clientOf(a).nodes[0] as Redis;
   const evalsha = node.evalsha.bind(node);
   const sent: string[][] = [];
   const key = lockRedisKey(prefix, 'excl:1');

@@ -84,6 +84,20 @@ export function resumeProcess(pid: number): void {
   }
 }
 
+/**
+ * Whether the process is stopped (state T in /proc): SIGSTOP lands only when the process is
+ * next scheduled, so a test waits for this rather than for a fixed time.
+ */
+export function processStopped(pid: number): boolean {
+  try {
+    // The state follows the command name in parentheses, which may itself hold spaces.
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'T';
+  } catch {
+    return false;
+  }
+}
+
 /** Sends `signal` to a worker we started. */
 export function signalProcess(pid: number, signal: NodeJS.Signals): void {
   process.kill(pid, signal);

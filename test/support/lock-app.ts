@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { DynamicModule, INestApplication, Provider, Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
+import type { Redis } from 'ioredis';
 import { RedlockModule, type RedlockModuleOptions } from 'nest-locked';
 
 /**
@@ -32,6 +33,32 @@ export const uniquePrefix = (name: string): string =>
 export const lockRedisKey = (prefix: string, key: string): string => `${prefix}{${key}}`;
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Waits until `check` holds: a barrier that holds on a loaded machine too, where a sleep of a
+ * fixed length does not. Polls every few ms; fails naming `what` after `ms`.
+ */
+export async function until(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  ms = 5_000,
+): Promise<void> {
+  const deadline = performance.now() + ms;
+  while (!(await check())) {
+    if (performance.now() > deadline) throw new Error(`timed out after ${ms} ms: ${what}`);
+    await sleep(5);
+  }
+}
+
+/**
+ * Waits until `count` entries are in the Redis queue of `key` under `prefix`: one per waiting
+ * process head of an exclusive lock or of a read lock, one per waiter of permits.
+ */
+export const queuedInRedis = (redis: Redis, prefix: string, key: string, count: number) =>
+  until(
+    async () => (await redis.zcard(`${lockRedisKey(prefix, key)}:q`)) === count,
+    `${count} queued in Redis for ${key}`,
+  );
 
 /** Rejects if `promise` does not settle within `ms` (to turn a hang into a clear failure). */
 export async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {

@@ -46,7 +46,9 @@ export interface Worker<L extends AnyLine = WorkerLine> {
 function fixturePath(name: string): string {
   const file = path.join(ROOT, 'dist-apps', 'test', 'fixtures', `${name}.js`);
   if (!fs.existsSync(file)) {
-    throw new Error(`${file} is missing: run "npm run build && npm run build:apps" first.`);
+    throw new Error(
+      `${file} is missing: run "npm run pretest" (scripts/build-for-tests.js) first.`,
+    );
   }
   return file;
 }
