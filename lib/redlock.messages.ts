@@ -608,8 +608,8 @@ export const SQL_AUTH_FAILED = (label: string, node: string, user: string, detai
   `user and password of the lock backend.`;
 
 export const SQL_UNKNOWN_DATABASE = (label: string, node: string, database: string) =>
-  `${label} at ${node} has no database "${database}". Create it, or fix the database name of ` +
-  `the lock backend.`;
+  `${label} at ${node} has no database "${database}" the lock user may use. Create it (and grant ` +
+  `it), or fix the database name of the lock backend.`;
 
 export const SQL_REFUSED = (label: string, node: string, detail: string) =>
   `${label} at ${node} refused the connection (${detail}): is the server running and ` +
