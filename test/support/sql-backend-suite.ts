@@ -34,6 +34,8 @@ export interface SqlBackendUnderTest<Server> {
   };
   /** Ends, on the server, the session that holds `name` (a full lock name, with its prefix). */
   killHolder(server: Server, name: string): Promise<void>;
+  /** Lock requests waiting in the server's queue right now. */
+  waiting(server: Server): Promise<number>;
   /** Settings naming a wrong password, an unknown database. */
   readonly wrongPassword: Record<string, unknown>;
   readonly unknownDatabase: Record<string, unknown>;
@@ -96,6 +98,28 @@ export function describeSqlBackend<Server>(backend: SqlBackendUnderTest<Server>)
     expect(events).toEqual(['a in', 'a out', 'b in']);
     expect(second).toBeGreaterThan(first);
     expect(await a.isLocked('k')).toBe(false);
+  });
+
+  it('grants waiters of separate sessions in the order they queued (FIFO)', async () => {
+    const services = await Promise.all(
+      Array.from({ length: 6 }, async () => (await app()).get(LockService)),
+    );
+    const first = await services[0].acquire('line');
+    const granted: number[] = [];
+    const waits: Promise<void>[] = [];
+    for (let i = 1; i < services.length; i++) {
+      waits.push(
+        services[i].acquire('line', { waitTimeout: 20_000 }).then((h) => {
+          granted.push(i);
+          return h.release();
+        }),
+      );
+      // The next one queues only once this one waits in the server's queue.
+      await waitFor(async () => (await backend.waiting(server)) === i);
+    }
+    await first.release();
+    await within(Promise.all(waits), 20_000, 'the waiters');
+    expect(granted).toEqual([1, 2, 3, 4, 5]);
   });
 
   it('a busy key is LockNotAcquiredError, never before waitTimeout', async () => {

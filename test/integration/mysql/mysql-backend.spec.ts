@@ -27,6 +27,12 @@ describe('mysqlBackend (real MariaDB)', () => {
       if (holder === null) throw new Error(`nobody holds ${name}`);
       await db.sql(`KILL ${holder}`);
     },
+    waiting: async (db) => {
+      const [{ n }] = await db.sql<{ n: number }>(
+        `SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT IF(GET_LOCK%' AND STATE LIKE '%lock%'`,
+      );
+      return Number(n);
+    },
     wrongPassword: { password: 'wrong' },
     unknownDatabase: { database: 'nope' },
   });

@@ -23,6 +23,14 @@ describe('postgresBackend (real PostgreSQL)', () => {
         `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted`,
       );
     },
+    waiting: async (pg) =>
+      Number(
+        (
+          await pg.sql<{ n: string }>(
+            `SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`,
+          )
+        )[0].n,
+      ),
     wrongPassword: { password: 'wrong' },
     unknownDatabase: { database: 'nope' },
   });

@@ -1,13 +1,13 @@
 import type { INestApplication } from '@nestjs/common';
 import { Pool } from 'pg';
-import { type LockHandle, LockService, type RedlockModuleOptions } from 'nest-locked';
+import { LockService, type RedlockModuleOptions } from 'nest-locked';
 import { postgresBackend } from 'nest-locked/postgres';
 import { createLockApp, uniquePrefix, within } from '../../support/lock-app';
 import { type PostgresServerHandle, startPostgres } from '../../support/postgres-server';
 import { waitFor } from '../../support/sql-backend-suite';
 
 /** What PostgreSQL gives beyond the shared SQL suite: read locks, its grant order, its settings. */
-describe('postgresBackend: read locks, grant order, session settings (real PostgreSQL)', () => {
+describe('postgresBackend: read locks, session settings, pool size (real PostgreSQL)', () => {
   let pg: PostgresServerHandle;
   const apps: INestApplication[] = [];
   let prefix: string;
@@ -63,26 +63,6 @@ describe('postgresBackend: read locks, grant order, session settings (real Postg
     expect(order).toEqual(['writer', 'late reader']);
     expect(rh.fence).toBeGreaterThan(wh.fence);
     await rh.release();
-  });
-
-  it('grants waiters of separate sessions in the order they queued (FIFO)', async () => {
-    const services = await Promise.all(Array.from({ length: 6 }, () => locks()));
-    const first = await services[0].acquire('line');
-    const granted: number[] = [];
-    const waits: Promise<void>[] = [];
-    for (let i = 1; i < services.length; i++) {
-      waits.push(
-        services[i].acquire('line', { waitTimeout: 20_000 }).then((h: LockHandle) => {
-          granted.push(i);
-          return h.release();
-        }),
-      );
-      // The next one queues only once this one waits in PostgreSQL's queue.
-      await waitFor(async () => (await waiting()) === i);
-    }
-    await first.release();
-    await within(Promise.all(waits), 20_000, 'the waiters');
-    expect(granted).toEqual([1, 2, 3, 4, 5]);
   });
 
   it("leaves no lock_timeout behind on the application's pooled connection", async () => {
