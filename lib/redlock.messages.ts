@@ -24,7 +24,7 @@ export const LOCK_BACKEND_FAILED = (
   op: string,
   failures: readonly Error[],
 ) =>
-  `Could not ${op} lock ${list(keys)}: Redis failed (${failures
+  `Could not ${op} lock ${list(keys)}: the lock server failed (${failures
     .map((f) => f.message)
     .slice(0, 3)
     .join('; ')}). Check that the lock servers are reachable.`;

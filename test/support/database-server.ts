@@ -16,9 +16,8 @@ import {
 
 /**
  * A database server process the SQL suites start (PostgreSQL, MariaDB): on 127.0.0.1 and a port
- * of its own, its data under a temp dir, in the foreground (we need its PID) and in a process
- * group of its own (PostgreSQL serves each connection from a child process: a freeze must stop
- * them all). A PID record lets the global teardown kill a server a test forgot.
+ * of its own, its data under a temp dir, in the foreground (we need its PID); a freeze stops it
+ * and every process it started (PostgreSQL serves each connection from a child process). A PID record lets the global teardown kill a server a test forgot.
  */
 
 const READY_TIMEOUT_MS = 30_000;
@@ -32,7 +31,7 @@ export interface DatabaseServerHandle {
   readonly pid: number | undefined;
   /** A clean, fast shutdown (SIGKILL after 5 s); removes its data. Idempotent. */
   stop(): Promise<void>;
-  /** Sends `signal` to the server's whole process group (SIGSTOP / SIGCONT freeze and thaw it). */
+  /** Sends `signal` to the server and every process it started (SIGSTOP / SIGCONT: freeze, thaw). */
   signal(signal: NodeJS.Signals): void;
   /** Stops the server cleanly and starts it again on the same port with the same data. */
   restart(): Promise<void>;
@@ -125,6 +124,33 @@ export async function startDatabaseServer(
   return server;
 }
 
+/** Every process below `pid` (children first found through /proc). */
+function descendants(pid: number): number[] {
+  const found: number[] = [];
+  const visit = (parent: number) => {
+    let tasks: string[];
+    try {
+      tasks = fs.readdirSync(`/proc/${parent}/task`);
+    } catch {
+      return;
+    }
+    for (const task of tasks) {
+      let children = '';
+      try {
+        children = fs.readFileSync(`/proc/${parent}/task/${task}/children`, 'utf8');
+      } catch {
+        continue;
+      }
+      for (const child of children.trim().split(/\s+/).filter(Boolean).map(Number)) {
+        found.push(child);
+        visit(child);
+      }
+    }
+  };
+  visit(pid);
+  return found;
+}
+
 class SpawnedDatabaseServer implements DatabaseServerHandle {
   readonly host = '127.0.0.1';
   private child?: ChildProcess;
@@ -192,7 +218,15 @@ class SpawnedDatabaseServer implements DatabaseServerHandle {
 
   signal(signal: NodeJS.Signals): void {
     const pid = this.pid;
-    if (pid !== undefined) process.kill(-pid, signal);
+    if (pid === undefined) return;
+    // PostgreSQL's children leave the postmaster's process group (setsid): each by its PID.
+    for (const target of [pid, ...descendants(pid)]) {
+      try {
+        process.kill(target, signal);
+      } catch {
+        // Exited meanwhile.
+      }
+    }
   }
 
   async restart(): Promise<void> {
@@ -208,8 +242,8 @@ class SpawnedDatabaseServer implements DatabaseServerHandle {
   private async terminate(): Promise<void> {
     const child = this.child;
     if (child && this.running()) {
-      this.signal(this.spec.stopSignal);
-      // A frozen server handles SIGTERM only once it runs again.
+      child.kill(this.spec.stopSignal);
+      // A frozen server handles its stop signal only once it runs again.
       this.signal('SIGCONT');
       const escalate = setTimeout(() => this.running() && this.signal('SIGKILL'), STOP_GRACE_MS);
       try {

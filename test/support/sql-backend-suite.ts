@@ -11,6 +11,7 @@ import {
 import { RedlockHealthIndicator, RedlockHealthModule } from 'nest-locked/health';
 import { TerminusModule } from '@nestjs/terminus';
 import { createLockApp, uniquePrefix, within } from './lock-app';
+import type { DatabaseServerHandle } from './database-server';
 import { closedPort } from './redis-server';
 
 /**
@@ -19,10 +20,11 @@ import { closedPort } from './redis-server';
  * fences, multi-key, session loss, health, errors naming their cause, the application's pool
  * left open.
  */
-export interface SqlBackendUnderTest<Server> {
-  readonly name: string;
+export interface SqlBackendUnderTest<Server extends DatabaseServerHandle> {
+  readonly name: 'postgres' | 'mysql';
   start(): Promise<Server>;
-  stop(server: Server): Promise<void>;
+  /** The connection settings of `server` (pg PoolConfig / mysql2 PoolOptions), as JSON. */
+  connection(server: Server): Record<string, unknown>;
   /** A definition over `server`, with `overrides` of the connection settings. */
   definition(server: Server, overrides?: Record<string, unknown>): LockBackendDefinition;
   /** A pool of the test's own and a definition over it, plus a check that the pool still works. */
@@ -41,7 +43,9 @@ export interface SqlBackendUnderTest<Server> {
   readonly unknownDatabase: Record<string, unknown>;
 }
 
-export function describeSqlBackend<Server>(backend: SqlBackendUnderTest<Server>): void {
+export function describeSqlBackend<Server extends DatabaseServerHandle>(
+  backend: SqlBackendUnderTest<Server>,
+): void {
   let server: Server;
   const apps: INestApplication[] = [];
   const app = async (
@@ -67,7 +71,7 @@ export function describeSqlBackend<Server>(backend: SqlBackendUnderTest<Server>)
     await Promise.all(apps.splice(0).map((a) => a.close()));
   });
   afterAll(async () => {
-    if (server) await backend.stop(server);
+    await server?.stop();
   });
 
   it('excludes across two apps (two pools): the second waits in the server queue and gets a larger fence', async () => {
