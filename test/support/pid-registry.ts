@@ -21,13 +21,25 @@ export interface PidRecord {
   ownerParent: number;
   /** The server's `--dir`, removed together with a leftover server. */
   dir: string;
+  /**
+   * The binary's name in its command line when it is not redis-server (`postgres`, `mariadbd`):
+   * how the teardown tells it apart from a reused PID.
+   */
+  binary?: string;
 }
 
 /** Prefix of every server's `--dir` under `os.tmpdir()`. */
 export const SERVER_DIR_PREFIX = 'nest-locked-redis-';
 
-export function writePidRecord(pid: number, port: number, dir: string): void {
-  const record: PidRecord = { pid, port, owner: process.pid, ownerParent: process.ppid, dir };
+export function writePidRecord(pid: number, port: number, dir: string, binary?: string): void {
+  const record: PidRecord = {
+    pid,
+    port,
+    owner: process.pid,
+    ownerParent: process.ppid,
+    dir,
+    binary,
+  };
   fs.mkdirSync(PID_REGISTRY_DIR, { recursive: true });
   fs.writeFileSync(path.join(PID_REGISTRY_DIR, String(pid)), JSON.stringify(record));
 }
@@ -88,6 +100,9 @@ export function isRecordedRedisServer(record: PidRecord): boolean {
     cmdline = fs.readFileSync(`/proc/${record.pid}/cmdline`, 'utf8').split('\0').join(' ');
   } catch {
     return false;
+  }
+  if (record.binary) {
+    return cmdline.includes(record.binary) && cmdline.includes(String(record.port));
   }
   // redis-server rewrites its title to "redis-server 127.0.0.1:<port> [cluster]" once it is up;
   // before that, the original "--port <port>" arguments are still there.

@@ -1,0 +1,5 @@
+export {
+  postgresBackend,
+  POSTGRES_DEFAULT_POOL_SIZE,
+  type PostgresBackendOptions,
+} from './postgres-backend';

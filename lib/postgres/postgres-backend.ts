@@ -1,0 +1,118 @@
+import type { Pool, PoolConfig } from 'pg';
+import type { LockBackendDefinition } from '../interfaces/lock-backend-definition.interface';
+import { SqlLockBackend } from '../sql/sql-lock-backend';
+import { choosePool, loadDriver, sqlIdentifier } from '../sql/sql-pool-options';
+import { sqlTarget } from '../sql/sql-target';
+import { PostgresDialect } from './postgres-dialect';
+
+/** Connections of the lock's own pool unless `max` says otherwise. */
+export const POSTGRES_DEFAULT_POOL_SIZE = 10;
+
+/**
+ * Options of {@link postgresBackend}: a pg `Pool` of your own (`pool`), or the settings of the
+ * lock's own pool (any pg `PoolConfig`: `connectionString`, `host`, `user`, `password`, `ssl`...).
+ */
+export interface PostgresBackendOptions extends PoolConfig {
+  /**
+   * A pg `Pool` of the application's, used instead of a pool of the lock's own. nest-locked never
+   * ends it. Each hold and each wait keeps one of its connections checked out, so size it for
+   * your queries plus your concurrent locks.
+   */
+  pool?: Pool;
+  /**
+   * The lock's own pool: connections at most. Each hold and each wait of this process keeps one
+   * checked out (the lock lives in its session); callers beyond it wait for a free connection
+   * within their `waitTimeout`.
+   * @default 10
+   */
+  max?: number;
+  /**
+   * The sequence fences are drawn from, created at startup if missing (`CREATE SEQUENCE IF NOT
+   * EXISTS`); `schema.name` allowed.
+   * @default 'nest_locked_fence'
+   */
+  fenceSequence?: string;
+}
+
+const isPool = (value: unknown): value is Pool =>
+  typeof (value as Pool | null)?.connect === 'function' &&
+  typeof (value as Pool | null)?.query === 'function';
+
+/**
+ * A lock group on PostgreSQL (peer dependency: `pg`): session advisory locks on a connection held
+ * for the hold, waiting in PostgreSQL's own lock queue, fences from a sequence in the lock's own
+ * round trip, read locks (`pg_advisory_lock_shared`). See docs/backends/postgres.md.
+ *
+ * @example
+ * ```ts
+ * import { RedlockModule } from 'nest-locked';
+ * import { postgresBackend } from 'nest-locked/postgres';
+ *
+ * RedlockModule.forRoot({
+ *   backend: postgresBackend({ connectionString: process.env.DATABASE_URL }),
+ * });
+ * // or a pool of your own (never closed by nest-locked):
+ * RedlockModule.forRoot({ backend: postgresBackend({ pool }) });
+ * ```
+ * @throws LockConfigError `pool` together with connection settings, a bad `max` or
+ *   `fenceSequence`, or `pg` not installed
+ */
+export function postgresBackend(options: PostgresBackendOptions = {}): LockBackendDefinition {
+  const factory = 'postgresBackend';
+  const pg = loadDriver<typeof import('pg')>(factory, 'pg');
+  const { pool, config } = choosePool(
+    factory,
+    options,
+    ['fenceSequence'],
+    'max',
+    isPool,
+    'a pg Pool',
+  );
+  const sequence = sqlIdentifier(
+    factory,
+    'fenceSequence',
+    options.fenceSequence ?? 'nest_locked_fence',
+  );
+  const supports = { read: true, permits: false } as const;
+  return {
+    kind: 'postgres',
+    supports,
+    create: ({ group, keyPrefix, driftFactor, commandTimeout, logger }) => {
+      const own = !pool;
+      const lockPool =
+        pool ??
+        new pg.Pool({
+          max: POSTGRES_DEFAULT_POOL_SIZE,
+          application_name: 'nest-locked',
+          // The OS notices a dead server or network between keep-alives.
+          keepAlive: true,
+          connectionTimeoutMillis: commandTimeout,
+          ...(config as PoolConfig),
+        });
+      // An idle connection of our own pool that fails is dropped by pg; without a listener
+      // its error would end the process.
+      if (own)
+        lockPool.on('error', (err) => logger.debug?.(`postgres pool (${group}): ${err.message}`));
+      const settings = { ...lockPool.options, ...config } as PoolConfig;
+      const target = sqlTarget(
+        'PostgreSQL',
+        { ...settings, url: settings.connectionString },
+        {
+          host: String(pg.defaults.host ?? 'localhost'),
+          port: Number(pg.defaults.port ?? 5432),
+          user: String(pg.defaults.user ?? process.env.USER ?? ''),
+          database: String(pg.defaults.database ?? pg.defaults.user ?? ''),
+        },
+      );
+      const size = lockPool.options.max ?? POSTGRES_DEFAULT_POOL_SIZE;
+      const dialect = new PostgresDialect(lockPool, own, target, sequence, size);
+      return new SqlLockBackend(group, dialect, {
+        keyPrefix,
+        driftFactor,
+        commandTimeout,
+        logger,
+        supports,
+      });
+    },
+  };
+}

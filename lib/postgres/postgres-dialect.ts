@@ -1,0 +1,192 @@
+import type { Pool, QueryConfig } from 'pg';
+import type { Share } from '../engine/lease';
+import { SQL_FENCE_SEQUENCE_DENIED } from '../redlock.messages';
+import { keyDigest } from '../sql/key-hash';
+import type { SqlDialect } from '../sql/sql-dialect';
+import {
+  describeSqlError,
+  isSqlConfigError,
+  type SqlErrorCodes,
+  type SqlTarget,
+} from '../sql/sql-errors';
+import { PostgresSession } from './postgres-session';
+
+/** SQLSTATEs that mean a setting to fix. */
+const CODES: SqlErrorCodes = {
+  auth: ['28P01', '28000'],
+  unknownDatabase: ['3D000'],
+  denied: ['42501'],
+};
+
+/** `lock_timeout` ran out: still busy. */
+const LOCK_NOT_AVAILABLE = '55P03';
+
+/**
+ * The statements, as named prepared statements (parsed once per connection). Every one takes the
+ * keys as a bigint array, in the caller's sorted order, and answers the fence as text, or NULL
+ * for a try that found a key busy.
+ *
+ * - Waiting: `set_config(..., true)` sets lock_timeout for this statement's implicit
+ *   transaction only (a pooled connection of the application's keeps its own setting); the
+ *   MATERIALIZED CTEs run in order (the timeout, every lock, then the fence), so the fence is
+ *   drawn after every lock was granted.
+ * - Fence: one `nextval` of one sequence for all keys: strictly increasing per key (and across
+ *   keys), never rolled back, and crash-safe (PostgreSQL logs sequence values ahead).
+ */
+function statements(sequence: string, lock: string, tryLock: string) {
+  const fence = `nextval('${sequence}')::text AS fence`;
+  return {
+    wait:
+      `WITH t AS MATERIALIZED (SELECT set_config('lock_timeout', $2, true)), ` +
+      `l AS MATERIALIZED (SELECT ${lock}(k) FROM t, unnest($1::bigint[]) AS k) ` +
+      `SELECT ${fence} FROM (SELECT count(*) FROM l) AS c`,
+    try:
+      `WITH l AS MATERIALIZED (SELECT bool_and(${tryLock}(k)) AS ok FROM unnest($1::bigint[]) AS k) ` +
+      `SELECT CASE WHEN ok THEN ${fence.replace(' AS fence', '')} END AS fence FROM l`,
+  };
+}
+
+/**
+ * PostgreSQL session advisory locks (`nest-locked/postgres`).
+ *
+ * - A key is one 64-bit advisory lock: the first 8 bytes of the SHA-256 of the key (with the
+ *   keyPrefix), as a signed bigint. Two given keys share a lock with odds 2^-64.
+ * - Exclusive holds use `pg_advisory_lock`, read holds `pg_advisory_lock_shared`; waiting is the
+ *   server's lock queue under `lock_timeout` (FIFO: a later shared request queues behind a
+ *   waiting exclusive one).
+ * - A hold keeps its pooled connection until it is released (`pg_advisory_unlock_all()`: the
+ *   session is the hold's alone).
+ * @internal
+ */
+export class PostgresDialect implements SqlDialect<PostgresSession> {
+  readonly kind = 'postgres';
+  readonly label = 'PostgreSQL';
+  readonly node: string;
+  private readonly exclusive: { wait: QueryConfig; try: QueryConfig };
+  private readonly shared: { wait: QueryConfig; try: QueryConfig };
+
+  constructor(
+    private readonly pool: Pool,
+    /** Whether the backend created the pool (and ends it on close). */
+    private readonly owned: boolean,
+    private readonly target: SqlTarget,
+    private readonly sequence: string,
+    /** The pool's size: every connection checked out means a checkout waits. */
+    private readonly size: number,
+  ) {
+    this.node = target.node;
+    const named = (name: string, s: { wait: string; try: string }) => ({
+      wait: { name: `nest-locked:${name}:wait`, text: s.wait },
+      try: { name: `nest-locked:${name}:try`, text: s.try },
+    });
+    this.exclusive = named(
+      `x:${sequence}`,
+      statements(sequence, 'pg_advisory_lock', 'pg_try_advisory_lock'),
+    );
+    this.shared = named(
+      `s:${sequence}`,
+      statements(sequence, 'pg_advisory_lock_shared', 'pg_try_advisory_lock_shared'),
+    );
+  }
+
+  lockName(key: string): string {
+    return keyDigest(key).readBigInt64BE(0).toString();
+  }
+
+  async prepare(): Promise<void> {
+    const { rows } = await this.pool.query<{ found: string | null }>(
+      'SELECT to_regclass($1)::text AS found',
+      [this.sequence],
+    );
+    if (rows[0]?.found) return;
+    try {
+      await this.pool.query(`CREATE SEQUENCE IF NOT EXISTS ${this.sequence}`);
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      // Created at the same moment by another instance: there it is.
+      if (code === '23505' || code === '42P07') return;
+      if (code === '42501') {
+        throw Object.assign(
+          new Error(SQL_FENCE_SEQUENCE_DENIED(this.sequence, (err as Error).message)),
+          {
+            code,
+          },
+        );
+      }
+      throw err;
+    }
+  }
+
+  async checkout(): Promise<PostgresSession> {
+    return new PostgresSession(await this.pool.connect());
+  }
+
+  saturated(): boolean {
+    return this.pool.idleCount === 0 && this.pool.totalCount >= this.size;
+  }
+
+  async lock(
+    session: PostgresSession,
+    names: readonly string[],
+    share: Share | undefined,
+    waitMs: number,
+  ): Promise<number[] | undefined> {
+    const s = share === 'read' ? this.shared : this.exclusive;
+    let fence: string | null;
+    try {
+      const { rows } = await session.client.query<{ fence: string | null }>(
+        waitMs > 0
+          ? { ...s.wait, values: [names, `${Math.ceil(waitMs)}ms`] }
+          : { ...s.try, values: [names] },
+      );
+      fence = rows[0].fence;
+    } catch (err) {
+      if ((err as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw err;
+      fence = null;
+    }
+    if (fence !== null) return names.map(() => Number(fence));
+    // A multi-key wait or try may have taken some keys before the busy one.
+    if (names.length > 1) await this.unlock(session);
+    return undefined;
+  }
+
+  async unlock(session: PostgresSession): Promise<void> {
+    await session.client.query('SELECT pg_advisory_unlock_all()');
+  }
+
+  async keepAlive(session: PostgresSession): Promise<void> {
+    await session.client.query('SELECT 1');
+  }
+
+  async isLocked(name: string): Promise<boolean> {
+    // A bigint advisory lock shows in pg_locks as classid (high 32 bits) and objid (low 32 bits).
+    const key = BigInt.asUintN(64, BigInt(name));
+    const { rows } = await this.pool.query<{ held: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted ` +
+        `AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) ` +
+        `AND classid = $1::oid AND objid = $2::oid AND objsubid = 1) AS held`,
+      [(key >> 32n).toString(), (key & 0xffffffffn).toString()],
+    );
+    return rows[0].held;
+  }
+
+  async kill(id: number): Promise<void> {
+    if (id > 0) await this.pool.query('SELECT pg_terminate_backend($1)', [id]);
+  }
+
+  async ping(): Promise<void> {
+    await this.pool.query('SELECT 1');
+  }
+
+  async close(): Promise<void> {
+    if (this.owned) await this.pool.end();
+  }
+
+  describe(error: unknown): Error {
+    return describeSqlError(this.target, CODES, error);
+  }
+
+  isConfigError(error: unknown): boolean {
+    return isSqlConfigError(CODES, error);
+  }
+}

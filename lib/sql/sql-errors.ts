@@ -1,0 +1,67 @@
+import {
+  SQL_AUTH_FAILED,
+  SQL_FAILED,
+  SQL_HOST_UNKNOWN,
+  SQL_NO_ANSWER,
+  SQL_REFUSED,
+  SQL_UNKNOWN_DATABASE,
+} from '../redlock.messages';
+import { SqlTimeoutError } from './sql-timeout';
+
+/** Where a backend connects, for messages (never a password). @internal */
+export interface SqlTarget {
+  readonly label: string;
+  readonly node: string;
+  readonly user: string;
+  readonly database: string;
+}
+
+/** The driver's error codes (`code`) that mean a setting to fix. @internal */
+export interface SqlErrorCodes {
+  readonly auth: readonly string[];
+  readonly unknownDatabase: readonly string[];
+  /** Permission errors (a user not allowed to create the fence sequence...). */
+  readonly denied: readonly string[];
+}
+
+const REFUSED = ['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH'];
+const HOST_UNKNOWN = ['ENOTFOUND', 'EAI_AGAIN'];
+
+const codeOf = (error: unknown): string | undefined => {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+};
+
+const messageOf = (error: unknown): string =>
+  error instanceof Error ? error.message || error.name : String(error);
+
+/**
+ * A driver's error in words: a wrong password, an unknown database, a refused connection, an
+ * unknown host or no answer in time, each naming the server; anything else with its own text.
+ * The driver's error is the `cause`.
+ * @internal
+ */
+export function describeSqlError(target: SqlTarget, codes: SqlErrorCodes, error: unknown): Error {
+  const { label, node } = target;
+  const code = codeOf(error);
+  const detail = messageOf(error);
+  let message: string;
+  if (error instanceof SqlTimeoutError) message = SQL_NO_ANSWER(label, node, error.ms, error.what);
+  else if (code && codes.auth.includes(code))
+    message = SQL_AUTH_FAILED(label, node, target.user, detail);
+  else if (code && codes.unknownDatabase.includes(code)) {
+    message = SQL_UNKNOWN_DATABASE(label, node, target.database);
+  } else if (code && REFUSED.includes(code)) message = SQL_REFUSED(label, node, detail);
+  else if (code && HOST_UNKNOWN.includes(code)) message = SQL_HOST_UNKNOWN(label, node, detail);
+  else message = SQL_FAILED(label, node, detail);
+  return new Error(message, { cause: error });
+}
+
+/** Whether `error` is a setting to fix (auth, database, permission, host), not an outage. @internal */
+export function isSqlConfigError(codes: SqlErrorCodes, error: unknown): boolean {
+  const code = codeOf(error);
+  return (
+    code !== undefined &&
+    [...codes.auth, ...codes.unknownDatabase, ...codes.denied, ...HOST_UNKNOWN].includes(code)
+  );
+}

@@ -1,0 +1,456 @@
+import { performance } from 'node:perf_hooks';
+import type { LoggerService } from '@nestjs/common';
+import { LockBackendError, LockConfigError, LockError, LockNotAcquiredError } from '../errors';
+import { KeyCounts } from '../engine/key-counts';
+import { Lease, Leases, type Share } from '../engine/lease';
+import {
+  type AcquireRequest,
+  type BackendHealth,
+  type LockBackend,
+  type LockClientStats,
+  noStats,
+} from '../engine/lock-backend';
+import { abortReason } from '../engine/wait-rules';
+import type { LockBackendSupports } from '../interfaces/lock-backend-definition.interface';
+import { SQL_SESSION_LOST, SQL_SHARED_UNSUPPORTED } from '../redlock.messages';
+import { settleTo } from '../settle-to';
+import type { SqlDialect, SqlSession } from './sql-dialect';
+import { SqlTimeoutError, within } from './sql-timeout';
+
+/** What the module gives the engine of one group. */
+export interface SqlBackendSettings {
+  readonly keyPrefix: string;
+  readonly driftFactor: number;
+  /** The longest one round trip may take, in ms. */
+  readonly commandTimeout: number;
+  readonly logger: LoggerService;
+  readonly supports: LockBackendSupports;
+}
+
+/** A hold: its lease and the session that holds its locks. */
+interface SqlHold<S extends SqlSession> {
+  readonly lease: Lease;
+  readonly session: S;
+  /** Frees the locks when the lease runs out unrenewed (watchdog off, maxHold, a stall). */
+  timer?: NodeJS.Timeout;
+  /** Counted in `holding` (until released: a minHold keeps the session, not the count). */
+  counted: boolean;
+  ended: boolean;
+}
+
+/**
+ * One acquire in progress: a caller's signal or the shutdown (`abortWaits`) ends it early.
+ */
+class SqlWait {
+  aborted?: unknown;
+  private stopNow?: (reason: unknown) => void;
+
+  constructor(
+    readonly keys: readonly string[],
+    private readonly signal?: AbortSignal,
+  ) {
+    signal?.addEventListener('abort', this);
+  }
+
+  /** The signal's `abort` event. */
+  handleEvent(): void {
+    this.abort(this.signal!.reason);
+  }
+
+  abort(reason: unknown): void {
+    this.aborted ??= reason;
+    this.stopNow?.(reason);
+  }
+
+  /** `work` bounded by `ms` and by this wait's end. */
+  bound<T>(work: Promise<T>, ms: number, what: string, late?: (value: T) => void): Promise<T> {
+    if (this.aborted !== undefined) {
+      work.then(late, () => undefined);
+      return Promise.reject(this.aborted);
+    }
+    return within(work, ms, what, late, (stop) => (this.stopNow = stop));
+  }
+
+  end(): void {
+    this.signal?.removeEventListener('abort', this);
+  }
+}
+
+/**
+ * The lock engine of a group on a SQL database (`nest-locked/postgres`, `nest-locked/mysql`):
+ * session locks on a connection held for the hold, so the lease is the session.
+ *
+ * - Exclusion and waiting are the server's: a waiter sits in the server's own lock queue up to
+ *   its waitTimeout (no polling); keys are taken in the caller's sorted order (no deadlock).
+ * - Fences come in the lock's own round trip, taken after the lock was granted (`lock`).
+ * - The session ending (connection error or end, the server killing it, a restart) frees the
+ *   locks on the server at once and is reported to the holder at once (`lease.watcher`).
+ * - A lease still lasts `ttl` unless renewed: `extend` is one keep-alive round trip on the
+ *   session; a lease run out (watchdog off, maxHold, a stalled server) frees its locks.
+ * - Every call is bounded: a wait by waitTimeout + commandTimeout, anything else by
+ *   commandTimeout (a stalled server is a LockBackendError, never a hang).
+ * @internal
+ */
+export class SqlLockBackend<S extends SqlSession> implements LockBackend {
+  readonly stats: LockClientStats = noStats();
+  /** No subscriptions: the server wakes its waiters itself. */
+  readonly notifier = { size: 0 } as const;
+  /** A segmented sweep is a loop of tries (`tryAcquire`). */
+  readonly canTakeAny = false;
+  private readonly leases: Leases;
+  private readonly held = new Map<Lease, SqlHold<S>>();
+  private readonly holding = new KeyCounts();
+  private readonly waiting = new KeyCounts();
+  private readonly waits = new Set<SqlWait>();
+  private prepared = false;
+  private preparing?: Promise<void>;
+  private closed = false;
+  private tokens = 0;
+
+  constructor(
+    readonly name: string,
+    private readonly dialect: SqlDialect<S>,
+    private readonly settings: SqlBackendSettings,
+  ) {
+    this.leases = new Leases(settings.driftFactor);
+  }
+
+  get queueCount(): number {
+    return new Set([...this.holding.keys(), ...this.waiting.keys()]).size;
+  }
+
+  queued(key: string): number {
+    let n = 0;
+    for (const wait of this.waits) if (wait.keys.includes(key)) n++;
+    return n;
+  }
+
+  holds(key: string): boolean {
+    return this.holding.has(key);
+  }
+
+  async acquire(keys: readonly string[], request: AcquireRequest): Promise<Lease> {
+    if (this.closed) throw abortReason(keys);
+    if (request.signal?.aborted) throw request.signal.reason;
+    this.refuseUnsupported(keys, request.share);
+    return this.take(keys, request.ttl, request.share, request.waitTimeout, request.signal);
+  }
+
+  async tryAcquire(keys: readonly string[], ttl: number): Promise<Lease | number> {
+    if (this.closed) throw abortReason(keys);
+    try {
+      return await this.take(keys, ttl, undefined, 0);
+    } catch (err) {
+      if (err instanceof LockNotAcquiredError) return err.retryAfterMs;
+      throw err;
+    }
+  }
+
+  async tryAcquireAny(
+    keys: readonly string[],
+    ttl: number,
+  ): Promise<{ lease: Lease; index: number } | number> {
+    let shortest = ttl;
+    for (let index = 0; index < keys.length; index++) {
+      const taken = await this.tryAcquire([keys[index]], ttl);
+      if (typeof taken !== 'number') return { lease: taken, index };
+      shortest = Math.min(shortest, taken);
+    }
+    return shortest;
+  }
+
+  async extend(lease: Lease, ttl: number): Promise<boolean> {
+    const hold = this.held.get(lease);
+    if (!hold || hold.ended || lease.released) return false;
+    const start = performance.now();
+    try {
+      await within(this.dialect.keepAlive(hold.session), this.timeout, 'a keep-alive');
+    } catch (err) {
+      if (hold.ended) return false;
+      throw new LockBackendError(lease.keys, [this.dialect.describe(err)], 'extend');
+    }
+    if (hold.ended) return false;
+    lease.renewed(start, ttl, this.leases.drift(ttl));
+    this.arm(hold, ttl - (performance.now() - start));
+    return true;
+  }
+
+  leaseEnded(lease: Lease): void {
+    lease.end();
+    const hold = this.held.get(lease);
+    if (hold) settleTo(this.free(hold), (err) => this.debugFailure('free', err));
+  }
+
+  async release(lease: Lease): Promise<void> {
+    if (lease.released) return;
+    lease.released = true;
+    const hold = this.held.get(lease);
+    if (hold) await this.free(hold);
+  }
+
+  releaseThen(lease: Lease, done: (error?: unknown) => void): void {
+    settleTo(this.release(lease), done);
+  }
+
+  async releaseByExpiry(lease: Lease, ms: number): Promise<void> {
+    if (lease.released) return;
+    lease.released = true;
+    const hold = this.held.get(lease);
+    if (!hold || hold.ended) return;
+    // This process forgets the hold now; the session keeps the locks `ms` more, then frees them.
+    this.uncount(hold);
+    this.arm(hold, ms);
+  }
+
+  async isLocked(key: string): Promise<boolean> {
+    if (this.holding.has(key)) return true;
+    try {
+      const name = this.dialect.lockName(this.settings.keyPrefix + key);
+      return await within(this.dialect.isLocked(name), this.timeout, 'a lock check');
+    } catch (err) {
+      throw new LockBackendError([key], [this.dialect.describe(err)], 'check');
+    }
+  }
+
+  abortWaits(): void {
+    this.closed = true;
+    for (const wait of this.waits) wait.abort(abortReason(wait.keys));
+  }
+
+  async start(): Promise<void> {
+    try {
+      await this.prepare();
+    } catch (err) {
+      const described = this.dialect.describe(err);
+      if (this.dialect.isConfigError(err)) throw new LockConfigError(described.message, this.name);
+      throw described;
+    }
+  }
+
+  async health(timeout: number): Promise<BackendHealth> {
+    const node = this.dialect.node;
+    const start = performance.now();
+    try {
+      await within(this.dialect.ping(), timeout, 'a ping');
+      const latencyMs = Math.round((performance.now() - start) * 100) / 100;
+      return { quorum: 1, nodes: [{ node, status: 'up', latencyMs }] };
+    } catch (err) {
+      return {
+        quorum: 1,
+        nodes: [{ node, status: 'down', error: this.dialect.describe(err).message }],
+      };
+    }
+  }
+
+  async close(): Promise<void> {
+    this.abortWaits();
+    for (const hold of [...this.held.values()]) this.end(hold, true);
+    await this.dialect.close();
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  private get timeout(): number {
+    return this.settings.commandTimeout;
+  }
+
+  /** @throws LockConfigError for a shared hold the database cannot give */
+  private refuseUnsupported(keys: readonly string[], share: Share | undefined): void {
+    if (share === undefined) return;
+    const { supports } = this.settings;
+    if (share === 'read' && !supports.read) {
+      throw new LockConfigError(
+        SQL_SHARED_UNSUPPORTED(this.dialect.kind, keys, "mode: 'read'"),
+        'mode',
+      );
+    }
+    if (typeof share === 'number' && !supports.permits) {
+      throw new LockConfigError(
+        SQL_SHARED_UNSUPPORTED(this.dialect.kind, keys, `permits: ${share}`),
+        'permits',
+      );
+    }
+  }
+
+  /** Creates what the locks need on the server once; until that succeeds, at every call. */
+  private prepare(): Promise<void> {
+    this.preparing ??= this.dialect.prepare().then(
+      () => {
+        this.prepared = true;
+      },
+      (err: unknown) => {
+        this.preparing = undefined;
+        throw err;
+      },
+    );
+    return this.preparing;
+  }
+
+  /** One acquire: a session, then the lock and fences in one round trip (per key on MySQL). */
+  private async take(
+    keys: readonly string[],
+    ttl: number,
+    share: Share | undefined,
+    waitTimeout: number,
+    signal?: AbortSignal,
+  ): Promise<Lease> {
+    const startedAt = performance.now();
+    const deadline = startedAt + waitTimeout;
+    const left = () => Math.max(0, deadline - performance.now());
+    const names = keys.map((key) => this.dialect.lockName(this.settings.keyPrefix + key));
+    this.stats.attempts++;
+    const wait = new SqlWait(keys, signal);
+    this.waits.add(wait);
+    for (const key of keys) this.waiting.add(key);
+    let session: S | undefined;
+    try {
+      if (!this.prepared) await wait.bound(this.prepare(), this.timeout, 'the setup');
+      // A pool with every connection in use makes the caller wait for one: part of its wait.
+      session = await wait.bound(
+        this.dialect.checkout(),
+        left() + this.timeout,
+        'a connection',
+        (late) => late.release(false),
+      );
+      const fences = await wait.bound(
+        this.dialect.lock(session, names, share, left()),
+        left() + this.timeout,
+        'a lock',
+      );
+      if (!fences) {
+        session.release(false);
+        session = undefined;
+        throw new LockNotAcquiredError(keys, performance.now() - startedAt, ttl);
+      }
+      const held = session;
+      session = undefined;
+      return this.hold(keys, share, held, fences, ttl, startedAt);
+    } catch (err) {
+      if (session) this.giveUp(session);
+      throw this.failure(err, wait, keys, startedAt, ttl);
+    } finally {
+      wait.end();
+      this.waits.delete(wait);
+      for (const key of keys) this.waiting.remove(key);
+    }
+  }
+
+  /**
+   * A session whose lock statement failed, timed out or was given up: closed (its locks go with
+   * it), and killed on the server too, where a statement may still wait in the lock queue.
+   */
+  private giveUp(session: S): void {
+    session.release(true);
+    settleTo(within(this.dialect.kill(session.id), this.timeout, 'a kill'), (err) =>
+      this.debugFailure('kill', err),
+    );
+  }
+
+  /** What a failed acquire throws. */
+  private failure(
+    err: unknown,
+    wait: SqlWait,
+    keys: readonly string[],
+    startedAt: number,
+    ttl: number,
+  ): unknown {
+    if (wait.aborted !== undefined && err === wait.aborted) return err;
+    if (err instanceof LockError) return err;
+    if (err instanceof SqlTimeoutError && err.what === 'a connection' && this.dialect.saturated()) {
+      // Every connection of the pool holds or waits for a lock: contention, not an outage.
+      return new LockNotAcquiredError(keys, performance.now() - startedAt, ttl);
+    }
+    return new LockBackendError(keys, [this.dialect.describe(err)], 'acquire');
+  }
+
+  private hold(
+    keys: readonly string[],
+    share: Share | undefined,
+    session: S,
+    fences: readonly number[],
+    ttl: number,
+    startedAt: number,
+  ): Lease {
+    const start = performance.now();
+    const token = `${this.name}.${(++this.tokens).toString(36)}`;
+    const lease = new Lease(
+      keys,
+      token,
+      fences,
+      0,
+      ttl,
+      false,
+      this.leases.validUntil(start, ttl),
+      Date.now(),
+      start - startedAt,
+    );
+    lease.share = share;
+    const hold: SqlHold<S> = { lease, session, counted: true, ended: false };
+    this.held.set(lease, hold);
+    for (const key of keys) this.holding.add(key);
+    session.watch((cause) => this.sessionLost(hold, cause));
+    this.arm(hold, ttl);
+    return lease;
+  }
+
+  /** The session ended under the hold: the server freed its locks; the holder learns it now. */
+  private sessionLost(hold: SqlHold<S>, cause: Error): void {
+    if (hold.ended) return;
+    this.end(hold, true);
+    hold.lease.end();
+    const { label, node } = this.dialect;
+    this.settings.logger.debug?.(SQL_SESSION_LOST(label, node, cause.message));
+    hold.lease.watcher?.leaseEnded();
+  }
+
+  /** Frees the hold's locks when `ms` pass without a renewal. */
+  private arm(hold: SqlHold<S>, ms: number): void {
+    clearTimeout(hold.timer);
+    hold.timer = setTimeout(() => this.expire(hold), Math.max(1, Math.ceil(ms)));
+    // A lease left behind must not keep the process alive.
+    hold.timer.unref();
+  }
+
+  private expire(hold: SqlHold<S>): void {
+    if (hold.ended) return;
+    hold.lease.end();
+    settleTo(this.free(hold), (err) => this.debugFailure('expire', err));
+    hold.lease.watcher?.leaseEnded();
+  }
+
+  /** Unlocks and gives the connection back; one that cannot unlock is closed instead. */
+  private async free(hold: SqlHold<S>): Promise<void> {
+    if (hold.ended) return;
+    this.end(hold, false);
+    try {
+      await within(this.dialect.unlock(hold.session), this.timeout, 'an unlock');
+    } catch (err) {
+      hold.session.release(true);
+      throw new LockBackendError(hold.lease.keys, [this.dialect.describe(err)], 'release');
+    }
+    hold.session.release(false);
+  }
+
+  /** The hold is over here: forgotten, its timer off, and its connection closed if `destroy`. */
+  private end(hold: SqlHold<S>, destroy: boolean): void {
+    if (hold.ended) return;
+    hold.ended = true;
+    clearTimeout(hold.timer);
+    this.held.delete(hold.lease);
+    this.uncount(hold);
+    if (destroy) hold.session.release(true);
+  }
+
+  private uncount(hold: SqlHold<S>): void {
+    if (!hold.counted) return;
+    hold.counted = false;
+    for (const key of hold.lease.keys) this.holding.remove(key);
+  }
+
+  private debugFailure(what: string, err: unknown): void {
+    if (err === undefined) return;
+    this.settings.logger.debug?.(
+      `${this.dialect.kind} ${what}: ${this.dialect.describe(err).message}`,
+    );
+  }
+}

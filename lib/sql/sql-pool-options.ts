@@ -1,0 +1,71 @@
+import { LockConfigError } from '../errors';
+import { loadOptionalPeer } from '../optional-peer';
+import {
+  SQL_BAD_IDENTIFIER,
+  SQL_BAD_POOL_SIZE,
+  SQL_NOT_A_POOL,
+  SQL_PEER_MISSING,
+  SQL_POOL_AND_CONFIG,
+} from '../redlock.messages';
+
+/** What a SQL backend factory was given: a pool of the application's, or settings for its own. */
+export interface SqlPoolChoice<P> {
+  /** The application's pool (never closed by the backend). */
+  readonly pool?: P;
+  /** Connection settings of the backend's own pool (empty with `pool`). */
+  readonly config: Record<string, unknown>;
+}
+
+/**
+ * Splits a factory's options into a pool of the application's or settings for one of the
+ * backend's own. `own` names the backend's fields (not connection settings); `sizeField` the
+ * pool-size setting, checked here.
+ * @throws LockConfigError `pool` with connection settings, a `pool` that is none, a bad size
+ * @internal
+ */
+export function choosePool<P>(
+  factory: string,
+  options: object,
+  own: readonly string[],
+  sizeField: string,
+  isPool: (value: unknown) => value is P,
+  expected: string,
+): SqlPoolChoice<P> {
+  const { pool, ...rest } = options as { pool?: unknown } & Record<string, unknown>;
+  const config = Object.fromEntries(
+    Object.entries(rest).filter(([field, value]) => !own.includes(field) && value !== undefined),
+  );
+  if (pool !== undefined) {
+    if (!isPool(pool)) throw new LockConfigError(SQL_NOT_A_POOL(factory, expected), 'pool');
+    const extra = Object.keys(config);
+    if (extra.length) throw new LockConfigError(SQL_POOL_AND_CONFIG(factory, extra), 'pool');
+    return { pool, config: {} };
+  }
+  const size = config[sizeField];
+  if (size !== undefined && !(Number.isInteger(size) && (size as number) >= 1)) {
+    throw new LockConfigError(SQL_BAD_POOL_SIZE(factory, sizeField, size), sizeField);
+  }
+  return { config };
+}
+
+/** A plain SQL name (`name` or `schema.name`), checked because it is written into statements. */
+export function sqlIdentifier(factory: string, field: string, value: unknown): string {
+  if (
+    typeof value === 'string' &&
+    /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$/.test(value)
+  ) {
+    return value;
+  }
+  throw new LockConfigError(SQL_BAD_IDENTIFIER(factory, field, value), field);
+}
+
+/**
+ * The database driver, loaded only by the backend that needs it (a Redis user installs none).
+ * @throws LockConfigError when it is not installed
+ * @internal
+ */
+export function loadDriver<T>(factory: string, peer: string): T {
+  const driver = loadOptionalPeer<T>(peer);
+  if (!driver) throw new LockConfigError(SQL_PEER_MISSING(factory, peer), 'backend');
+  return driver;
+}

@@ -1,0 +1,209 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import * as path from 'node:path';
+import { createInterface } from 'node:readline';
+import type { INestApplication } from '@nestjs/common';
+import {
+  LockBackendError,
+  LockLostError,
+  LockNotAcquiredError,
+  LockService,
+  type RedlockModuleOptions,
+} from 'nest-locked';
+import type { SqlHolderConfig } from '../fixtures/sql-holder';
+import type { DatabaseServerHandle } from './database-server';
+import { describeOverlaps, findOverlaps, type Interval, now } from './intervals';
+import { createLockApp, uniquePrefix, within } from './lock-app';
+import { type SqlBackendUnderTest, waitFor } from './sql-backend-suite';
+
+const ROOT = path.resolve(__dirname, '../..');
+const COMMAND_TIMEOUT = 1_000;
+
+/**
+ * The faults every SQL backend must survive (test/faults/<backend>-faults.spec.ts): a holder
+ * process SIGKILLed, its session killed on the server, the server restarted under load, the
+ * server frozen (SIGSTOP). Every wait is bounded; the numbers measured are printed once at the
+ * end (`[sql faults] ...`) for the record.
+ */
+export function describeSqlFaults<Server extends DatabaseServerHandle>(
+  backend: SqlBackendUnderTest<Server>,
+): void {
+  let server: Server;
+  let prefix: string;
+  const apps: INestApplication[] = [];
+  const children: ChildProcess[] = [];
+  const measured: Record<string, number | string> = {};
+  const locks = async (options: Partial<RedlockModuleOptions> = {}): Promise<LockService> => {
+    const app = await createLockApp({
+      options: {
+        backend: backend.definition(server),
+        keyPrefix: prefix,
+        commandTimeout: COMMAND_TIMEOUT,
+        ...options,
+      } as RedlockModuleOptions,
+    });
+    apps.push(app);
+    return app.get(LockService);
+  };
+
+  beforeAll(async () => {
+    server = await backend.start();
+  }, 60_000);
+  beforeEach(() => (prefix = uniquePrefix(`${backend.name}-f`)));
+  afterEach(async () => {
+    server?.signal('SIGCONT');
+    for (const child of children.splice(0)) child.kill('SIGKILL');
+    await Promise.all(apps.splice(0).map((a) => a.close()));
+  });
+  afterAll(async () => {
+    await server?.stop();
+    process.stdout.write(`[sql faults] ${backend.name} ${JSON.stringify(measured)}\n`);
+  });
+
+  it('a holder process SIGKILLed frees the lock at once: the waiter gets it, with a larger fence', async () => {
+    const config: SqlHolderConfig = {
+      kind: backend.name,
+      connection: backend.connection(server),
+      keyPrefix: prefix,
+      key: 'killed',
+      timeoutMs: 120_000,
+    };
+    const child = spawn(
+      process.execPath,
+      [
+        '-r',
+        'ts-node/register/transpile-only',
+        'test/fixtures/sql-holder.ts',
+        JSON.stringify(config),
+      ],
+      { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    children.push(child);
+    const acquired = await within(
+      new Promise<number>((resolve, reject) => {
+        child.once('exit', (code) => reject(new Error(`the holder exited (${code})`)));
+        createInterface({ input: child.stdout! }).on('line', (line) => {
+          const parsed = JSON.parse(line) as { type: string; fence?: number; message?: string };
+          if (parsed.type === 'acquired') resolve(parsed.fence!);
+          if (parsed.type === 'error') reject(new Error(parsed.message));
+        });
+      }),
+      90_000,
+      'the holder process',
+    );
+    const service = await locks();
+    const waiter = service.acquire('killed', { waitTimeout: 30_000, ttl: 30_000 });
+    await waitFor(async () => (await backend.waiting(server)) === 1);
+    const killedAt = performance.now();
+    child.kill('SIGKILL');
+    const handle = await within(waiter, 30_000, 'the waiter');
+    measured.sigkillToGrantMs = Math.round(performance.now() - killedAt);
+    expect(handle.fence).toBeGreaterThan(acquired);
+    // "At once": nowhere near the lease (30 s) a crashed Redis holder would leave behind.
+    expect(performance.now() - killedAt).toBeLessThan(10_000);
+    await handle.release();
+  }, 150_000);
+
+  it("the holder's session killed on the server aborts its signal; the next holder's fence is larger", async () => {
+    const [a, b] = [await locks(), await locks()];
+    const handle = await a.acquire('victim', { ttl: 60_000 });
+    const killedAt = performance.now();
+    await backend.killHolder(server, `${prefix}victim`);
+    await waitFor(() => handle.signal.aborted);
+    measured.sessionKillToAbortMs = Math.round(performance.now() - killedAt);
+    expect(handle.signal.reason).toBeInstanceOf(LockLostError);
+    const next = await b.acquire('victim', { waitTimeout: 5_000 });
+    expect(next.fence).toBeGreaterThan(handle.fence);
+    await next.release();
+  });
+
+  it('a restart under load gives LockBackendErrors, then recovery without an app restart and no overlap', async () => {
+    const services = [await locks(), await locks()];
+    const intervals: Interval[] = [];
+    let counter = 0;
+    let written = 0;
+    const errors = { backend: 0, busy: 0, other: [] as string[] };
+    let restartedAt = Infinity;
+    let okAfterRestart = 0;
+    let stop = false;
+    const loop = async (service: LockService, by: number) => {
+      for (let calls = 0; !stop && calls < 5_000; calls++) {
+        try {
+          await service.using(
+            'hot',
+            async ({ signal, fence }) => {
+              const start = now();
+              const read = counter;
+              await new Promise((r) => setTimeout(r, 2));
+              // Acts only while it holds the lock: a holder told it lost it stops here.
+              if (signal.aborted) return;
+              counter = read + 1;
+              written++;
+              intervals.push({ key: 'hot', start, end: now(), fence, by });
+            },
+            { waitTimeout: 2_000 },
+          );
+          if (performance.now() > restartedAt) okAfterRestart++;
+        } catch (err) {
+          if (err instanceof LockBackendError) errors.backend++;
+          else if (err instanceof LockNotAcquiredError) errors.busy++;
+          else errors.other.push(String(err));
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      }
+    };
+    const loops = services.flatMap((s, i) => [loop(s, i), loop(s, i + 10)]);
+    await waitFor(() => written >= 20, 20_000);
+    const restartStart = performance.now();
+    await server.restart();
+    restartedAt = performance.now();
+    measured.restartMs = Math.round(restartedAt - restartStart);
+    await waitFor(() => okAfterRestart >= 20, 30_000);
+    measured.recoveredAfterRestartMs = Math.round(performance.now() - restartedAt);
+    stop = true;
+    await within(Promise.all(loops), 30_000, 'the load loops');
+    measured.restartBackendErrors = errors.backend;
+    expect(errors.other).toEqual([]);
+    expect(errors.backend).toBeGreaterThan(0);
+    expect(findOverlaps(intervals).length === 0 || describeOverlaps(findOverlaps(intervals))).toBe(
+      true,
+    );
+    expect(counter).toBe(written);
+  }, 90_000);
+
+  it('a frozen server (SIGSTOP): no caller hangs past waitTimeout + commandTimeout', async () => {
+    const [a, b] = [await locks(), await locks()];
+    const held = await a.acquire('frozen', { ttl: 3_000 });
+    const waitTimeout = 1_500;
+    const bound = waitTimeout + COMMAND_TIMEOUT;
+    server.signal('SIGSTOP');
+    try {
+      const started = performance.now();
+      const settled = await Promise.all(
+        [
+          b.acquire('frozen', { waitTimeout }),
+          b.acquire('other', { waitTimeout }),
+          b.isLocked('frozen'),
+          held.extend(3_000),
+        ].map((call) =>
+          call.then(
+            () => ({ ok: true, ms: performance.now() - started }),
+            (error: unknown) => ({ ok: false, error, ms: performance.now() - started }),
+          ),
+        ),
+      );
+      measured.frozenLongestCallMs = Math.round(Math.max(...settled.map((s) => s.ms)));
+      for (const s of settled) {
+        expect(s.ok).toBe(false);
+        // A little slack for a loaded machine's timers, never a hang.
+        expect(s.ms).toBeLessThan(bound + 1_000);
+      }
+      // The holder is told once its lease runs out unrenewed.
+      await waitFor(() => held.signal.aborted, 10_000);
+    } finally {
+      server.signal('SIGCONT');
+    }
+    // Thawed: locks work again, without an app restart.
+    const after = await b.acquire('frozen', { waitTimeout: 15_000 });
+    await after.release();
+  }, 60_000);
+}
