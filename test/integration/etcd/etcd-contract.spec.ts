@@ -273,3 +273,38 @@ describe('etcd backend: several keys', () => {
     await a.release(y);
   });
 });
+
+describe('etcd backend: options and outages', () => {
+  it.each([
+    [{}, 'hosts'],
+    [{ hosts: [] }, 'hosts'],
+    [{ hosts: '127.0.0.1:2379', client: {} }, 'client'],
+    [{ hosts: '127.0.0.1:2379', sessionTtl: 500 }, 'sessionTtl'],
+    [{ hosts: '127.0.0.1:2379', ttl: 5 }, 'ttl'],
+  ])('%j is a LockConfigError naming %s', (options, field) => {
+    expect(() => etcdBackend(options as never)).toThrow(
+      expect.objectContaining({ name: 'LockConfigError', field }),
+    );
+  });
+
+  it('an endpoint nobody listens on: a LockBackendError naming etcd, within the command timeout', async () => {
+    const closed = await startEtcdCluster(1);
+    const hosts = closed.hosts;
+    await closed.stop();
+    const b = etcdBackend({ hosts }).create({
+      group: 'default',
+      keyPrefix: prefix,
+      driftFactor: 0.01,
+      commandTimeout: 1_000,
+      logger: new Logger('etcd-test'),
+    });
+    backends.push(b);
+    const started = performance.now();
+    const error = await b.acquire(['k'], call()).catch((e: unknown) => e);
+    expect(error).toMatchObject({
+      name: 'LockBackendError',
+      message: expect.stringContaining('etcd'),
+    });
+    expect(performance.now() - started).toBeLessThan(10_000);
+  });
+});
