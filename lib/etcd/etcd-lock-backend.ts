@@ -50,6 +50,10 @@ interface Entry {
   readonly revision: string;
   /** Per key: whether it is the caller's already. */
   readonly granted: readonly boolean[];
+  /** Per key: the key it waits for first, when the transaction told it. */
+  readonly before: readonly (Buffer | undefined)[];
+  /** The revision the transaction saw: a watch of `before` starts after it. */
+  readonly seen: string;
   /** A hold of another kind holds one of the keys (LockConfigError). */
   readonly mismatch?: LockConfigError;
 }
@@ -101,6 +105,8 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
   private readonly holding = new KeyCounts();
   private readonly waiting = new KeyCounts();
   private readonly waits = new Set<EtcdWait>();
+  /** Waiters of this process by the key they wait to see deleted. */
+  private readonly successors = new Successors();
   /** Timers that delete the keys of a `minHold` once it is over. */
   private readonly minHolds = new Set<NodeJS.Timeout>();
   private current?: Promise<EtcdSession>;
@@ -172,7 +178,9 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
     try {
       await Promise.all(
         lines.map((line, i) =>
-          entry.granted[i] ? undefined : this.waitInLine(wait, line, entry.revision, share),
+          entry.granted[i]
+            ? undefined
+            : this.waitInLine(wait, line, entry.revision, share, entry.before[i], entry.seen),
         ),
       );
     } catch (error) {
@@ -275,6 +283,13 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
     } catch (error) {
       this.discard(held.names, held.session);
       throw this.backendError(lease.keys, error, 'release');
+    }
+    // Deleted: the waiters of this process right behind it go now (see waitForPredecessors).
+    // Only behind an exclusive hold: it was alone in its line, while a reader or a permit may
+    // leave others holding.
+    if (lease.share !== undefined) return;
+    for (const name of held.names) {
+      if (this.successors.wake(name)) this.stats.localHandoffs++;
     }
   }
 
@@ -410,7 +425,10 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
 
   /**
    * One transaction: puts the caller's key in the line of each lock key and reads, per line,
-   * who is first (its kind, for a shared hold) and whether the caller is already in.
+   * whether the caller is in already, the kind of the first holder (for a shared hold), and the
+   * key a writer or a reader would wait for (the last one before it: Go asks for it in a second
+   * round trip; here every other key of the line is older than the caller's, so it comes in
+   * the same transaction).
    */
   private async enter(
     keys: readonly string[],
@@ -420,48 +438,46 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
     share: Share | undefined,
   ): Promise<Entry> {
     const value = kindValue(share);
-    // Per line: the put, then the first holders (N of them for permits), then for a reader
-    // the count of the others (writers and permits).
-    const limit = typeof share === 'number' ? share : 1;
     const ops: IRequestOp[] = [];
     for (let i = 0; i < lines.length; i++) {
-      const line = Buffer.from(lines[i]);
       ops.push(put(names[i], value, session.id, true));
-      ops.push({
-        request_range: {
-          key: line,
-          range_end: prefixEnd(line),
-          sort_order: 'Ascend',
-          sort_target: 'Create',
-          limit,
-        },
-      });
-      if (share === 'read') {
-        const others = Buffer.from(lines[i] + OTHER_PART);
-        ops.push({
-          request_range: { key: others, range_end: prefixEnd(others), count_only: true },
-        });
+      if (share === undefined) {
+        // The caller's key and the one before it.
+        ops.push(lineRange(lines[i], 'Descend', 2));
+      } else if (share === 'read') {
+        ops.push(lineRange(lines[i], 'Ascend', 1));
+        // The last writer (or permit) before it.
+        ops.push(lineRange(lines[i] + OTHER_PART, 'Descend', 1));
+      } else {
+        ops.push(lineRange(lines[i], 'Ascend', share));
       }
     }
     const res = await this.client.kv.txn({ success: ops });
-    // A retry of a transaction whose answer was lost: the keys were written by the first try.
+    // A retry of a transaction whose answer was lost: the keys were written by the first try,
+    // and newer keys may be in the line now; the waits then ask who is before the caller.
     const prev = res.responses[0].response_put.prev_kv;
     const revision = prev ? prev.create_revision : res.header.revision;
     const step = share === 'read' ? 3 : 2;
     const granted: boolean[] = [];
+    const before: (Buffer | undefined)[] = [];
     let mismatch: LockConfigError | undefined;
     for (let i = 0; i < lines.length; i++) {
-      const first = res.responses[i * step + 1].response_range.kvs;
-      mismatch ??= kindMismatch(keys[i], share, first[0]);
-      if (share === 'read') {
-        granted.push(Number(res.responses[i * step + 2].response_range.count) === 0);
-      } else if (share === undefined) {
-        granted.push(first[0]?.key.toString() === names[i]);
+      const kvs = res.responses[i * step + 1].response_range.kvs;
+      if (share === undefined) {
+        granted.push(!prev && kvs.length === 1);
+        before.push(prev ? undefined : kvs[1]?.key);
+      } else if (share === 'read') {
+        mismatch ??= kindMismatch(keys[i], share, kvs[0]);
+        const last = res.responses[i * step + 2].response_range.kvs[0];
+        granted.push(!prev && !last);
+        before.push(prev ? undefined : last?.key);
       } else {
-        granted.push(permitted(first, names[i], value));
+        mismatch ??= kindMismatch(keys[i], share, kvs[0]);
+        granted.push(permitted(kvs, names[i], value));
+        before.push(undefined);
       }
     }
-    return { revision, granted, mismatch };
+    return { revision, granted, before, seen: res.header.revision, mismatch };
   }
 
   /** Waits until the caller's key in `line` (created at `revision`) is granted. */
@@ -470,18 +486,20 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
     line: string,
     revision: string,
     share: Share | undefined,
+    before: Buffer | undefined,
+    seen: string,
   ): Promise<void> {
     for (;;) {
       try {
         if (typeof share === 'number') await this.waitForPermit(wait, line, revision, share);
-        else
-          await this.waitForPredecessors(
-            wait,
-            share === 'read' ? line + OTHER_PART : line,
-            revision,
-          );
+        else {
+          const range = share === 'read' ? line + OTHER_PART : line;
+          await this.waitForPredecessors(wait, range, revision, before, seen);
+        }
         return;
       } catch (error) {
+        // A retry asks who is before the caller again.
+        before = undefined;
         if (wait.cancelled) throw wait.reason;
         // etcd failed a query or a watch: try again while the wait lasts.
         wait.outage = toError(error);
@@ -492,16 +510,27 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
 
   /**
    * Go's `waitDeletes`: while a key of `range` was created before the caller's, watch the
-   * deletion of the last such key (and of nothing else), then ask again.
+   * deletion of the last such key (and of nothing else), then ask again: that key may have
+   * given up while others before it are still there. Unless an exclusive holder of this
+   * process deleted it: it was alone in its line, so nobody is left before the caller (a local
+   * handoff, with no watch event and no query to wait for).
    */
   private async waitForPredecessors(
     wait: EtcdWait,
     range: string,
     revision: string,
+    /** The last key before the caller's, as of revision `seen`, if known. */
+    before: Buffer | undefined,
+    seen: string,
   ): Promise<void> {
     const start = Buffer.from(range);
     const end = prefixEnd(start);
-    for (;;) {
+    for (let known = before; ; known = undefined) {
+      if (known) {
+        const from = String(BigInt(seen) + 1n);
+        if (await this.predecessorGone(wait, known, from)) return;
+        continue;
+      }
       const res = await this.client.kv.range({
         key: start,
         range_end: end,
@@ -515,12 +544,21 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
       const last = res.kvs[0];
       if (!last) return;
       const from = String(BigInt(res.header.revision) + 1n);
-      await this.deletion(
-        wait,
-        (w) => w.key(last.key).startRevision(from),
-        () => true,
-      );
+      if (await this.predecessorGone(wait, last.key, from)) return;
     }
+  }
+
+  /**
+   * Watches the deletion of `key` from revision `from` on; true when a holder of this process
+   * deleted it (nobody is left before the caller), false when the watch saw it go.
+   */
+  private predecessorGone(wait: EtcdWait, key: Buffer, from: string): Promise<boolean> {
+    return this.deletion(
+      wait,
+      (w) => w.key(key).startRevision(from),
+      () => true,
+      key.toString(),
+    );
   }
 
   /**
@@ -553,22 +591,29 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
     );
   }
 
-  /** Resolves once the watch `build` makes reports a deletion that `enough` accepts. */
+  /**
+   * Resolves once the watch `build` makes reports a deletion that `enough` accepts: false; or,
+   * when `predecessor` is given, once a holder of this process released that key: true.
+   */
   private deletion(
     wait: EtcdWait,
     build: (watch: WatchBuilder) => WatchBuilder,
     enough: (kv: IKeyValue) => boolean,
-  ): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
+    predecessor?: string,
+  ): Promise<boolean> {
+    return new Promise<boolean>((resolve, reject) => {
       const watcher = build(this.client.watch()).only('delete').watcher();
-      const done = (error?: unknown) => {
+      const done = (error?: unknown, handedOver = false) => {
         off();
+        if (predecessor !== undefined) this.successors.remove(predecessor, handOver);
         watcher.removeAllListeners('delete');
         void watcher.cancel().catch(() => undefined);
-        if (error === undefined) resolve();
+        if (error === undefined) resolve(handedOver);
         else reject(error);
       };
+      const handOver = () => done(undefined, true);
       const off = wait.onCancel(done);
+      if (predecessor !== undefined) this.successors.add(predecessor, handOver);
       watcher.on('delete', (kv) => {
         this.stats.notifiedWakeups++;
         if (enough(kv)) done();
@@ -685,10 +730,52 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
   }
 }
 
+/** Who waits for the deletion of which key, in this process. */
+class Successors {
+  private readonly byKey = new Map<string, (() => void)[]>();
+
+  add(key: string, wake: () => void): void {
+    const list = this.byKey.get(key);
+    if (list) list.push(wake);
+    else this.byKey.set(key, [wake]);
+  }
+
+  remove(key: string, wake: () => void): void {
+    const list = this.byKey.get(key);
+    const at = list ? list.indexOf(wake) : -1;
+    if (at < 0) return;
+    list!.splice(at, 1);
+    if (list!.length === 0) this.byKey.delete(key);
+  }
+
+  /** Wakes every waiter of `key`; whether there was one. */
+  wake(key: string): boolean {
+    const list = this.byKey.get(key);
+    if (!list) return false;
+    for (const wake of [...list]) wake();
+    return true;
+  }
+}
+
 /** A put of `name` bound to `lease`. */
 function put(name: string, value: string, lease: string, prevKv = false): IRequestOp {
   return {
     request_put: { key: Buffer.from(name), value: Buffer.from(value), lease, prev_kv: prevKv },
+  };
+}
+
+/** The keys of `prefix` by create revision (`limit` of them), without values. */
+function lineRange(prefix: string, order: 'Ascend' | 'Descend', limit: number): IRequestOp {
+  const key = Buffer.from(prefix);
+  return {
+    request_range: {
+      key,
+      range_end: prefixEnd(key),
+      sort_order: order,
+      sort_target: 'Create',
+      limit,
+      keys_only: order === 'Descend',
+    },
   };
 }
 

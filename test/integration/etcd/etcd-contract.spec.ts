@@ -218,6 +218,24 @@ describe('etcd backend: read/write and permits', () => {
     expect(await leftKeys()).toEqual([]);
   });
 
+  it('in one process: a writer behind two readers waits until both are gone', async () => {
+    const one = backend();
+    const read1 = await one.acquire(['k'], call({ share: 'read' }));
+    const read2 = await one.acquire(['k'], call({ share: 'read' }));
+    let write: Lease | undefined;
+    const writing = one.acquire(['k'], call()).then((l) => (write = l));
+    await eventually(async () => (await leftKeys()).length === 3);
+    // The writer's predecessor is the second reader: its release leaves the first one holding.
+    await one.release(read2);
+    await eventually(async () => (await leftKeys()).length === 2);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(write).toBeUndefined();
+    await one.release(read1);
+    await writing;
+    await one.release(write!);
+    expect(await leftKeys()).toEqual([]);
+  });
+
   it('permits of 2 admit two holders, the third waits for one of them', async () => {
     const [a, b, c] = [backend(), backend(), backend()];
     const pa = await a.acquire(['k'], call({ share: 2 }));
