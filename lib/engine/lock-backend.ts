@@ -54,6 +54,8 @@ export interface BackendNodeHealth {
   readonly latencyMs?: number;
   /** Why it is down: the driver's error, or no answer in time. */
   readonly error?: string;
+  /** Whether it leads its cluster (consensus backends: etcd, ZooKeeper), when it says so. */
+  readonly leader?: boolean;
 }
 
 /** A group's servers as a health check found them. @internal */

@@ -18,6 +18,8 @@ export interface RedlockNodeHealth {
   readonly latencyMs?: number;
   /** Why it is down: the driver's error, or no answer in time. */
   readonly error?: string;
+  /** Whether it leads its cluster (consensus backends: etcd, ZooKeeper), when it says so. */
+  readonly leader?: boolean;
 }
 
 /** One client group: up when a majority of its nodes (its quorum) answered. */

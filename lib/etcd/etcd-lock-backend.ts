@@ -1,0 +1,826 @@
+import { performance } from 'node:perf_hooks';
+import type { Etcd3, IKeyValue, IRequestOp, ITxnResponse, WatchBuilder } from 'etcd3';
+import { LockBackendError, LockConfigError, LockNotAcquiredError } from '../errors';
+import { DeadlineTimer } from '../engine/deadline-timer';
+import { KeyCounts } from '../engine/key-counts';
+import { Lease, Leases } from '../engine/lease';
+import {
+  type AcquireRequest,
+  type BackendHealth,
+  type LockBackend,
+  type LockClientStats,
+  noStats,
+  type Share,
+} from '../engine/lock-backend';
+import { abortReason } from '../engine/wait-rules';
+import { settleTo } from '../settle-to';
+import {
+  ETCD_FAILED,
+  ETCD_SESSION_LOST,
+  MODE_MISMATCH,
+  PERMITS_MISMATCH,
+} from '../redlock.messages';
+import { kindValue, linePrefix, OTHER_PART, prefixEnd, READ_PART, shareOf } from './etcd-names';
+import { EtcdSession, type SessionListener } from './etcd-session';
+import { EtcdWait } from './etcd-wait';
+import { checkEndpoints } from './etcd-health';
+
+/** Pause between tries when etcd fails a waiter's query or watch (the wait goes on). */
+const RETRY_MS = 100;
+/** Pause between tries at deleting keys whose first delete failed (see `discard`). */
+const DISCARD_RETRY_MS = 200;
+/** Tries at deleting the keys of a `minHold` once it is over (they have a lease of their own). */
+const MIN_HOLD_DELETE_TRIES = 20;
+
+/** A hold of this process: its etcd keys (one per lock key) and its local lease length. */
+interface Held {
+  readonly lease: Lease;
+  readonly names: readonly string[];
+  readonly session: EtcdSession;
+  /** The create revision of its keys (one transaction wrote them all): the fence. */
+  readonly revision: string;
+  /** `performance.now()` at which this process frees the keys unless `extend` renews them. */
+  expiresAt: number;
+  timer?: NodeJS.Timeout;
+}
+
+/** What the transaction that puts a caller's keys in their lines found. */
+interface Entry {
+  /** The revision of that transaction: the create revision of every key it wrote. */
+  readonly revision: string;
+  /** Per key: whether it is the caller's already. */
+  readonly granted: readonly boolean[];
+  /** Per key: the key it waits for first, when the transaction told it. */
+  readonly before: readonly (Buffer | undefined)[];
+  /** The revision the transaction saw: a watch of `before` starts after it. */
+  readonly seen: string;
+  /** A hold of another kind holds one of the keys (LockConfigError). */
+  readonly mismatch?: LockConfigError;
+}
+
+/** What the backend needs besides the client. @internal */
+export interface EtcdLockBackendConfig {
+  readonly group: string;
+  readonly keyPrefix: string;
+  readonly driftFactor: number;
+  /** The session lease's TTL, in whole seconds. */
+  readonly sessionTtlSeconds: number;
+  /** The endpoints to check one by one in `health` (empty with a client of the user's). */
+  readonly hosts: readonly string[];
+  /** Builds a client for one endpoint alone (health checks). */
+  readonly endpointClient: (host: string) => Etcd3;
+  /** Whether the client is ours to close. */
+  readonly ownsClient: boolean;
+}
+
+/**
+ * The lock engine of one client group on etcd: Go's `concurrency.Mutex` and `RWMutex` recipes
+ * over one session lease per process (see `EtcdSession`).
+ *
+ * - A hold, held or waiting, is a key under the line of each of its lock keys (see
+ *   `etcd-names.ts`), bound to the session lease; one transaction writes all of a caller's keys
+ *   and reads who is before it, so the lines of several keys agree on one order (the
+ *   transaction's revision) and a multi-key wait cannot deadlock.
+ * - FIFO by create revision. A writer watches only the deletion of the last key created before
+ *   its own, a reader only the last writer's; after that deletion it asks again (that key may
+ *   have given up with others still before it). Permits of N watch the line's deletions and
+ *   count the keys before them. No polling, and one watch per waiter on one shared stream.
+ * - Fence = the create revision of the hold's keys: strictly increasing across the cluster. A
+ *   reader's is its own too, so it lies between the last writer's and the next one's.
+ * - Lease: the call's `ttl` is kept by this process (the keys are deleted when it passes
+ *   without `extend`); a dead process's keys go when the session lease runs out. `extend`
+ *   checks that the keys are still the hold's. A session lost aborts every holder's signal.
+ * - A waiter that gives up or times out deletes its keys; a failed delete is retried while the
+ *   session lives (after that etcd deletes them itself).
+ * @internal
+ */
+export class EtcdLockBackend implements LockBackend, SessionListener {
+  readonly stats: LockClientStats = noStats();
+  /** No release channels: waiters watch keys. */
+  readonly notifier = { size: 0 } as const;
+  readonly canTakeAny = true;
+  readonly name: string;
+  private readonly leases: Leases;
+  private readonly held = new Map<Lease, Held>();
+  private readonly holding = new KeyCounts();
+  private readonly waiting = new KeyCounts();
+  private readonly waits = new Set<EtcdWait>();
+  /** Waiters of this process by the key they wait to see deleted. */
+  private readonly successors = new Successors();
+  /** Timers that delete the keys of a `minHold` once it is over. */
+  private readonly minHolds = new Set<NodeJS.Timeout>();
+  private current?: Promise<EtcdSession>;
+  private closed = false;
+  private readonly endpointClients = new Map<string, Etcd3>();
+
+  constructor(
+    private readonly client: Etcd3,
+    private readonly config: EtcdLockBackendConfig,
+  ) {
+    this.name = config.group;
+    this.leases = new Leases(config.driftFactor);
+  }
+
+  get queueCount(): number {
+    const keys = new Set<string>(this.holding.keys());
+    for (const key of this.waiting.keys()) keys.add(key);
+    return keys.size;
+  }
+
+  queued(key: string): number {
+    let n = 0;
+    for (const wait of this.waits) if (wait.keys.includes(key)) n++;
+    return n;
+  }
+
+  holds(key: string): boolean {
+    return this.holding.has(key);
+  }
+
+  async start(): Promise<void> {
+    await this.session([]);
+  }
+
+  async acquire(keys: readonly string[], request: AcquireRequest): Promise<Lease> {
+    const { ttl, waitTimeout, signal, share } = request;
+    const startedAt = performance.now();
+    if (this.closed) throw abortReason(keys);
+    if (signal?.aborted) throw signal.reason;
+    this.stats.attempts++;
+    const session = await this.session(keys);
+    const lines = keys.map((key) => linePrefix(this.config.keyPrefix, key));
+    const part = share === 'read' ? READ_PART : OTHER_PART;
+    const names = lines.map((line) => session.name(line + part));
+    let entry: Entry;
+    try {
+      entry = await this.enter(keys, lines, names, session, share);
+    } catch (error) {
+      this.discard(names, session);
+      throw this.backendError(keys, error, 'acquire');
+    }
+    if (entry.mismatch) {
+      this.discard(names, session);
+      throw entry.mismatch;
+    }
+    if (entry.granted.every(Boolean)) {
+      return this.take(keys, names, session, entry.revision, ttl, startedAt, true, share);
+    }
+    if (waitTimeout <= 0) {
+      this.discard(names, session);
+      throw new LockNotAcquiredError(keys, performance.now() - startedAt, ttl);
+    }
+    const wait = new EtcdWait(keys, session, startedAt, ttl);
+    const timer = new DeadlineTimer(startedAt + waitTimeout, wait);
+    const onAbort = () => wait.cancel(signal!.reason);
+    signal?.addEventListener('abort', onAbort);
+    this.waits.add(wait);
+    for (const key of keys) this.waiting.add(key);
+    try {
+      await Promise.all(
+        lines.map((line, i) =>
+          entry.granted[i]
+            ? undefined
+            : this.waitInLine(wait, line, entry.revision, share, entry.before[i], entry.seen),
+        ),
+      );
+    } catch (error) {
+      wait.cancel(error);
+      this.discard(names, session);
+      throw wait.reason;
+    } finally {
+      timer.cancel();
+      signal?.removeEventListener('abort', onAbort);
+      this.waits.delete(wait);
+      for (const key of keys) this.waiting.remove(key);
+    }
+    this.stats.grants++;
+    return this.take(keys, names, session, entry.revision, ttl, startedAt, false, share);
+  }
+
+  async tryAcquire(keys: readonly string[], ttl: number): Promise<Lease | number> {
+    this.stats.attempts++;
+    const startedAt = performance.now();
+    const session = await this.session(keys);
+    const lines = keys.map((key) => linePrefix(this.config.keyPrefix, key));
+    const names = lines.map((line) => session.name(line + OTHER_PART));
+    let res: ITxnResponse;
+    try {
+      res = await this.client.kv.txn({
+        // Every line empty (a compare over a range holds for a range with no keys).
+        compare: lines.map((line) => ({
+          key: Buffer.from(line),
+          range_end: prefixEnd(Buffer.from(line)),
+          target: 'Create',
+          result: 'Equal',
+          create_revision: 0,
+        })),
+        success: names.map((name) => put(name, kindValue(undefined), session.id)),
+        // A retry of a transaction whose answer was lost finds its own keys: they are ours.
+        failure: [{ request_range: { key: Buffer.from(names[0]) } }],
+      });
+    } catch (error) {
+      this.discard(names, session);
+      throw this.backendError(keys, error, 'acquire');
+    }
+    if (res.succeeded) {
+      return this.take(keys, names, session, res.header.revision, ttl, startedAt, true);
+    }
+    const mine = res.responses[0]?.response_range?.kvs[0];
+    if (mine) return this.take(keys, names, session, mine.create_revision, ttl, startedAt, true);
+    return ttl;
+  }
+
+  async tryAcquireAny(
+    keys: readonly string[],
+    ttl: number,
+  ): Promise<{ lease: Lease; index: number } | number> {
+    for (let index = 0; index < keys.length; index++) {
+      const taken = await this.tryAcquire([keys[index]], ttl);
+      if (typeof taken !== 'number') return { lease: taken, index };
+    }
+    return ttl;
+  }
+
+  async extend(lease: Lease, ttl: number): Promise<boolean> {
+    const held = this.held.get(lease);
+    if (!held || held.session.ended) {
+      if (held) this.drop(held);
+      this.leaseEnded(lease);
+      return false;
+    }
+    const start = performance.now();
+    let res: ITxnResponse;
+    try {
+      res = await this.client.kv.txn({ compare: ownedBy(held.names, held.revision) });
+    } catch (error) {
+      throw this.backendError(lease.keys, error, 'extend');
+    }
+    if (this.held.get(lease) !== held) return false;
+    if (!res.succeeded) {
+      this.drop(held);
+      this.leaseEnded(lease);
+      return false;
+    }
+    held.expiresAt = start + ttl;
+    lease.renewed(start, ttl, this.leases.drift(ttl));
+    lease.validUntil = Math.min(lease.validUntil, held.session.validUntil);
+    this.arm(held);
+    return true;
+  }
+
+  leaseEnded(lease: Lease): void {
+    lease.end();
+  }
+
+  async release(lease: Lease): Promise<void> {
+    if (lease.released) return;
+    lease.released = true;
+    const held = this.held.get(lease);
+    if (!held) return;
+    this.forget(held);
+    try {
+      await this.remove(held.names);
+    } catch (error) {
+      this.discard(held.names, held.session);
+      throw this.backendError(lease.keys, error, 'release');
+    }
+    // Deleted: the waiters of this process right behind it go now (see waitForPredecessors).
+    // Only behind an exclusive hold: it was alone in its line, while a reader or a permit may
+    // leave others holding.
+    if (lease.share !== undefined) return;
+    for (const name of held.names) {
+      if (this.successors.wake(name)) this.stats.localHandoffs++;
+    }
+  }
+
+  releaseThen(lease: Lease, done: (error?: unknown) => void): void {
+    settleTo(this.release(lease), done);
+  }
+
+  async releaseByExpiry(lease: Lease, ms: number): Promise<void> {
+    if (lease.released) return;
+    lease.released = true;
+    const held = this.held.get(lease);
+    if (!held) return;
+    this.forget(held);
+    const { names } = held;
+    // This process deletes them on time; if it dies first, etcd does when their own lease (not
+    // the session's, which a shutdown revokes) runs out: in whole seconds, never sooner.
+    const timer = setTimeout(() => {
+      this.minHolds.delete(timer);
+      this.discard(names, undefined);
+    }, ms);
+    timer.unref();
+    this.minHolds.add(timer);
+    try {
+      const granted = await this.client.leaseClient.leaseGrant({ TTL: Math.ceil(ms / 1000) });
+      await this.client.kv.txn({
+        compare: ownedBy(names, held.revision),
+        success: names.map((name) => ({
+          request_put: { key: Buffer.from(name), ignore_value: true, lease: granted.ID },
+        })),
+      });
+    } catch (error) {
+      throw this.backendError(lease.keys, error, 'release');
+    }
+  }
+
+  async isLocked(key: string): Promise<boolean> {
+    const line = Buffer.from(linePrefix(this.config.keyPrefix, key));
+    try {
+      const res = await this.client.kv.range({
+        key: line,
+        range_end: prefixEnd(line),
+        count_only: true,
+      });
+      return Number(res.count) > 0;
+    } catch (error) {
+      throw this.backendError([key], error, 'check');
+    }
+  }
+
+  abortWaits(): void {
+    this.closed = true;
+    for (const wait of this.waits) wait.cancel(abortReason(wait.keys));
+  }
+
+  async health(timeout: number): Promise<BackendHealth> {
+    const { hosts } = this.config;
+    const nodes = await checkEndpoints(
+      hosts.length > 0
+        ? hosts.map((host) => [host, this.endpointClient(host)])
+        : [['etcd', this.client]],
+      timeout,
+    );
+    return { quorum: Math.floor(nodes.length / 2) + 1, nodes };
+  }
+
+  async close(): Promise<void> {
+    this.abortWaits();
+    for (const timer of this.minHolds) clearTimeout(timer);
+    this.minHolds.clear();
+    for (const held of [...this.held.values()]) this.forget(held);
+    const session = await this.current?.catch(() => undefined);
+    this.current = undefined;
+    // Revoking the session deletes every key this process still has in etcd.
+    await session?.revoke().catch(() => undefined);
+    for (const client of this.endpointClients.values()) client.close();
+    this.endpointClients.clear();
+    if (this.config.ownsClient) this.client.close();
+  }
+
+  // ---------------------------------------------------------------- session
+
+  sessionEnded(session: EtcdSession, cause: Error): void {
+    if (this.current && !this.closed) {
+      // The next call opens a new session; this one's keys are gone or going.
+      void this.current.then((s) => {
+        if (s === session) this.current = undefined;
+      });
+    }
+    for (const wait of this.waits) {
+      if (wait.session === session) {
+        wait.cancel(this.backendError(wait.keys, new Error(ETCD_SESSION_LOST(cause)), 'acquire'));
+      }
+    }
+    for (const held of [...this.held.values()]) {
+      if (held.session !== session) continue;
+      this.forget(held);
+      held.lease.end();
+      held.lease.watcher?.leaseEnded();
+    }
+    if (!this.closed) void session.revoke().catch(() => undefined);
+  }
+
+  sessionRenewed(session: EtcdSession): void {
+    for (const held of this.held.values()) {
+      if (held.session !== session) continue;
+      const lease = held.lease;
+      const own = held.expiresAt - this.leases.drift(lease.ttl);
+      lease.validUntil = Math.min(own, session.validUntil);
+    }
+  }
+
+  /** The session of this process, opened at the first call (or again after one was lost). */
+  private async session(keys: readonly string[]): Promise<EtcdSession> {
+    if (this.closed) throw abortReason(keys);
+    const current = (this.current ??= EtcdSession.open(
+      this.client,
+      this.config.sessionTtlSeconds,
+      this.leases.drift(this.config.sessionTtlSeconds * 1000),
+      this,
+    ));
+    try {
+      const session = await current;
+      if (!session.ended) return session;
+    } catch (error) {
+      if (this.current === current) this.current = undefined;
+      throw this.backendError(keys, error, 'acquire');
+    }
+    if (this.current === current) this.current = undefined;
+    return this.session(keys);
+  }
+
+  // ---------------------------------------------------------------- protocol
+
+  /**
+   * One transaction: puts the caller's key in the line of each lock key and reads, per line,
+   * whether the caller is in already, the kind of the first holder (for a shared hold), and the
+   * key a writer or a reader would wait for (the last one before it: Go asks for it in a second
+   * round trip; here every other key of the line is older than the caller's, so it comes in
+   * the same transaction).
+   */
+  private async enter(
+    keys: readonly string[],
+    lines: readonly string[],
+    names: readonly string[],
+    session: EtcdSession,
+    share: Share | undefined,
+  ): Promise<Entry> {
+    const value = kindValue(share);
+    const ops: IRequestOp[] = [];
+    for (let i = 0; i < lines.length; i++) {
+      ops.push(put(names[i], value, session.id, true));
+      if (share === undefined) {
+        // The caller's key and the one before it.
+        ops.push(lineRange(lines[i], 'Descend', 2));
+      } else if (share === 'read') {
+        ops.push(lineRange(lines[i], 'Ascend', 1));
+        // The last writer (or permit) before it.
+        ops.push(lineRange(lines[i] + OTHER_PART, 'Descend', 1));
+      } else {
+        ops.push(lineRange(lines[i], 'Ascend', share));
+      }
+    }
+    const res = await this.client.kv.txn({ success: ops });
+    // A retry of a transaction whose answer was lost: the keys were written by the first try,
+    // and newer keys may be in the line now; the waits then ask who is before the caller.
+    const prev = res.responses[0].response_put.prev_kv;
+    const revision = prev ? prev.create_revision : res.header.revision;
+    const step = share === 'read' ? 3 : 2;
+    const granted: boolean[] = [];
+    const before: (Buffer | undefined)[] = [];
+    let mismatch: LockConfigError | undefined;
+    for (let i = 0; i < lines.length; i++) {
+      const kvs = res.responses[i * step + 1].response_range.kvs;
+      if (share === undefined) {
+        granted.push(!prev && kvs.length === 1);
+        before.push(prev ? undefined : kvs[1]?.key);
+      } else if (share === 'read') {
+        mismatch ??= kindMismatch(keys[i], share, kvs[0]);
+        const last = res.responses[i * step + 2].response_range.kvs[0];
+        granted.push(!prev && !last);
+        before.push(prev ? undefined : last?.key);
+      } else {
+        mismatch ??= kindMismatch(keys[i], share, kvs[0]);
+        granted.push(permitted(kvs, names[i], value));
+        before.push(undefined);
+      }
+    }
+    return { revision, granted, before, seen: res.header.revision, mismatch };
+  }
+
+  /** Waits until the caller's key in `line` (created at `revision`) is granted. */
+  private async waitInLine(
+    wait: EtcdWait,
+    line: string,
+    revision: string,
+    share: Share | undefined,
+    before: Buffer | undefined,
+    seen: string,
+  ): Promise<void> {
+    for (;;) {
+      try {
+        if (typeof share === 'number') await this.waitForPermit(wait, line, revision, share);
+        else {
+          const range = share === 'read' ? line + OTHER_PART : line;
+          await this.waitForPredecessors(wait, range, revision, before, seen);
+        }
+        return;
+      } catch (error) {
+        // A retry asks who is before the caller again.
+        before = undefined;
+        if (wait.cancelled) throw wait.reason;
+        // etcd failed a query or a watch: try again while the wait lasts.
+        wait.outage = toError(error);
+        await wait.pause(RETRY_MS);
+      }
+    }
+  }
+
+  /**
+   * Go's `waitDeletes`: while a key of `range` was created before the caller's, watch the
+   * deletion of the last such key (and of nothing else), then ask again: that key may have
+   * given up while others before it are still there. Unless an exclusive holder of this
+   * process deleted it: it was alone in its line, so nobody is left before the caller (a local
+   * handoff, with no watch event and no query to wait for).
+   */
+  private async waitForPredecessors(
+    wait: EtcdWait,
+    range: string,
+    revision: string,
+    /** The last key before the caller's, as of revision `seen`, if known. */
+    before: Buffer | undefined,
+    seen: string,
+  ): Promise<void> {
+    const start = Buffer.from(range);
+    const end = prefixEnd(start);
+    for (let known = before; ; known = undefined) {
+      if (known) {
+        const from = String(BigInt(seen) + 1n);
+        if (await this.predecessorGone(wait, known, from)) return;
+        continue;
+      }
+      const res = await this.client.kv.range({
+        key: start,
+        range_end: end,
+        max_create_revision: String(BigInt(revision) - 1n),
+        sort_order: 'Descend',
+        sort_target: 'Create',
+        limit: 1,
+        keys_only: true,
+      });
+      if (wait.cancelled) throw wait.reason;
+      const last = res.kvs[0];
+      if (!last) return;
+      const from = String(BigInt(res.header.revision) + 1n);
+      if (await this.predecessorGone(wait, last.key, from)) return;
+    }
+  }
+
+  /**
+   * Watches the deletion of `key` from revision `from` on; true when a holder of this process
+   * deleted it (nobody is left before the caller), false when the watch saw it go.
+   */
+  private predecessorGone(wait: EtcdWait, key: Buffer, from: string): Promise<boolean> {
+    return this.deletion(
+      wait,
+      (w) => w.key(key).startRevision(from),
+      () => true,
+      key.toString(),
+    );
+  }
+
+  /**
+   * Permits of N: the caller is in once fewer than N keys created before its own are left, all
+   * of them permits of N. It watches the line's deletions and counts (no query per deletion).
+   */
+  private async waitForPermit(
+    wait: EtcdWait,
+    line: string,
+    revision: string,
+    permits: number,
+  ): Promise<void> {
+    const start = Buffer.from(line);
+    const res = await this.client.kv.range({
+      key: start,
+      range_end: prefixEnd(start),
+      max_create_revision: String(BigInt(revision) - 1n),
+    });
+    if (wait.cancelled) throw wait.reason;
+    const value = String(permits);
+    const before = new Map(res.kvs.map((kv) => [kv.key.toString(), kv.value.toString()]));
+    const admitted = () =>
+      before.size < permits && [...before.values()].every((kind) => kind === value);
+    if (admitted()) return;
+    const from = String(BigInt(res.header.revision) + 1n);
+    await this.deletion(
+      wait,
+      (w) => w.prefix(line).startRevision(from),
+      (kv) => before.delete(kv.key.toString()) && admitted(),
+    );
+  }
+
+  /**
+   * Resolves once the watch `build` makes reports a deletion that `enough` accepts: false; or,
+   * when `predecessor` is given, once a holder of this process released that key: true.
+   */
+  private deletion(
+    wait: EtcdWait,
+    build: (watch: WatchBuilder) => WatchBuilder,
+    enough: (kv: IKeyValue) => boolean,
+    predecessor?: string,
+  ): Promise<boolean> {
+    return new Promise<boolean>((resolve, reject) => {
+      const watcher = build(this.client.watch()).only('delete').watcher();
+      const done = (error?: unknown, handedOver = false) => {
+        off();
+        if (predecessor !== undefined) this.successors.remove(predecessor, handOver);
+        watcher.removeAllListeners('delete');
+        void watcher.cancel().catch(() => undefined);
+        if (error === undefined) resolve(handedOver);
+        else reject(error);
+      };
+      const handOver = () => done(undefined, true);
+      const off = wait.onCancel(done);
+      if (predecessor !== undefined) this.successors.add(predecessor, handOver);
+      watcher.on('delete', (kv) => {
+        this.stats.notifiedWakeups++;
+        if (enough(kv)) done();
+      });
+      watcher.on('error', (error) => done(error));
+    });
+  }
+
+  private take(
+    keys: readonly string[],
+    names: readonly string[],
+    session: EtcdSession,
+    revision: string,
+    ttl: number,
+    startedAt: number,
+    uncontended: boolean,
+    share?: Share,
+  ): Lease {
+    if (session.ended) {
+      throw this.backendError(keys, new Error(ETCD_SESSION_LOST()), 'acquire');
+    }
+    const start = performance.now();
+    const fence = Number(revision);
+    const lease = new Lease(
+      keys,
+      names[0],
+      keys.map(() => fence),
+      0,
+      ttl,
+      uncontended,
+      Math.min(start + ttl - this.leases.drift(ttl), session.validUntil),
+      Date.now(),
+      start - startedAt,
+    );
+    lease.share = share;
+    const held: Held = { lease, names, session, revision, expiresAt: start + ttl };
+    this.held.set(lease, held);
+    for (const key of keys) this.holding.add(key);
+    this.arm(held);
+    return lease;
+  }
+
+  /** Frees the keys when the hold's own lease runs out with no `extend` (a forgotten handle). */
+  private arm(held: Held): void {
+    clearTimeout(held.timer);
+    held.timer = setTimeout(
+      () => {
+        if (this.held.get(held.lease) !== held) return;
+        if (performance.now() < held.expiresAt) return this.arm(held);
+        this.drop(held);
+        held.lease.end();
+        held.lease.watcher?.leaseEnded();
+      },
+      Math.max(1, Math.ceil(held.expiresAt - performance.now())),
+    );
+    held.timer.unref();
+  }
+
+  /** This process forgets the hold (its keys stay in etcd). */
+  private forget(held: Held): void {
+    if (this.held.get(held.lease) !== held) return;
+    clearTimeout(held.timer);
+    this.held.delete(held.lease);
+    for (const key of held.lease.keys) this.holding.remove(key);
+  }
+
+  /** Forgets the hold and deletes its keys in the background. */
+  private drop(held: Held): void {
+    this.forget(held);
+    this.discard(held.names, held.session);
+  }
+
+  private async remove(names: readonly string[]): Promise<void> {
+    if (names.length === 1) {
+      await this.client.kv.deleteRange({ key: Buffer.from(names[0]) });
+      return;
+    }
+    await this.client.kv.txn({
+      success: names.map((name) => ({ request_delete_range: { key: Buffer.from(name) } })),
+    });
+  }
+
+  /**
+   * Deletes keys in the background, trying again while it fails: while their session lives
+   * (once it ends, etcd deletes them), or a few times for keys with a lease of their own.
+   */
+  private discard(names: readonly string[], session: EtcdSession | undefined): void {
+    let tries = 0;
+    const attempt = (): void => {
+      this.remove(names).catch(() => {
+        tries++;
+        const more = session ? !session.ended : tries < MIN_HOLD_DELETE_TRIES;
+        if (more && !(this.closed && this.config.ownsClient)) {
+          setTimeout(attempt, DISCARD_RETRY_MS).unref();
+        }
+      });
+    };
+    attempt();
+  }
+
+  private endpointClient(host: string): Etcd3 {
+    let client = this.endpointClients.get(host);
+    if (!client) this.endpointClients.set(host, (client = this.config.endpointClient(host)));
+    return client;
+  }
+
+  private backendError(
+    keys: readonly string[],
+    error: unknown,
+    operation: string,
+  ): LockBackendError {
+    if (error instanceof LockBackendError) return error;
+    return new LockBackendError(keys, [new Error(ETCD_FAILED(toError(error)))], operation);
+  }
+}
+
+/** Who waits for the deletion of which key, in this process. */
+class Successors {
+  private readonly byKey = new Map<string, (() => void)[]>();
+
+  add(key: string, wake: () => void): void {
+    const list = this.byKey.get(key);
+    if (list) list.push(wake);
+    else this.byKey.set(key, [wake]);
+  }
+
+  remove(key: string, wake: () => void): void {
+    const list = this.byKey.get(key);
+    const at = list ? list.indexOf(wake) : -1;
+    if (at < 0) return;
+    list!.splice(at, 1);
+    if (list!.length === 0) this.byKey.delete(key);
+  }
+
+  /** Wakes every waiter of `key`; whether there was one. */
+  wake(key: string): boolean {
+    const list = this.byKey.get(key);
+    if (!list) return false;
+    for (const wake of [...list]) wake();
+    return true;
+  }
+}
+
+/** A put of `name` bound to `lease`. */
+function put(name: string, value: string, lease: string, prevKv = false): IRequestOp {
+  return {
+    request_put: { key: Buffer.from(name), value: Buffer.from(value), lease, prev_kv: prevKv },
+  };
+}
+
+/** The keys of `prefix` by create revision (`limit` of them), without values. */
+function lineRange(prefix: string, order: 'Ascend' | 'Descend', limit: number): IRequestOp {
+  const key = Buffer.from(prefix);
+  return {
+    request_range: {
+      key,
+      range_end: prefixEnd(key),
+      sort_order: order,
+      sort_target: 'Create',
+      limit,
+      keys_only: order === 'Descend',
+    },
+  };
+}
+
+/** Compares: each key still exists with the hold's create revision. */
+function ownedBy(names: readonly string[], revision: string) {
+  return names.map((name) => ({
+    key: Buffer.from(name),
+    target: 'Create' as const,
+    result: 'Equal' as const,
+    create_revision: revision,
+  }));
+}
+
+/**
+ * Permits of N: the caller's key is among the first N of the line, behind permits of N only
+ * (an exclusive holder or a reader first keeps it waiting).
+ */
+function permitted(first: readonly IKeyValue[], name: string, value: string): boolean {
+  for (const kv of first) {
+    if (kv.key.toString() === name) return true;
+    if (kv.value.toString() !== value) return false;
+  }
+  return false;
+}
+
+/** A shared hold asked while the line's first holder is of another shared kind. */
+function kindMismatch(
+  key: string,
+  share: Share | undefined,
+  owner: IKeyValue | undefined,
+): LockConfigError | undefined {
+  if (share === undefined || !owner) return undefined;
+  const held = shareOf(owner.value.toString());
+  if (held === undefined || held === share) return undefined;
+  if (share !== 'read' && held !== 'read') {
+    return new LockConfigError(PERMITS_MISMATCH(key, share, held), 'permits');
+  }
+  const asked = share === 'read' ? 'read' : `permits: ${share}`;
+  const holders = held === 'read' ? 'read' : `permits: ${held}`;
+  return new LockConfigError(
+    MODE_MISMATCH(key, asked, holders),
+    share === 'read' ? 'mode' : 'permits',
+  );
+}
+
+function toError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
+}

@@ -1,0 +1,328 @@
+import { Etcd3 } from 'etcd3';
+import { Logger } from '@nestjs/common';
+import { etcdBackend } from 'nest-locked/etcd';
+import { LockConfigError, LockNotAcquiredError } from '../../../lib/errors';
+import type { Lease, LockBackend } from '../../../lib/engine/lock-backend';
+import { startEtcdCluster, type EtcdCluster } from '../../support/etcd-server';
+import { uniquePrefix } from '../../support/lock-app';
+
+/**
+ * The LockBackend contract on one real etcd member: each backend below is what one process
+ * builds (its own client and session lease), so several of them are several processes.
+ */
+
+let etcd: EtcdCluster;
+let raw: Etcd3;
+const backends: LockBackend[] = [];
+let prefix: string;
+
+function backend(options: { sessionTtl?: number } = {}): LockBackend {
+  const created = etcdBackend({
+    hosts: etcd.hosts,
+    sessionTtl: options.sessionTtl ?? 5_000,
+  }).create({
+    group: 'default',
+    keyPrefix: prefix,
+    driftFactor: 0.01,
+    commandTimeout: 2_000,
+    logger: new Logger('etcd-test'),
+  });
+  backends.push(created);
+  return created;
+}
+
+/** Every key left under the test's prefix. */
+async function leftKeys(): Promise<string[]> {
+  return raw.getAll().prefix(prefix).keys();
+}
+
+async function eventually(check: () => Promise<boolean> | boolean, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const call = (
+  over: Partial<{ ttl: number; waitTimeout: number; share: 'read' | number }> = {},
+) => ({
+  ttl: 10_000,
+  waitTimeout: 10_000,
+  ...over,
+});
+
+beforeAll(async () => {
+  Logger.overrideLogger(false);
+  etcd = await startEtcdCluster(1);
+  raw = new Etcd3({ hosts: etcd.hosts });
+}, 30_000);
+
+beforeEach(() => {
+  prefix = uniquePrefix('etcd');
+});
+
+afterEach(async () => {
+  await Promise.all(backends.splice(0).map((b) => b.close()));
+});
+
+afterAll(async () => {
+  raw?.close();
+  await etcd?.stop();
+});
+
+describe('etcd backend: exclusion and FIFO', () => {
+  it('takes a free key with a fence and frees it on release, leaving nothing', async () => {
+    const a = backend();
+    await a.start?.();
+    const lease = await a.acquire(['k'], call());
+    expect(lease.fences[0]).toBeGreaterThan(0);
+    expect(a.holds('k')).toBe(true);
+    expect(await a.isLocked('k')).toBe(true);
+    await a.release(lease);
+    expect(a.holds('k')).toBe(false);
+    expect(await a.isLocked('k')).toBe(false);
+    expect(await leftKeys()).toEqual([]);
+  });
+
+  it('grants waiters of other processes in arrival order, fences strictly increasing', async () => {
+    const holder = backend();
+    const first = await holder.acquire(['k'], call());
+    const order: number[] = [];
+    const fences: number[] = [first.fences[0]];
+    const waiters = [backend(), backend(), backend()];
+    const calls: Promise<void>[] = [];
+    for (const [i, w] of waiters.entries()) {
+      calls.push(
+        w.acquire(['k'], call()).then(async (lease) => {
+          order.push(i);
+          fences.push(lease.fences[0]);
+          await w.release(lease);
+        }),
+      );
+      // Each in line before the next arrives.
+      await eventually(async () => (await raw.getAll().prefix(prefix).keys()).length === i + 2);
+    }
+    await holder.release(first);
+    await Promise.all(calls);
+    expect(order).toEqual([0, 1, 2]);
+    for (let i = 1; i < fences.length; i++) expect(fences[i]).toBeGreaterThan(fences[i - 1]);
+    expect(await leftKeys()).toEqual([]);
+  });
+
+  it('a waiter that times out fails as busy and deletes its key', async () => {
+    const a = backend();
+    const b = backend();
+    const held = await a.acquire(['k'], call());
+    await expect(b.acquire(['k'], call({ waitTimeout: 300 }))).rejects.toBeInstanceOf(
+      LockNotAcquiredError,
+    );
+    await eventually(async () => (await leftKeys()).length === 1);
+    await a.release(held);
+    await eventually(async () => (await leftKeys()).length === 0);
+  });
+
+  it('a waiter whose signal aborts deletes its key', async () => {
+    const a = backend();
+    const b = backend();
+    const held = await a.acquire(['k'], call());
+    const controller = new AbortController();
+    const waiting = b.acquire(['k'], { ...call(), signal: controller.signal });
+    await eventually(async () => (await leftKeys()).length === 2);
+    controller.abort(new Error('gave up'));
+    await expect(waiting).rejects.toThrow('gave up');
+    await eventually(async () => (await leftKeys()).length === 1);
+    await a.release(held);
+  });
+
+  it('tryAcquire answers busy at once, and takes a free key', async () => {
+    const a = backend();
+    const b = backend();
+    const held = await a.acquire(['k'], call());
+    expect(typeof (await b.tryAcquire(['k'], 5_000))).toBe('number');
+    await a.release(held);
+    const taken = (await b.tryAcquire(['k'], 5_000)) as Lease;
+    expect(taken.fences[0]).toBeGreaterThan(held.fences[0]);
+    await b.release(taken);
+    expect(await leftKeys()).toEqual([]);
+  });
+});
+
+describe('etcd backend: leases', () => {
+  it('extend answers false once the keys are gone, and the hold ends', async () => {
+    const a = backend();
+    const lease = await a.acquire(['k'], call());
+    expect(await a.extend(lease, 10_000)).toBe(true);
+    await raw.delete().prefix(prefix);
+    expect(await a.extend(lease, 10_000)).toBe(false);
+    expect(lease.validAt(performance.now())).toBe(false);
+  });
+
+  it('a hold not renewed within its ttl frees the key for the next caller', async () => {
+    const a = backend();
+    const b = backend();
+    const forgotten = await a.acquire(['k'], call({ ttl: 300 }));
+    const next = await b.acquire(['k'], call());
+    expect(next.fences[0]).toBeGreaterThan(forgotten.fences[0]);
+    expect(forgotten.validAt(performance.now())).toBe(false);
+    await b.release(next);
+  });
+
+  it('minHold: releaseByExpiry keeps the key for that long, then it goes', async () => {
+    const a = backend();
+    const b = backend();
+    const lease = await a.acquire(['k'], call());
+    await a.releaseByExpiry(lease, 500);
+    expect(await b.tryAcquire(['k'], 5_000)).toEqual(expect.any(Number));
+    const next = await b.acquire(['k'], call());
+    expect(next.fences[0]).toBeGreaterThan(lease.fences[0]);
+    await b.release(next);
+    await eventually(async () => (await leftKeys()).length === 0);
+  });
+
+  it('close revokes the session: everything of that process is gone', async () => {
+    const a = backend();
+    await a.acquire(['k1'], call());
+    await a.acquire(['k2'], call());
+    await a.close();
+    expect(await leftKeys()).toEqual([]);
+  });
+});
+
+describe('etcd backend: read/write and permits', () => {
+  it('readers share, a writer waits for them, later readers wait behind the writer', async () => {
+    const [r1, r2, w, r3] = [backend(), backend(), backend(), backend()];
+    const read1 = await r1.acquire(['k'], call({ share: 'read' }));
+    const read2 = await r2.acquire(['k'], call({ share: 'read' }));
+    const events: string[] = [];
+    const writing = w.acquire(['k'], call()).then((l) => {
+      events.push('write');
+      return l;
+    });
+    await eventually(async () => (await leftKeys()).length === 3);
+    const reading3 = r3.acquire(['k'], call({ share: 'read' })).then((l) => {
+      events.push('read3');
+      return l;
+    });
+    await eventually(async () => (await leftKeys()).length === 4);
+    await r1.release(read1);
+    await r2.release(read2);
+    const write = await writing;
+    expect(write.fences[0]).toBeGreaterThan(read2.fences[0]);
+    expect(events).toEqual(['write']);
+    await w.release(write);
+    const read3 = await reading3;
+    expect(read3.fences[0]).toBeGreaterThan(write.fences[0]);
+    expect(events).toEqual(['write', 'read3']);
+    await r3.release(read3);
+    expect(await leftKeys()).toEqual([]);
+  });
+
+  it('in one process: a writer behind two readers waits until both are gone', async () => {
+    const one = backend();
+    const read1 = await one.acquire(['k'], call({ share: 'read' }));
+    const read2 = await one.acquire(['k'], call({ share: 'read' }));
+    let write: Lease | undefined;
+    const writing = one.acquire(['k'], call()).then((l) => (write = l));
+    await eventually(async () => (await leftKeys()).length === 3);
+    // The writer's predecessor is the second reader: its release leaves the first one holding.
+    await one.release(read2);
+    await eventually(async () => (await leftKeys()).length === 2);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(write).toBeUndefined();
+    await one.release(read1);
+    await writing;
+    await one.release(write!);
+    expect(await leftKeys()).toEqual([]);
+  });
+
+  it('permits of 2 admit two holders, the third waits for one of them', async () => {
+    const [a, b, c] = [backend(), backend(), backend()];
+    const pa = await a.acquire(['k'], call({ share: 2 }));
+    const pb = await b.acquire(['k'], call({ share: 2 }));
+    let third: Lease | undefined;
+    const waiting = c.acquire(['k'], call({ share: 2 })).then((l) => (third = l));
+    await eventually(async () => (await leftKeys()).length === 3);
+    expect(third).toBeUndefined();
+    // The second permit goes first: any permit returned admits the next.
+    await b.release(pb);
+    await waiting;
+    expect(third!.fences[0]).toBeGreaterThan(pb.fences[0]);
+    await a.release(pa);
+    await c.release(third!);
+    expect(await leftKeys()).toEqual([]);
+  });
+
+  it('another N, or read against permits, is a LockConfigError and leaves nothing', async () => {
+    const [a, b] = [backend(), backend()];
+    const held = await a.acquire(['k'], call({ share: 3 }));
+    await expect(b.acquire(['k'], call({ share: 2 }))).rejects.toBeInstanceOf(LockConfigError);
+    await expect(b.acquire(['k'], call({ share: 'read' }))).rejects.toBeInstanceOf(LockConfigError);
+    await eventually(async () => (await leftKeys()).length === 1);
+    await a.release(held);
+  });
+});
+
+describe('etcd backend: several keys', () => {
+  it('takes all keys or none, and crossing multi-key calls do not deadlock', async () => {
+    const [a, b, c] = [backend(), backend(), backend()];
+    const y = await c.acquire(['y'], call());
+    // a and b both want x and y; c holds y. Neither may hold x alone while waiting.
+    const both = [a.acquire(['x', 'y'], call()), b.acquire(['x', 'y'], call())];
+    await eventually(async () => (await leftKeys()).length === 5);
+    expect(a.holds('x') || b.holds('x')).toBe(false);
+    await c.release(y);
+    const [la, lb] = await Promise.all(
+      both.map((p, i) => p.then(async (l) => ([a, b][i].release(l), l))),
+    );
+    expect(la.fences).toHaveLength(2);
+    expect(lb.fences[0]).not.toBe(la.fences[0]);
+    await eventually(async () => (await leftKeys()).length === 0);
+  });
+
+  it('a multi-key waiter that times out gives back every key', async () => {
+    const [a, b] = [backend(), backend()];
+    const y = await a.acquire(['y'], call());
+    await expect(b.acquire(['x', 'y'], call({ waitTimeout: 300 }))).rejects.toBeInstanceOf(
+      LockNotAcquiredError,
+    );
+    await eventually(async () => (await leftKeys()).length === 1);
+    expect(await b.isLocked('x')).toBe(false);
+    await a.release(y);
+  });
+});
+
+describe('etcd backend: options and outages', () => {
+  it.each([
+    [{}, 'hosts'],
+    [{ hosts: [] }, 'hosts'],
+    [{ hosts: '127.0.0.1:2379', client: {} }, 'client'],
+    [{ hosts: '127.0.0.1:2379', sessionTtl: 500 }, 'sessionTtl'],
+    [{ hosts: '127.0.0.1:2379', ttl: 5 }, 'ttl'],
+  ])('%j is a LockConfigError naming %s', (options, field) => {
+    expect(() => etcdBackend(options as never)).toThrow(
+      expect.objectContaining({ name: 'LockConfigError', field }),
+    );
+  });
+
+  it('an endpoint nobody listens on: a LockBackendError naming etcd, within the command timeout', async () => {
+    const closed = await startEtcdCluster(1);
+    const hosts = closed.hosts;
+    await closed.stop();
+    const b = etcdBackend({ hosts }).create({
+      group: 'default',
+      keyPrefix: prefix,
+      driftFactor: 0.01,
+      commandTimeout: 1_000,
+      logger: new Logger('etcd-test'),
+    });
+    backends.push(b);
+    const started = performance.now();
+    const error = await b.acquire(['k'], call()).catch((e: unknown) => e);
+    expect(error).toMatchObject({
+      name: 'LockBackendError',
+      message: expect.stringContaining('etcd'),
+    });
+    expect(performance.now() - started).toBeLessThan(10_000);
+  });
+});

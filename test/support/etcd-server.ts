@@ -1,0 +1,305 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { clearTimeout, setTimeout } from 'node:timers';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  removePidRecord,
+  removeServerDir,
+  SERVER_DIR_PREFIX,
+  writePidRecord,
+} from './pid-registry';
+
+/**
+ * Real etcd processes for the etcd suites: a single member or a 3-member cluster, every member
+ * on random 127.0.0.1 ports, its data in a temp dir, a PID record each (see pid-registry.ts),
+ * stopped by PID. Short heartbeats and elections, so a leader lost is replaced in well under a
+ * second, and etcd's minimum lease TTL (1.5 x the election timeout) is 1 s.
+ */
+
+const HOST = '127.0.0.1';
+const SEARCH_DIRS = ['/usr/bin', '/usr/local/bin', '/usr/sbin'];
+const READY_TIMEOUT_MS = 20_000;
+const STOP_GRACE_MS = 3_000;
+/** Raft timing of the test members, in ms. */
+const HEARTBEAT_MS = 50;
+const ELECTION_MS = 500;
+const NOT_INSTALLED =
+  'etcd is not installed; install it with `sudo apt-get install -y etcd-server` (Debian/Ubuntu).';
+
+/** One etcd member. */
+export interface EtcdMember {
+  readonly name: string;
+  readonly clientPort: number;
+  readonly peerPort: number;
+  /** `127.0.0.1:<client port>`, what `etcdBackend({ hosts })` takes. */
+  readonly host: string;
+  /** PID while it runs. */
+  pid: number | undefined;
+  /** SIGKILL (or `signal`) at once, like a crash. */
+  kill(signal?: NodeJS.Signals): void;
+  /** Starts it again on the same ports and data (after kill or stop); resolves once it serves. */
+  restart(): Promise<void>;
+  /** SIGTERM, then SIGKILL after 3 s; resolves once it is gone. */
+  stop(): Promise<void>;
+}
+
+/** A cluster of 1 or 3 members. */
+export interface EtcdCluster {
+  readonly members: readonly EtcdMember[];
+  /** Every member's `host`, for `etcdBackend({ hosts })`. */
+  readonly hosts: string[];
+  /** The member that leads right now (asked over HTTP /v3/maintenance/status). */
+  leader(): Promise<EtcdMember | undefined>;
+  /** Stops every member and removes the data. */
+  stop(): Promise<void>;
+}
+
+let lookup: string | Error | undefined;
+
+/** The etcd binary; installs etcd-server with apt-get when missing and root. */
+export function ensureEtcdBinary(): string {
+  lookup ??= lookUpEtcd();
+  if (lookup instanceof Error) throw lookup;
+  return lookup;
+}
+
+function lookUpEtcd(): string | Error {
+  const found = findBinary('etcd');
+  if (found) return found;
+  if (process.getuid?.() !== 0) return new Error(NOT_INSTALLED);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  for (const args of [
+    ['update'],
+    ['install', '-y', '-o', 'DPkg::Lock::Timeout=300', 'etcd-server'],
+  ]) {
+    process.stderr.write(`[etcd harness] etcd is missing; running apt-get ${args.join(' ')}\n`);
+    spawnSync('apt-get', args, { env, stdio: ['ignore', 2, 2] });
+  }
+  return findBinary('etcd') ?? new Error(NOT_INSTALLED);
+}
+
+function findBinary(name: string): string | undefined {
+  const dirs = [...(process.env.PATH ?? '').split(path.delimiter).filter(Boolean), ...SEARCH_DIRS];
+  for (const dir of dirs) {
+    const candidate = path.join(dir, name);
+    try {
+      fs.accessSync(candidate, fs.constants.X_OK);
+      if (fs.statSync(candidate).isFile()) return candidate;
+    } catch {
+      // Not here.
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Starts `size` members (1 or 3) as one new cluster; resolves once every member is healthy.
+ *
+ * @example
+ * const etcd = await startEtcdCluster(3);
+ * const backend = etcdBackend({ hosts: etcd.hosts });
+ * await etcd.stop();
+ */
+export async function startEtcdCluster(size: 1 | 3 = 1): Promise<EtcdCluster> {
+  const bin = ensureEtcdBinary();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${SERVER_DIR_PREFIX}etcd-`));
+  const ports = await freePorts(size * 2);
+  const specs = Array.from({ length: size }, (_, i) => ({
+    name: `n${i}`,
+    clientPort: ports[2 * i],
+    peerPort: ports[2 * i + 1],
+  }));
+  const initialCluster = specs.map((s) => `${s.name}=http://${HOST}:${s.peerPort}`).join(',');
+  const token = path.basename(dir);
+  const members = specs.map((spec) => new Member(bin, dir, spec, initialCluster, token));
+  try {
+    await Promise.all(members.map((m) => m.start()));
+  } catch (error) {
+    await Promise.all(members.map((m) => m.stop()));
+    removeServerDir(dir);
+    throw error;
+  }
+  return {
+    members,
+    hosts: members.map((m) => m.host),
+    leader: async () => {
+      for (const member of members) {
+        if (member.pid === undefined) continue;
+        const status = await postJson(member.clientPort, '/v3/maintenance/status', {}, 1_000);
+        const header = status?.header as { member_id?: string } | undefined;
+        if (status && header?.member_id === status.leader) return member;
+      }
+      return undefined;
+    },
+    stop: async () => {
+      await Promise.all(members.map((m) => m.stop()));
+      removeServerDir(dir);
+    },
+  };
+}
+
+class Member implements EtcdMember {
+  pid: number | undefined;
+  readonly name: string;
+  readonly clientPort: number;
+  readonly peerPort: number;
+  private child?: ChildProcess;
+  private output = '';
+  private started = false;
+
+  constructor(
+    private readonly bin: string,
+    private readonly dir: string,
+    spec: { name: string; clientPort: number; peerPort: number },
+    private readonly initialCluster: string,
+    private readonly token: string,
+  ) {
+    this.name = spec.name;
+    this.clientPort = spec.clientPort;
+    this.peerPort = spec.peerPort;
+  }
+
+  get host(): string {
+    return `${HOST}:${this.clientPort}`;
+  }
+
+  async start(): Promise<void> {
+    const client = `http://${HOST}:${this.clientPort}`;
+    const peer = `http://${HOST}:${this.peerPort}`;
+    const args = [
+      '--name',
+      this.name,
+      '--data-dir',
+      path.join(this.dir, this.name),
+      '--listen-client-urls',
+      client,
+      '--advertise-client-urls',
+      client,
+      '--listen-peer-urls',
+      peer,
+      '--initial-advertise-peer-urls',
+      peer,
+      '--initial-cluster',
+      this.initialCluster,
+      '--initial-cluster-token',
+      this.token,
+      '--initial-cluster-state',
+      this.started ? 'existing' : 'new',
+      '--heartbeat-interval',
+      String(HEARTBEAT_MS),
+      '--election-timeout',
+      String(ELECTION_MS),
+      '--logger',
+      'zap',
+      '--log-level',
+      'error',
+    ];
+    const child = spawn(this.bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    this.child = child;
+    this.pid = child.pid;
+    if (child.pid !== undefined) writePidRecord(child.pid, this.clientPort, this.dir);
+    child.stderr?.on('data', (chunk: Buffer) => {
+      this.output = (this.output + chunk.toString()).slice(-8_192);
+    });
+    child.once('exit', () => {
+      if (child.pid !== undefined) removePidRecord(child.pid);
+      if (this.child === child) {
+        this.child = undefined;
+        this.pid = undefined;
+      }
+    });
+    this.started = true;
+    const deadline = Date.now() + READY_TIMEOUT_MS;
+    while (Date.now() < deadline) {
+      if (this.child !== child) {
+        throw new Error(`etcd ${this.name} exited before it was ready:\n${this.output}`);
+      }
+      if (await this.healthy()) return;
+      await sleep(50);
+    }
+    throw new Error(
+      `etcd ${this.name} was not healthy within ${READY_TIMEOUT_MS} ms:\n${this.output}`,
+    );
+  }
+
+  kill(signal: NodeJS.Signals = 'SIGKILL'): void {
+    if (this.pid !== undefined) process.kill(this.pid, signal);
+  }
+
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = once(child, 'exit');
+    // A stopped member ignores SIGTERM until it runs again.
+    child.kill('SIGCONT');
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
+    await exited;
+    clearTimeout(timer);
+  }
+
+  private async healthy(): Promise<boolean> {
+    const health = await getJson(this.clientPort, '/health', 1_000);
+    return health?.health === 'true';
+  }
+}
+
+/** Picks `n` distinct free loopback ports. */
+async function freePorts(n: number): Promise<number[]> {
+  const servers: net.Server[] = [];
+  try {
+    for (let i = 0; i < n; i++) {
+      const server = net.createServer();
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen({ host: HOST, port: 0, exclusive: true }, resolve);
+      });
+      servers.push(server);
+    }
+    return servers.map((s) => (s.address() as net.AddressInfo).port);
+  } finally {
+    await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+  }
+}
+
+async function getJson(
+  port: number,
+  url: string,
+  timeout: number,
+): Promise<Record<string, unknown> | undefined> {
+  try {
+    const res = await fetch(`http://${HOST}:${port}${url}`, {
+      signal: AbortSignal.timeout(timeout),
+    });
+    return (await res.json()) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+}
+
+async function postJson(
+  port: number,
+  url: string,
+  body: unknown,
+  timeout: number,
+): Promise<Record<string, unknown> | undefined> {
+  try {
+    const res = await fetch(`http://${HOST}:${port}${url}`, {
+      method: 'POST',
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(timeout),
+    });
+    return (await res.json()) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+}
