@@ -54,6 +54,8 @@ export interface BackendNodeHealth {
   readonly latencyMs?: number;
   /** Why it is down: the driver's error, or no answer in time. */
   readonly error?: string;
+  /** Its role in its ensemble when the backend can tell (`leader`, `follower`, `standalone`). */
+  readonly role?: string;
 }
 
 /** A group's servers as a health check found them. @internal */

@@ -18,6 +18,8 @@ export interface RedlockNodeHealth {
   readonly latencyMs?: number;
   /** Why it is down: the driver's error, or no answer in time. */
   readonly error?: string;
+  /** Its role in its ensemble when the backend can tell (`leader`, `follower`, `standalone`). */
+  readonly role?: string;
 }
 
 /** One client group: up when a majority of its nodes (its quorum) answered. */
