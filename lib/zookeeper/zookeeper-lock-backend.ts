@@ -97,6 +97,12 @@ export class ZooKeeperLockBackend implements LockBackend {
   private readonly waitingKeys = new KeyCounts();
   private readonly waits = new Set<Wait>();
   private readonly cleanups = new Map<string, NodeJS.Timeout>();
+  /**
+   * Exclusive waiters of this process by the path of the held node just ahead of theirs: when
+   * that hold ends here, the waiter is first in line, so it is told at once (no watch event, no
+   * look at the line; the delete goes out behind it, and this session's requests keep order).
+   */
+  private readonly successors = new Map<string, () => void>();
   /** Nodes whose delete did not go through: deleted again when the connection is back. */
   private readonly leftovers = new Set<string>();
   private readonly instance = randomBytes(4).toString('hex');
@@ -264,6 +270,7 @@ export class ZooKeeperLockBackend implements LockBackend {
     const hold = this.byLease.get(lease);
     if (!hold) return;
     this.forget(hold);
+    this.handOff(hold.nodes);
     await this.deleteNodes(lease.keys, hold.nodes, 'release');
   }
 
@@ -278,7 +285,10 @@ export class ZooKeeperLockBackend implements LockBackend {
     if (!hold) return;
     // This process forgets the hold now; the nodes stay until `ms` from now (or the session ends).
     this.forget(hold);
-    const timer = setTimeout(() => this.leave(hold.nodes), ms);
+    const timer = setTimeout(() => {
+      this.handOff(hold.nodes);
+      this.leave(hold.nodes);
+    }, ms);
     timer.unref();
   }
 
@@ -397,12 +407,22 @@ export class ZooKeeperLockBackend implements LockBackend {
       if (verdict.admitted) return true;
       const left = deadline - performance.now();
       if (left <= 0) return false;
-      const outcome = await new Promise<'moved' | 'deadline'>((resolve, reject) => {
+      const parent = this.parentOf(node.key);
+      // Exclusive, behind one node: if that is a hold of this process, its end admits us.
+      const successorOf =
+        share === undefined && verdict.watch.length === 1
+          ? `${parent}/${verdict.watch[0].name}`
+          : undefined;
+      const outcome = await new Promise<'moved' | 'deadline' | 'admitted'>((resolve, reject) => {
         let settled = false;
-        const finish = (outcome?: 'moved' | 'deadline', reason?: unknown) => {
+        const admit = () => finish('admitted');
+        const finish = (outcome?: 'moved' | 'deadline' | 'admitted', reason?: unknown) => {
           if (settled) return;
           settled = true;
           clearTimeout(timer);
+          if (successorOf && this.successors.get(successorOf) === admit) {
+            this.successors.delete(successorOf);
+          }
           signal?.removeEventListener('abort', onAbort);
           wait.end = () => undefined;
           if (outcome) resolve(outcome);
@@ -412,7 +432,7 @@ export class ZooKeeperLockBackend implements LockBackend {
         const timer = setTimeout(() => finish('deadline'), left);
         signal?.addEventListener('abort', onAbort);
         wait.end = (reason) => finish(undefined, reason);
-        const parent = this.parentOf(node.key);
+        if (successorOf) this.successors.set(successorOf, admit);
         for (const ahead of verdict.watch) {
           const path = `${parent}/${ahead.name}`;
           // The watch fires once, on the node's deletion (or a change: looked at again anyway).
@@ -433,6 +453,7 @@ export class ZooKeeperLockBackend implements LockBackend {
         }
       });
       if (outcome === 'deadline') return false;
+      if (outcome === 'admitted') return true;
     }
   }
 
@@ -484,6 +505,7 @@ export class ZooKeeperLockBackend implements LockBackend {
   private drop(hold: Hold): void {
     if (!this.held.has(hold)) return;
     this.forget(hold);
+    this.handOff(hold.nodes);
     this.leave(hold.nodes);
   }
 
@@ -492,6 +514,17 @@ export class ZooKeeperLockBackend implements LockBackend {
     clearTimeout(hold.timer);
     this.byLease.delete(hold.lease);
     for (const key of hold.lease.keys) this.heldKeys.remove(key);
+  }
+
+  /** The holds of these nodes end: the waiter of this process right behind each goes in. */
+  private handOff(nodes: readonly HeldNode[]): void {
+    for (const node of nodes) {
+      const next = this.successors.get(node.path);
+      if (!next) continue;
+      this.successors.delete(node.path);
+      this.stats.localHandoffs++;
+      next();
+    }
   }
 
   /** Deletes nodes in the background (a waiter that gave up, a hold dropped). */

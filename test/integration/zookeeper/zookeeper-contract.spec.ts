@@ -7,7 +7,7 @@ import {
   LockNotAcquiredError,
   LockService,
 } from 'nest-locked';
-import { zookeeperBackend } from '../../../lib/zookeeper';
+import { zookeeperBackend } from 'nest-locked/zookeeper';
 import { createLockApp, uniquePrefix, within } from '../../support/lock-app';
 import { closedPort } from '../../support/redis-server';
 import { startZooKeeper, type ZooKeeperEnsemble } from '../../support/zookeeper-server';
