@@ -64,6 +64,8 @@ interface Wait {
 /** Ops on a parent that races a cleanup (NO_NODE) are retried this many times. */
 const PARENT_RACES = 5;
 const EMPTY = Buffer.alloc(0);
+/** Parents deleted at once by the sweep at start. */
+const SWEEP_BATCH = 16;
 
 /**
  * The lock engine of one group on ZooKeeper (`nest-locked/zookeeper`): the `LockBackend`
@@ -145,6 +147,33 @@ export class ZooKeeperLockBackend implements LockBackend {
   async start(): Promise<void> {
     await this.session.ready(this.settings.connectTimeout);
     await this.call([], 'start', (c, done) => c.mkdirp(this.settings.root, (e) => done(e)));
+    void this.sweepParents();
+  }
+
+  /**
+   * Deletes the empty parents under the root, in the background: those a process left when it
+   * died (its nodes went with its session; nobody was left to delete the parent). A parent in
+   * use is not empty and stays (NOT_EMPTY); one a process is about to use is created again by it
+   * (its create finds no parent and makes it).
+   */
+  private async sweepParents(): Promise<void> {
+    const root = this.settings.root;
+    try {
+      const parents = await this.session.run((c, done: (e: unknown, r?: string[]) => void) =>
+        c.getChildren(root, (e, r) => done(e, r)),
+      );
+      for (let i = 0; i < parents.length && !this.closed; i += SWEEP_BATCH) {
+        await Promise.allSettled(
+          parents
+            .slice(i, i + SWEEP_BATCH)
+            .map((name) =>
+              this.session.run((c, done) => c.remove(`${root}/${name}`, -1, (e) => done(e))),
+            ),
+        );
+      }
+    } catch {
+      // A sweep is housekeeping: the next start tries again.
+    }
   }
 
   async health(timeout: number): Promise<BackendHealth> {

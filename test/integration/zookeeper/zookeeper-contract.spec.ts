@@ -7,6 +7,12 @@ import {
   LockNotAcquiredError,
   LockService,
 } from 'nest-locked';
+import { TerminusModule } from '@nestjs/terminus';
+import {
+  RedlockHealthIndicator,
+  type RedlockHealthDetails,
+  RedlockHealthModule,
+} from 'nest-locked/health';
 import { zookeeperBackend } from 'nest-locked/zookeeper';
 import { createLockApp, uniquePrefix, within } from '../../support/lock-app';
 import { closedPort } from '../../support/redis-server';
@@ -37,7 +43,7 @@ afterAll(async () => {
   await zk?.stop();
 });
 
-/** A fresh app (its own session) locking under its own root. */
+/** A fresh app (its own session, and the health indicator) locking under its own root. */
 async function app(root: string, extra: Parameters<typeof zookeeperBackend>[0] | object = {}) {
   const backend = zookeeperBackend({
     connectString: zk.connectString,
@@ -48,6 +54,7 @@ async function app(root: string, extra: Parameters<typeof zookeeperBackend>[0] |
   });
   const nest = await createLockApp({
     options: { backend, keyPrefix: '', waitTimeout: 5_000, ttl: 3_000 },
+    imports: [TerminusModule, RedlockHealthModule],
   });
   apps.push(nest);
   return nest.get(LockService);
@@ -207,6 +214,26 @@ describe('zookeeper backend', () => {
     expect(await s.isLocked('k')).toBe(true);
     await h.release();
     expect(await s.isLocked('k')).toBe(false);
+    const health = await apps[apps.length - 1].get(RedlockHealthIndicator).isHealthy();
+    const details = Object.values(health)[0] as unknown as RedlockHealthDetails;
+    expect(details.status).toBe('up');
+    const group = details.groups.default;
+    expect(group).toMatchObject({ backend: 'zookeeper', quorum: 1, reachable: 1 });
+    expect(group.nodes[0]).toMatchObject({
+      node: zk.connectString,
+      status: 'up',
+      role: 'standalone',
+    });
+  });
+
+  it('deletes at start the empty parents a dead process left', async () => {
+    const root = rootOf('sweep');
+    const left = `${root}/left-by-a-dead-process`;
+    await new Promise<void>((resolve, reject) =>
+      raw.mkdirp(left, (e) => (e ? reject(e) : resolve())),
+    );
+    await app(root);
+    await eventually(async () => (await children(root)).length === 0, 'swept');
   });
 
   it('refuses bad options with LockConfigError and an unreachable ensemble with LockBackendError', async () => {
