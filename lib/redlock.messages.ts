@@ -673,3 +673,21 @@ export const ETCD_UNKNOWN_OPTION = (name: string) =>
 export const ETCD_STARTED = (group: string, hosts: string, ttl: number) =>
   `Lock group "${group}" uses etcd (${hosts}); a process's holds end ${ttl} s after it stops ` +
   'renewing its session lease.';
+// --- nest-locked/zookeeper ---------------------------------------------------------------------
+
+export const ZK_NOT_CONNECTED = (connectString: string, ms: number) =>
+  `not connected to ZooKeeper (${connectString}) after ${Math.round(ms)} ms: no member reachable, ` +
+  'or none serving (quorum lost)';
+export const ZK_NO_ANSWER = (connectString: string, ms: number) =>
+  `ZooKeeper (${connectString}) did not answer within ${ms} ms (a member frozen or cut off, or ` +
+  'quorum lost); the client moves to another member';
+export const ZK_SESSION_EXPIRED = (connectString: string) =>
+  `the ZooKeeper session expired (${connectString}): every lock it held is free for others`;
+export const ZK_NODE_GONE = (key: string) =>
+  `the lock node of ${JSON.stringify(key)} is gone (its session ended, or it was deleted)`;
+export const ZK_NOT_INSTALLED =
+  'nest-locked/zookeeper needs the node-zookeeper-client package: npm install node-zookeeper-client';
+export const ZK_BAD_OPTION = (field: string, value: unknown, expected: string) =>
+  `zookeeperBackend: ${field} must be ${expected}; got ${typeof value === 'string' ? JSON.stringify(value) : String(value)}.`;
+export const ZK_MEMBER_NOT_SERVING = 'the member is up but not serving requests (it has no quorum)';
+export const ZK_NO_HEALTH_ANSWER = (ms: number) => `no answer within ${ms} ms`;

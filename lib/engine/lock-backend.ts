@@ -56,6 +56,8 @@ export interface BackendNodeHealth {
   readonly error?: string;
   /** Whether it leads its cluster (consensus backends: etcd, ZooKeeper), when it says so. */
   readonly leader?: boolean;
+  /** Its role in its ensemble when the backend can tell (`leader`, `follower`, `standalone`). */
+  readonly role?: string;
 }
 
 /** A group's servers as a health check found them. @internal */

@@ -20,6 +20,8 @@ export interface RedlockNodeHealth {
   readonly error?: string;
   /** Whether it leads its cluster (consensus backends: etcd, ZooKeeper), when it says so. */
   readonly leader?: boolean;
+  /** Its role in its ensemble when the backend can tell (`leader`, `follower`, `standalone`). */
+  readonly role?: string;
 }
 
 /** One client group: up when a majority of its nodes (its quorum) answered. */

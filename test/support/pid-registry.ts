@@ -107,5 +107,7 @@ export function isRecordedRedisServer(record: PidRecord): boolean {
   // redis-server rewrites its title to "redis-server 127.0.0.1:<port> [cluster]" once it is up;
   // before that, the original "--port <port>" arguments are still there.
   const listens = new RegExp(`(127\\.0\\.0\\.1:|--port )${record.port}\\b`);
-  return cmdline.includes('redis-server') && listens.test(cmdline);
+  if (cmdline.includes('redis-server') && listens.test(cmdline)) return true;
+  // A ZooKeeper member (test/support/zookeeper-server.ts): a JVM whose zoo.cfg is in `dir`.
+  return cmdline.includes('QuorumPeerMain') && cmdline.includes(`${record.dir}/`);
 }

@@ -1,0 +1,721 @@
+import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import type * as Zk from 'node-zookeeper-client';
+import { LockBackendError, LockConfigError, LockNotAcquiredError } from '../errors';
+import { Lease, Leases } from '../engine/lease';
+import { KeyCounts } from '../engine/key-counts';
+import {
+  type AcquireRequest,
+  type BackendHealth,
+  type LockBackend,
+  type LockClientStats,
+  noStats,
+  type Share,
+} from '../engine/lock-backend';
+import { abortReason } from '../engine/wait-rules';
+import { settleTo } from '../settle-to';
+import { MODE_MISMATCH, PERMITS_MISMATCH, ZK_NODE_GONE } from '../redlock.messages';
+import {
+  admission,
+  keyNodeName,
+  kindShare,
+  type LockNode,
+  lockLine,
+  nodePrefix,
+} from './lock-nodes';
+import { checkMembers } from './zookeeper-health';
+import { type ZooKeeperDriver, ZooKeeperSession, zkCode, ZK } from './zookeeper-session';
+
+/** What the backend needs to know, resolved from the user's options and the module's. @internal */
+export interface ZooKeeperSettings {
+  readonly name: string;
+  readonly connectString: string;
+  /** Persistent node under which every key's parent lives. */
+  readonly root: string;
+  /** Prepended to every key's node name (the module's `keyPrefix`). */
+  readonly keyPrefix: string;
+  readonly sessionTimeout: number;
+  readonly connectTimeout: number;
+  readonly commandTimeout: number;
+  readonly parentCleanupDelay: number;
+  readonly driftFactor: number;
+}
+
+/** One key held: its node (full path) and the key's parent. */
+interface HeldNode {
+  readonly key: string;
+  readonly path: string;
+  readonly fence: number;
+}
+
+/** A hold of this process: its lease, its nodes, and the timer that ends it at its `ttl`. */
+interface Hold {
+  readonly lease: Lease;
+  readonly nodes: readonly HeldNode[];
+  timer?: NodeJS.Timeout;
+}
+
+/** A wait in progress, ended early by an expired session or `abortWaits`. */
+interface Wait {
+  readonly keys: readonly string[];
+  end(reason: unknown): void;
+}
+
+/** Ops on a parent that races a cleanup (NO_NODE) are retried this many times. */
+const PARENT_RACES = 5;
+const EMPTY = Buffer.alloc(0);
+/** Parents deleted at once by the sweep at start. */
+const SWEEP_BATCH = 16;
+
+/**
+ * The lock engine of one group on ZooKeeper (`nest-locked/zookeeper`): the `LockBackend`
+ * contract over the ZooKeeper lock recipe, one session per group.
+ *
+ * - A hold is an ephemeral sequential node under the key's parent; the line is the children in
+ *   sequence order. A waiter watches only the node(s) whose leaving can let it in (see
+ *   `admission`): no polling, and a release wakes only who it lets in.
+ * - The node is created in a multi with a `setData` on the parent (one round trip): the
+ *   parent's stat tells how many children it has (1: the key was free, no listing needed) and its
+ *   mzxid is the multi's zxid, which is the node's czxid: the fence. zxids are global and
+ *   strictly increasing, the line is in creation order, and a parent deleted and created again
+ *   gets children created later still: fences strictly increase per key.
+ * - The session is the lease: it expires when the process stops answering (killed, frozen,
+ *   partitioned) and every node of it goes. Locally a lease lasts `ttl` (or the session timeout,
+ *   if shorter) from its last confirmation; `extend` confirms the nodes are there. A session
+ *   found expired ends every lease at once (`lease.watcher`).
+ * - Empty parents are deleted `parentCleanupDelay` after their last local use (the driver cannot
+ *   create container nodes); a delete of a parent that has children fails harmlessly.
+ * @internal
+ */
+export class ZooKeeperLockBackend implements LockBackend {
+  readonly stats: LockClientStats = noStats();
+  readonly notifier = { size: 0 } as const;
+  readonly canTakeAny = true;
+  private readonly session: ZooKeeperSession;
+  private readonly leases: Leases;
+  private readonly held = new Set<Hold>();
+  private readonly byLease = new Map<Lease, Hold>();
+  private readonly heldKeys = new KeyCounts();
+  private readonly waitingKeys = new KeyCounts();
+  private readonly waits = new Set<Wait>();
+  private readonly cleanups = new Map<string, NodeJS.Timeout>();
+  /**
+   * Exclusive waiters of this process by the path of the held node just ahead of theirs: when
+   * that hold ends here, the waiter is first in line, so it is told at once (no watch event, no
+   * look at the line; the delete goes out behind it, and this session's requests keep order).
+   */
+  private readonly successors = new Map<string, () => void>();
+  /** Nodes whose delete did not go through: deleted again when the connection is back. */
+  private readonly leftovers = new Set<string>();
+  private readonly instance = randomBytes(4).toString('hex');
+  private tokens = 0;
+  private closed = false;
+
+  constructor(
+    private readonly zk: ZooKeeperDriver,
+    private readonly settings: ZooKeeperSettings,
+  ) {
+    this.leases = new Leases(settings.driftFactor);
+    this.session = new ZooKeeperSession(
+      zk,
+      settings.connectString,
+      settings.sessionTimeout,
+      settings.commandTimeout,
+      { sessionEnded: (cause) => this.sessionEnded(cause) },
+    );
+  }
+
+  get name(): string {
+    return this.settings.name;
+  }
+
+  get queueCount(): number {
+    const keys = new Set([...this.heldKeys.keys(), ...this.waitingKeys.keys()]);
+    return keys.size;
+  }
+
+  queued(key: string): number {
+    let n = 0;
+    for (const w of this.waits) if (w.keys.includes(key)) n++;
+    return n;
+  }
+
+  holds(key: string): boolean {
+    return this.heldKeys.has(key);
+  }
+
+  async start(): Promise<void> {
+    await this.session.ready(this.settings.connectTimeout);
+    await this.call([], 'start', (c, done) => c.mkdirp(this.settings.root, (e) => done(e)));
+    void this.sweepParents();
+  }
+
+  /**
+   * Deletes the empty parents under the root, in the background: those a process left when it
+   * died (its nodes went with its session; nobody was left to delete the parent). A parent in
+   * use is not empty and stays (NOT_EMPTY); one a process is about to use is created again by it
+   * (its create finds no parent and makes it).
+   */
+  private async sweepParents(): Promise<void> {
+    const root = this.settings.root;
+    try {
+      const parents = await this.session.run((c, done: (e: unknown, r?: string[]) => void) =>
+        c.getChildren(root, (e, r) => done(e, r)),
+      );
+      for (let i = 0; i < parents.length && !this.closed; i += SWEEP_BATCH) {
+        await Promise.allSettled(
+          parents
+            .slice(i, i + SWEEP_BATCH)
+            .map((name) =>
+              this.session.run((c, done) => c.remove(`${root}/${name}`, -1, (e) => done(e))),
+            ),
+        );
+      }
+    } catch {
+      // A sweep is housekeeping: the next start tries again.
+    }
+  }
+
+  async health(timeout: number): Promise<BackendHealth> {
+    return checkMembers(this.session, timeout);
+  }
+
+  async acquire(keys: readonly string[], request: AcquireRequest): Promise<Lease> {
+    const { ttl, waitTimeout, signal, share } = request;
+    const startedAt = performance.now();
+    if (this.closed) throw abortReason(keys);
+    if (signal?.aborted) throw signal.reason;
+    this.stats.attempts++;
+    const deadline = startedAt + Math.max(0, waitTimeout);
+    const token = this.nextToken();
+    const taken: HeldNode[] = [];
+    let uncontended = true;
+    for (const key of keys) this.waitingKeys.add(key);
+    const wait: Wait = { keys, end: () => undefined };
+    this.waits.add(wait);
+    try {
+      for (const key of keys) {
+        const entered = await this.enter(key, token, share, keys);
+        taken.push(entered.node);
+        if (entered.admitted) continue;
+        uncontended = false;
+        if (
+          waitTimeout <= 0 ||
+          !(await this.waitTurn(entered.node, share, keys, deadline, signal, wait))
+        ) {
+          throw new LockNotAcquiredError(keys, performance.now() - startedAt, ttl);
+        }
+        this.stats.grants++;
+      }
+    } catch (error) {
+      this.leave(taken);
+      throw error;
+    } finally {
+      this.waits.delete(wait);
+      for (const key of keys) this.waitingKeys.remove(key);
+    }
+    return this.hold(keys, token, taken, ttl, share, startedAt, uncontended);
+  }
+
+  async tryAcquire(keys: readonly string[], ttl: number): Promise<Lease | number> {
+    const startedAt = performance.now();
+    this.stats.attempts++;
+    const token = this.nextToken();
+    const taken: HeldNode[] = [];
+    try {
+      for (const key of keys) {
+        const entered = await this.enter(key, token, undefined, keys);
+        taken.push(entered.node);
+        if (!entered.admitted) {
+          this.leave(taken);
+          return ttl;
+        }
+      }
+    } catch (error) {
+      this.leave(taken);
+      throw error;
+    }
+    return this.hold(keys, token, taken, ttl, undefined, startedAt, true);
+  }
+
+  async tryAcquireAny(
+    keys: readonly string[],
+    ttl: number,
+  ): Promise<{ lease: Lease; index: number } | number> {
+    const startedAt = performance.now();
+    this.stats.attempts++;
+    for (let index = 0; index < keys.length; index++) {
+      const token = this.nextToken();
+      const entered = await this.enter(keys[index], token, undefined, [keys[index]]);
+      if (entered.admitted) {
+        const lease = this.hold(
+          [keys[index]],
+          token,
+          [entered.node],
+          ttl,
+          undefined,
+          startedAt,
+          true,
+        );
+        return { lease, index };
+      }
+      this.leave([entered.node]);
+    }
+    return ttl;
+  }
+
+  async extend(lease: Lease, ttl: number): Promise<boolean> {
+    const hold = this.byLease.get(lease);
+    if (!hold || !lease.validAt(performance.now())) return false;
+    const start = performance.now();
+    const stats = await Promise.all(
+      hold.nodes.map((n) =>
+        this.call(lease.keys, 'extend', (c, done: (e: unknown, s?: Zk.Stat) => void) =>
+          c.exists(n.path, (e, s) => done(e, s)),
+        ),
+      ),
+    );
+    if (this.byLease.get(lease) !== hold) return false;
+    if (stats.some((s) => !s)) {
+      this.drop(hold);
+      lease.end();
+      return false;
+    }
+    lease.renewed(start, Math.min(ttl, this.session.timeout), this.leases.drift(ttl));
+    this.arm(hold, ttl);
+    return true;
+  }
+
+  leaseEnded(lease: Lease): void {
+    lease.end();
+    const hold = this.byLease.get(lease);
+    // Over for its holder: the key is freed for the others, as an expired Redis key would be.
+    if (hold) this.drop(hold);
+  }
+
+  async release(lease: Lease): Promise<void> {
+    if (lease.released) return;
+    lease.released = true;
+    const hold = this.byLease.get(lease);
+    if (!hold) return;
+    this.forget(hold);
+    this.handOff(hold.nodes);
+    await this.deleteNodes(lease.keys, hold.nodes, 'release');
+  }
+
+  releaseThen(lease: Lease, done: (error?: unknown) => void): void {
+    settleTo(this.release(lease), done);
+  }
+
+  async releaseByExpiry(lease: Lease, ms: number): Promise<void> {
+    if (lease.released) return;
+    lease.released = true;
+    const hold = this.byLease.get(lease);
+    if (!hold) return;
+    // This process forgets the hold now; the nodes stay until `ms` from now (or the session ends).
+    this.forget(hold);
+    const timer = setTimeout(() => {
+      this.handOff(hold.nodes);
+      this.leave(hold.nodes);
+    }, ms);
+    timer.unref();
+  }
+
+  async isLocked(key: string): Promise<boolean> {
+    const children = await this.children(key, [key], 'check');
+    return lockLine(children).length > 0;
+  }
+
+  abortWaits(): void {
+    this.closed = true;
+    for (const w of [...this.waits]) w.end(abortReason(w.keys));
+  }
+
+  async close(): Promise<void> {
+    this.abortWaits();
+    for (const hold of [...this.held]) this.forget(hold);
+    for (const timer of this.cleanups.values()) clearTimeout(timer);
+    this.cleanups.clear();
+    // Closing the session deletes its ephemeral nodes at once; empty parents stay behind.
+    this.session.close();
+  }
+
+  // ---------------------------------------------------------------- the recipe
+
+  private nextToken(): string {
+    return `${this.instance}.${(++this.tokens).toString(36)}`;
+  }
+
+  private parentOf(key: string): string {
+    return `${this.settings.root}/${keyNodeName(this.settings.keyPrefix + key)}`;
+  }
+
+  /**
+   * Creates this caller's node in the key's line: the node and a touch of the parent in one
+   * multi. Admitted at once when it is the parent's only child (the common uncontended case: one
+   * round trip), else after a look at the line.
+   */
+  private async enter(
+    key: string,
+    token: string,
+    share: Share | undefined,
+    keys: readonly string[],
+  ): Promise<{ node: HeldNode; admitted: boolean }> {
+    this.cancelCleanup(key);
+    const parent = this.parentOf(key);
+    const prefix = `${parent}/${nodePrefix(share, token)}`;
+    for (let race = 0; ; race++) {
+      try {
+        const results = await this.session.run(
+          (c, done: (e: unknown, r?: { path?: string; stat?: Zk.Stat }[]) => void) =>
+            c
+              .transaction()
+              .create(prefix, EMPTY, this.zk.CreateMode.EPHEMERAL_SEQUENTIAL)
+              .setData(parent, EMPTY, -1)
+              .commit((e, r) => done(e, r as { path?: string; stat?: Zk.Stat }[])),
+        );
+        const path = results[0].path!;
+        const stat = results[1].stat!;
+        const node: HeldNode = { key, path, fence: zxid(stat.mzxid) };
+        if (stat.numChildren === 1) return { node, admitted: true };
+        const verdict = await this.look(node, share, keys);
+        return { node, admitted: verdict.admitted };
+      } catch (error) {
+        if (zkCode(error) === ZK.NO_NODE && race < PARENT_RACES) {
+          await this.call(keys, 'acquire', (c, done) => c.mkdirp(parent, (e) => done(e)));
+          continue;
+        }
+        if (error instanceof LockConfigError) throw error;
+        // A create with no answer may still have happened: find and delete it when connected.
+        if (zkCode(error) === undefined || zkCode(error) === ZK.CONNECTION_LOSS) {
+          this.sweepLater(parent, nodePrefix(share, token));
+        }
+        throw this.backendError(keys, 'acquire', error);
+      }
+    }
+  }
+
+  /**
+   * Where `node` stands in its line now. A shared hold of another kind ahead is a
+   * LockConfigError (its node is deleted first).
+   */
+  private async look(
+    node: HeldNode,
+    share: Share | undefined,
+    keys: readonly string[],
+  ): Promise<{ admitted: boolean; watch: readonly LockNode[] }> {
+    const line = lockLine(await this.children(node.key, keys, 'acquire'));
+    const own = node.path.slice(node.path.lastIndexOf('/') + 1);
+    if (!line.some((n) => n.name === own)) {
+      throw this.backendError(keys, 'acquire', new Error(ZK_NODE_GONE(node.key)));
+    }
+    const verdict = admission(line, own, share);
+    if ('mismatch' in verdict) {
+      this.leave([node]);
+      throw mismatch(node.key, share!, verdict.mismatch);
+    }
+    return verdict.admitted
+      ? { admitted: true, watch: [] }
+      : { admitted: false, watch: verdict.watch };
+  }
+
+  /**
+   * Waits until `node` is admitted: watches the nodes ahead whose leaving can let it in, looks
+   * again when one goes. False at the deadline; rejects on abort or a lost session.
+   */
+  private async waitTurn(
+    node: HeldNode,
+    share: Share | undefined,
+    keys: readonly string[],
+    deadline: number,
+    signal: AbortSignal | undefined,
+    wait: Wait,
+  ): Promise<boolean> {
+    for (;;) {
+      const verdict = await this.look(node, share, keys);
+      if (verdict.admitted) return true;
+      const left = deadline - performance.now();
+      if (left <= 0) return false;
+      const parent = this.parentOf(node.key);
+      // Exclusive, behind one node: if that is a hold of this process, its end admits us.
+      const successorOf =
+        share === undefined && verdict.watch.length === 1
+          ? `${parent}/${verdict.watch[0].name}`
+          : undefined;
+      const outcome = await new Promise<'moved' | 'deadline' | 'admitted'>((resolve, reject) => {
+        let settled = false;
+        const admit = () => finish('admitted');
+        const finish = (outcome?: 'moved' | 'deadline' | 'admitted', reason?: unknown) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          if (successorOf && this.successors.get(successorOf) === admit) {
+            this.successors.delete(successorOf);
+          }
+          signal?.removeEventListener('abort', onAbort);
+          wait.end = () => undefined;
+          if (outcome) resolve(outcome);
+          else reject(reason);
+        };
+        const onAbort = () => finish(undefined, signal!.reason);
+        const timer = setTimeout(() => finish('deadline'), left);
+        signal?.addEventListener('abort', onAbort);
+        wait.end = (reason) => finish(undefined, reason);
+        if (successorOf) this.successors.set(successorOf, admit);
+        for (const ahead of verdict.watch) {
+          const path = `${parent}/${ahead.name}`;
+          // The watch fires once, on the node's deletion (or a change: looked at again anyway).
+          this.session
+            .run((c, done: (e: unknown, s?: Zk.Stat) => void) =>
+              c.exists(
+                path,
+                () => finish('moved'),
+                (e, s) => done(e, s),
+              ),
+            )
+            .then(
+              (stat) => {
+                if (!stat) finish('moved');
+              },
+              (error) => finish(undefined, this.backendError(keys, 'acquire', error)),
+            );
+        }
+      });
+      if (outcome === 'deadline') return false;
+      if (outcome === 'admitted') return true;
+    }
+  }
+
+  /** The key's holder now, with a lease of this process. */
+  private hold(
+    keys: readonly string[],
+    token: string,
+    nodes: HeldNode[],
+    ttl: number,
+    share: Share | undefined,
+    startedAt: number,
+    uncontended: boolean,
+  ): Lease {
+    const now = performance.now();
+    // Ours for ttl from now, and at most a session timeout past the last answered call.
+    const until = Math.min(now + ttl, this.session.confirmedAt + this.session.timeout);
+    const lease = new Lease(
+      keys,
+      token,
+      nodes.map((n) => n.fence),
+      0,
+      ttl,
+      uncontended,
+      until - this.leases.drift(ttl),
+      Date.now(),
+      now - startedAt,
+    );
+    lease.share = share;
+    const hold: Hold = { lease, nodes };
+    this.held.add(hold);
+    this.byLease.set(lease, hold);
+    for (const key of keys) this.heldKeys.add(key);
+    this.arm(hold, ttl);
+    return lease;
+  }
+
+  /** Frees the keys `ttl` from now unless renewed: a forgotten hold never blocks them longer. */
+  private arm(hold: Hold, ttl: number): void {
+    clearTimeout(hold.timer);
+    hold.timer = setTimeout(() => {
+      hold.lease.end();
+      hold.lease.watcher?.leaseEnded();
+      this.drop(hold);
+    }, ttl);
+    hold.timer.unref();
+  }
+
+  /** The hold is over: forgotten here, its nodes deleted. */
+  private drop(hold: Hold): void {
+    if (!this.held.has(hold)) return;
+    this.forget(hold);
+    this.handOff(hold.nodes);
+    this.leave(hold.nodes);
+  }
+
+  private forget(hold: Hold): void {
+    if (!this.held.delete(hold)) return;
+    clearTimeout(hold.timer);
+    this.byLease.delete(hold.lease);
+    for (const key of hold.lease.keys) this.heldKeys.remove(key);
+  }
+
+  /** The holds of these nodes end: the waiter of this process right behind each goes in. */
+  private handOff(nodes: readonly HeldNode[]): void {
+    for (const node of nodes) {
+      const next = this.successors.get(node.path);
+      if (!next) continue;
+      this.successors.delete(node.path);
+      this.stats.localHandoffs++;
+      next();
+    }
+  }
+
+  /** Deletes nodes in the background (a waiter that gave up, a hold dropped). */
+  private leave(nodes: readonly HeldNode[]): void {
+    if (nodes.length === 0) return;
+    this.deleteNodes(
+      nodes.map((n) => n.key),
+      nodes,
+      'release',
+    ).catch(() => undefined);
+  }
+
+  private async deleteNodes(
+    keys: readonly string[],
+    nodes: readonly HeldNode[],
+    operation: string,
+  ): Promise<void> {
+    const results = await Promise.allSettled(
+      nodes.map((n) => this.session.run((c, done) => c.remove(n.path, -1, (e) => done(e)))),
+    );
+    const failures: Error[] = [];
+    results.forEach((r, i) => {
+      if (r.status === 'fulfilled' || zkCode(r.reason) === ZK.NO_NODE) {
+        this.scheduleCleanup(nodes[i].key);
+        return;
+      }
+      // Still there while the session lives: deleted again once the connection is back.
+      this.leftovers.add(nodes[i].path);
+      this.retryLeftoversWhenConnected();
+      failures.push(r.reason as Error);
+    });
+    if (failures.length > 0) throw new LockBackendError(keys, failures, operation);
+  }
+
+  private retrying?: Promise<void>;
+
+  private retryLeftoversWhenConnected(): void {
+    this.retrying ??= (async () => {
+      while (this.leftovers.size > 0 && !this.closed) {
+        try {
+          await this.session.ready(this.settings.sessionTimeout);
+        } catch {
+          continue;
+        }
+        for (const path of [...this.leftovers]) {
+          await this.session
+            .run((c, done) => c.remove(path, -1, (e) => done(e)))
+            .then(
+              () => this.leftovers.delete(path),
+              (e) => {
+                if (zkCode(e) === ZK.NO_NODE) this.leftovers.delete(path);
+              },
+            );
+        }
+      }
+    })().finally(() => (this.retrying = undefined));
+  }
+
+  /** A create whose answer never came: its node, if made, is deleted once connected. */
+  private sweepLater(parent: string, prefix: string): void {
+    void (async () => {
+      for (let attempt = 0; attempt < 3 && !this.closed; attempt++) {
+        try {
+          await this.session.ready(this.settings.sessionTimeout);
+          const children = await this.session.run((c, done: (e: unknown, r?: string[]) => void) =>
+            c.getChildren(parent, (e, r) => done(e, r)),
+          );
+          for (const name of children.filter((n) => n.startsWith(prefix))) {
+            this.leftovers.add(`${parent}/${name}`);
+          }
+          this.retryLeftoversWhenConnected();
+          return;
+        } catch (error) {
+          if (zkCode(error) === ZK.NO_NODE) return;
+        }
+      }
+    })();
+  }
+
+  /** The key's parent goes once it stays unused here for `parentCleanupDelay`. */
+  private scheduleCleanup(key: string): void {
+    if (this.closed || this.heldKeys.has(key) || this.waitingKeys.has(key)) return;
+    this.cancelCleanup(key);
+    const timer = setTimeout(() => {
+      this.cleanups.delete(key);
+      if (this.heldKeys.has(key) || this.waitingKeys.has(key)) return;
+      // Fails with NOT_EMPTY while anyone (any process) holds or waits: nothing to do then.
+      this.session
+        .run((c, done) => c.remove(this.parentOf(key), -1, (e) => done(e)))
+        .catch(() => undefined);
+    }, this.settings.parentCleanupDelay);
+    timer.unref();
+    this.cleanups.set(key, timer);
+  }
+
+  private cancelCleanup(key: string): void {
+    const timer = this.cleanups.get(key);
+    if (timer === undefined) return;
+    clearTimeout(timer);
+    this.cleanups.delete(key);
+  }
+
+  private async children(
+    key: string,
+    keys: readonly string[],
+    operation: string,
+  ): Promise<string[]> {
+    try {
+      return await this.session.run((c, done: (e: unknown, r?: string[]) => void) =>
+        c.getChildren(this.parentOf(key), (e, r) => done(e, r)),
+      );
+    } catch (error) {
+      if (zkCode(error) === ZK.NO_NODE) return [];
+      throw this.backendError(keys, operation, error);
+    }
+  }
+
+  /** One driver call; any failure is a LockBackendError for `keys`. */
+  private async call<T>(
+    keys: readonly string[],
+    operation: string,
+    run: (client: Zk.Client, done: (error: unknown, value?: T) => void) => void,
+  ): Promise<T> {
+    try {
+      return await this.session.run(run);
+    } catch (error) {
+      throw this.backendError(keys, operation, error);
+    }
+  }
+
+  private backendError(keys: readonly string[], operation: string, error: unknown): Error {
+    if (error instanceof LockBackendError || error instanceof LockConfigError) return error;
+    const cause = error instanceof Error ? error : new Error(String(error));
+    return new LockBackendError(keys, [cause], operation);
+  }
+
+  /** Every node of the old session is gone: every hold is over, every wait has lost its place. */
+  private sessionEnded(cause: Error): void {
+    for (const hold of [...this.held]) {
+      this.forget(hold);
+      hold.lease.end();
+      hold.lease.watcher?.leaseEnded();
+    }
+    for (const w of [...this.waits]) w.end(new LockBackendError(w.keys, [cause], 'acquire'));
+    this.leftovers.clear();
+  }
+}
+
+/** A zxid (8 bytes, big-endian) as a number: exact below 2^53 (epochs below 2^21). */
+function zxid(bytes: Buffer): number {
+  return Number(bytes.readBigInt64BE(0));
+}
+
+function mismatch(key: string, share: Share, ahead: LockNode): LockConfigError {
+  const held = kindShare(ahead.kind);
+  if (typeof share === 'number' && typeof held === 'number') {
+    return new LockConfigError(PERMITS_MISMATCH(key, share, held), 'permits');
+  }
+  const asked = share === 'read' ? 'read' : `permits: ${share}`;
+  const holders = held === 'read' ? 'read' : `permits: ${held}`;
+  return new LockConfigError(
+    MODE_MISMATCH(key, asked, holders),
+    share === 'read' ? 'mode' : 'permits',
+  );
+}

@@ -1,0 +1,192 @@
+import type * as Zk from 'node-zookeeper-client';
+import { ZK_NO_ANSWER, ZK_NOT_CONNECTED, ZK_SESSION_EXPIRED } from '../redlock.messages';
+
+/** The driver, loaded by the factory (an optional peer). @internal */
+export type ZooKeeperDriver = typeof Zk;
+
+/** A ZooKeeper error code (the driver's `Exception`), if `error` is one. @internal */
+export function zkCode(error: unknown): number | undefined {
+  const code = (error as { getCode?: () => unknown } | null)?.getCode?.();
+  return typeof code === 'number' ? code : undefined;
+}
+
+/** The error codes the lock recipe reacts to (ZooKeeper's `KeeperException.Code`). @internal */
+export const ZK = {
+  CONNECTION_LOSS: -4,
+  NO_NODE: -101,
+  NODE_EXISTS: -110,
+  NOT_EMPTY: -111,
+  SESSION_EXPIRED: -112,
+} as const;
+
+/** How long `close` waits for the ensemble to confirm the session's end. */
+const CLOSE_GRACE_MS = 1_000;
+
+/** What the session tells its owner. @internal */
+export interface SessionListener {
+  /** The session is over (expired on the ensemble): every ephemeral node of it is gone. */
+  sessionEnded(cause: Error): void;
+}
+
+/** The `socket` of the driver's connection manager (see `reconnect`). */
+interface DriverInternals {
+  connectionManager?: { socket?: { destroy(): void } };
+}
+
+/**
+ * One ZooKeeper session (the lease of every hold of a group) over `node-zookeeper-client`, with
+ * what that driver lacks:
+ * - every call is bounded (`commandTimeout`), waiting for a connection no longer than that;
+ * - a member that stops answering without closing the connection (frozen, partitioned) is left:
+ *   the driver pings but never notices missing answers, so a call or the liveness probe that
+ *   times out drops the connection and the driver moves to the next member, same session;
+ * - an expired session is replaced by a new one (the holds of the old one are over).
+ * @internal
+ */
+export class ZooKeeperSession {
+  private client: Zk.Client;
+  private connected = false;
+  private waiting: (() => void)[] = [];
+  private probe?: NodeJS.Timeout;
+  private closed = false;
+  /**
+   * When the last call that got an answer was sent (`performance.now()`): the ensemble heard
+   * from the session after it, so the session lives at least a session timeout beyond it.
+   */
+  confirmedAt = -Infinity;
+
+  constructor(
+    private readonly zk: ZooKeeperDriver,
+    readonly connectString: string,
+    private readonly sessionTimeout: number,
+    private readonly commandTimeout: number,
+    private readonly listener: SessionListener,
+  ) {
+    this.client = this.open();
+  }
+
+  /** The negotiated session timeout (the requested one until connected). */
+  get timeout(): number {
+    return this.connected ? this.client.getSessionTimeout() : this.sessionTimeout;
+  }
+
+  get isConnected(): boolean {
+    return this.connected;
+  }
+
+  /** Resolves once connected, or rejects after `ms` with why not. */
+  ready(ms: number): Promise<void> {
+    if (this.connected) return Promise.resolve();
+    if (this.closed) return Promise.reject(new Error(ZK_NOT_CONNECTED(this.connectString, 0)));
+    return new Promise((resolve, reject) => {
+      const started = performance.now();
+      const done = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        this.waiting = this.waiting.filter((w) => w !== done);
+        reject(new Error(ZK_NOT_CONNECTED(this.connectString, performance.now() - started)));
+      }, ms);
+      this.waiting.push(done);
+    });
+  }
+
+  /**
+   * Runs one call of the driver once connected, bounded by `commandTimeout` in all. A call that
+   * gets no answer in time drops the connection (see the class).
+   */
+  async run<T>(
+    call: (client: Zk.Client, done: (error: unknown, value?: T) => void) => void,
+  ): Promise<T> {
+    const started = performance.now();
+    await this.ready(this.commandTimeout);
+    const left = Math.max(1, this.commandTimeout - (performance.now() - started));
+    const client = this.client;
+    const sentAt = performance.now();
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        reject(new Error(ZK_NO_ANSWER(this.connectString, this.commandTimeout)));
+        if (client === this.client) this.reconnect();
+      }, left);
+      call(client, (error, value) => {
+        clearTimeout(timer);
+        if (error) reject(this.explain(error));
+        else {
+          if (sentAt > this.confirmedAt) this.confirmedAt = sentAt;
+          resolve(value as T);
+        }
+      });
+    });
+  }
+
+  /** Ends the session (its ephemeral nodes go at once). */
+  close(): void {
+    this.closed = true;
+    clearInterval(this.probe);
+    this.connected = false;
+    this.client.close();
+    // The driver sends closeSession and waits for the answer; a member that never answers (or
+    // no member at all) must not keep the process alive.
+    const client = this.client as unknown as DriverInternals;
+    setTimeout(() => client.connectionManager?.socket?.destroy(), CLOSE_GRACE_MS).unref();
+  }
+
+  private open(): Zk.Client {
+    const client = this.zk.createClient(this.connectString, {
+      sessionTimeout: this.sessionTimeout,
+      // The driver's retries would wait seconds; calls are bounded here instead.
+      retries: 0,
+      spinDelay: 100,
+    });
+    client.on('connected', () => {
+      if (client !== this.client) return;
+      this.connected = true;
+      const waiting = this.waiting;
+      this.waiting = [];
+      for (const wake of waiting) wake();
+    });
+    client.on('disconnected', () => {
+      if (client === this.client) this.connected = false;
+    });
+    client.on('expired', () => {
+      if (client !== this.client || this.closed) return;
+      this.connected = false;
+      client.close();
+      this.client = this.open();
+      this.listener.sessionEnded(new Error(ZK_SESSION_EXPIRED(this.connectString)));
+    });
+    client.connect();
+    this.startProbe(client);
+    return client;
+  }
+
+  /**
+   * A read every third of the session timeout: without it a member that froze would hold the
+   * connection (and the holders' renewals) until the session expired on the others.
+   */
+  private startProbe(client: Zk.Client): void {
+    clearInterval(this.probe);
+    this.probe = setInterval(
+      () => {
+        if (!this.connected || client !== this.client) return;
+        this.run((c, done) => c.exists('/', (e, stat) => done(e, stat))).catch(() => undefined);
+      },
+      Math.max(50, Math.floor(this.sessionTimeout / 3)),
+    );
+    this.probe.unref();
+  }
+
+  /** Drops the connection; the driver reconnects to the next member with the same session. */
+  private reconnect(): void {
+    this.connected = false;
+    (this.client as unknown as DriverInternals).connectionManager?.socket?.destroy();
+  }
+
+  private explain(error: unknown): unknown {
+    if (zkCode(error) === ZK.SESSION_EXPIRED) {
+      return new Error(ZK_SESSION_EXPIRED(this.connectString));
+    }
+    return error;
+  }
+}

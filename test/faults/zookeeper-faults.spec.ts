@@ -1,0 +1,272 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { INestApplication } from '@nestjs/common';
+import { LockBackendError, LockService } from 'nest-locked';
+import { zookeeperBackend } from 'nest-locked/zookeeper';
+import type { BackendWorkerConfig, BackendWorkerLine } from '../fixtures/backend-worker';
+import type { FaultLine, FaultWorkerConfig } from '../fixtures/fault-worker';
+import { nextLine, resumeProcess, uid } from '../support/faults';
+import { findOverlaps, now } from '../support/intervals';
+import { createLockApp, within } from '../support/lock-app';
+import { killWorkers, spawnWorker, type Worker } from '../support/workers';
+import { startZooKeeper, type ZooKeeperEnsemble } from '../support/zookeeper-server';
+
+/**
+ * ZooKeeper broken on purpose: holders killed and frozen past their session, a 3-member
+ * ensemble losing its leader, a member frozen, a minority and a majority down. Every measured
+ * figure is printed (`[zookeeper faults]`) for the docs; the assertions hold on a loaded machine.
+ */
+
+jest.setTimeout(90_000);
+
+/** The workers' session: the lease of a process that stops answering. */
+const SESSION_MS = 1_500;
+const log = (what: string, value: unknown) =>
+  process.stderr.write(`[zookeeper faults] ${what}: ${JSON.stringify(value)}\n`);
+
+const apps: INestApplication[] = [];
+const frozen = new Set<number>();
+
+afterAll(async () => {
+  for (const pid of frozen) resumeProcess(pid);
+  await killWorkers();
+  await Promise.all(apps.map((a) => a.close()));
+});
+
+async function service(zk: ZooKeeperEnsemble, extra: object = {}): Promise<LockService> {
+  const backend = zookeeperBackend({
+    connectString: zk.connectString,
+    sessionTimeout: 4_000,
+    ...extra,
+  });
+  const app = await createLockApp({
+    options: { backend, keyPrefix: 'f:', ttl: 10_000, waitTimeout: 20_000, commandTimeout: 1_000 },
+  });
+  apps.push(app);
+  return app.get(LockService);
+}
+
+function holder(zk: ZooKeeperEnsemble, key: string): Worker<FaultLine> {
+  const config: FaultWorkerConfig = {
+    scenario: 'hold',
+    key,
+    holdMs: 60_000,
+    timeoutMs: 80_000,
+    options: { keyPrefix: 'f:', ttl: 10_000 },
+    backend: {
+      kind: 'zookeeper',
+      options: { connectString: zk.connectString, sessionTimeout: SESSION_MS },
+    },
+  };
+  return spawnWorker<FaultWorkerConfig, FaultLine>(config, 'fault-worker');
+}
+
+describe('zookeeper: a holder process killed or frozen (one member)', () => {
+  let zk: ZooKeeperEnsemble;
+  beforeAll(async () => {
+    zk = await startZooKeeper();
+  });
+  afterAll(() => zk?.stop());
+
+  it('a SIGKILLed holder frees the lock when its session ends, and the next fence is larger', async () => {
+    const key = `kill-${uid()}`;
+    const worker = holder(zk, key);
+    await worker.ready;
+    worker.go();
+    const held = await nextLine(worker, 'acquired', 20_000);
+    const locks = await service(zk);
+    const next = locks.acquire(key);
+    // Let the waiter get in line first (its node behind the holder's).
+    await new Promise((r) => setTimeout(r, 200));
+    const killedAt = now();
+    worker.kill();
+    const lock = await within(next, 20_000, 'the lock after the holder was killed');
+    const freedMs = now() - killedAt;
+    log('SIGKILLed holder: freed after (ms)', Math.round(freedMs));
+    expect(lock.fence).toBeGreaterThan(held.fence);
+    // Freed by the session's end, not before: nobody held it while the killed one did.
+    expect(freedMs).toBeGreaterThan(SESSION_MS * 0.5);
+    await lock.release();
+  });
+
+  it('a holder frozen past its session: the next holder has a larger fence, the old one is told on resume', async () => {
+    const key = `stop-${uid()}`;
+    const worker = holder(zk, key);
+    await worker.ready;
+    worker.go();
+    const held = await nextLine(worker, 'acquired', 20_000);
+    const locks = await service(zk);
+    const next = locks.acquire(key);
+    await new Promise((r) => setTimeout(r, 200));
+    const stoppedAt = now();
+    process.kill(worker.pid, 'SIGSTOP');
+    frozen.add(worker.pid);
+    try {
+      const lock = await within(next, 20_000, 'the lock while its holder is frozen');
+      log('SIGSTOPped holder: taken over after (ms)', Math.round(now() - stoppedAt));
+      expect(lock.fence).toBeGreaterThan(held.fence);
+      resumeProcess(worker.pid);
+      frozen.delete(worker.pid);
+      const resumedAt = now();
+      const aborted = await nextLine(worker, 'aborted', 10_000);
+      log(
+        'frozen holder: its signal aborted after resume (ms)',
+        Math.round(aborted.at - resumedAt),
+      );
+      expect(aborted.name).toBe('LockLostError');
+      await lock.release();
+    } finally {
+      resumeProcess(worker.pid);
+      frozen.delete(worker.pid);
+    }
+  });
+});
+
+describe('zookeeper: a 3-member ensemble under faults', () => {
+  let zk: ZooKeeperEnsemble;
+  let dataDir: string;
+  beforeAll(async () => {
+    zk = await startZooKeeper({ members: 3 });
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'nest-locked-data-'));
+  });
+  afterAll(async () => {
+    for (const m of zk?.members ?? []) if (m.pid) resumeProcess(m.pid);
+    await zk?.stop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  /** 4 processes bumping one counter, `calls` each, all at once; `during` breaks something. */
+  async function load(calls: number, during: (holds: () => number) => Promise<void>) {
+    const name = uid();
+    const config: BackendWorkerConfig = {
+      backend: {
+        kind: 'zookeeper',
+        options: { connectString: zk.connectString, sessionTimeout: 4_000 },
+      },
+      keyPrefix: `load-${name}:`,
+      dataDir,
+      timeoutMs: 80_000,
+      ttl: 10_000,
+      waitTimeout: 30_000,
+      scenario: 'counter',
+      names: [name],
+      calls,
+      delayMs: 2,
+    };
+    const workers = Array.from({ length: 4 }, () =>
+      spawnWorker<BackendWorkerConfig, BackendWorkerLine>(config, 'backend-worker'),
+    );
+    await Promise.all(workers.map((w) => w.ready));
+    workers.forEach((w) => w.go());
+    const holds = () =>
+      workers.reduce((n, w) => n + w.lines.filter((l) => l.type === 'hold').length, 0);
+    await during(holds);
+    const results = await Promise.all(workers.map((w) => w.exited));
+    const lines = results.flatMap((r) => r.lines);
+    const held = lines.filter(
+      (l): l is Extract<BackendWorkerLine, { type: 'hold' }> => l.type === 'hold',
+    );
+    const errors = lines.filter((l) => l.type === 'error');
+    const counter = Number(fs.readFileSync(path.join(dataDir, name), 'utf8'));
+    return { held, errors, counter };
+  }
+
+  /** Waits until `holds()` reaches `n` (bounded). */
+  async function untilHolds(holds: () => number, n: number): Promise<void> {
+    const deadline = performance.now() + 30_000;
+    while (holds() < n) {
+      if (performance.now() > deadline) throw new Error(`fewer than ${n} holds within 30 s`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
+  /** The longest time with no section running, around `at`. */
+  function longestGap(held: { start: number; end: number }[], at: number): number {
+    const sorted = [...held].sort((a, b) => a.start - b.start);
+    let gap = 0;
+    let lastEnd = -Infinity;
+    for (const h of sorted) {
+      if (h.start > at - 5_000 && lastEnd > -Infinity) gap = Math.max(gap, h.start - lastEnd);
+      lastEnd = Math.max(lastEnd, h.end);
+    }
+    return gap;
+  }
+
+  it('the leader SIGKILLed under load: zero overlaps, an exact counter, unavailability measured', async () => {
+    const leader = (await zk.leader())!;
+    let killedAt = 0;
+    const { held, errors, counter } = await load(40, async (holds) => {
+      await untilHolds(holds, 20);
+      killedAt = now();
+      leader.kill();
+    });
+    expect(findOverlaps(held)).toEqual([]);
+    expect(counter).toBe(held.length);
+    log('leader killed: sections / failed calls', [held.length, errors.length]);
+    log('leader killed: longest gap without a holder (ms)', Math.round(longestGap(held, killedAt)));
+    await leader.restart();
+    await zk.waitServing();
+  });
+
+  it('a member frozen (SIGSTOP) under load: zero overlaps, an exact counter', async () => {
+    const member = zk.members[0];
+    try {
+      let stoppedAt = 0;
+      const { held, errors, counter } = await load(40, async (holds) => {
+        await untilHolds(holds, 20);
+        stoppedAt = now();
+        member.kill('SIGSTOP');
+        // Frozen for longer than the sessions' timeout: its clients must move on.
+        await new Promise((r) => setTimeout(r, 5_000));
+        member.kill('SIGCONT');
+      });
+      expect(findOverlaps(held)).toEqual([]);
+      expect(counter).toBe(held.length);
+      log('member frozen: sections / failed calls', [held.length, errors.length]);
+      log(
+        'member frozen: longest gap without a holder (ms)',
+        Math.round(longestGap(held, stoppedAt)),
+      );
+    } finally {
+      member.kill('SIGCONT');
+    }
+    await zk.waitServing();
+  });
+
+  it('a minority down still locks; a majority down fails fast with LockBackendError, then recovers', async () => {
+    const locks = await service(zk);
+    const [a, b] = zk.members;
+    a.kill();
+    await zk.waitServing();
+    const one = await locks.acquire(`minority-${uid()}`);
+    await one.release();
+    b.kill();
+    const started = performance.now();
+    const failed = await locks.acquire(`majority-${uid()}`).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    const failedMs = performance.now() - started;
+    log('majority down: acquire failed after (ms)', Math.round(failedMs));
+    expect(failed).toBeInstanceOf(LockBackendError);
+    expect(failedMs).toBeLessThan(10_000);
+    const restartedAt = performance.now();
+    await Promise.all([a.restart(), b.restart()]);
+    await zk.waitServing();
+    const deadline = performance.now() + 30_000;
+    for (;;) {
+      try {
+        const again = await locks.acquire(`recovered-${uid()}`);
+        await again.release();
+        break;
+      } catch (error) {
+        if (!(error instanceof LockBackendError) || performance.now() > deadline) throw error;
+      }
+    }
+    log(
+      'majority back: locking again after restart (ms)',
+      Math.round(performance.now() - restartedAt),
+    );
+  });
+});

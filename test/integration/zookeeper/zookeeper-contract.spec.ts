@@ -1,0 +1,255 @@
+import type { INestApplication } from '@nestjs/common';
+import { createClient, type Client } from 'node-zookeeper-client';
+import {
+  LockBackendError,
+  LockConfigError,
+  type LockContextInfo,
+  LockNotAcquiredError,
+  LockService,
+} from 'nest-locked';
+import { TerminusModule } from '@nestjs/terminus';
+import {
+  RedlockHealthIndicator,
+  type RedlockHealthDetails,
+  RedlockHealthModule,
+} from 'nest-locked/health';
+import { zookeeperBackend } from 'nest-locked/zookeeper';
+import { createLockApp, uniquePrefix, within } from '../../support/lock-app';
+import { closedPort } from '../../support/redis-server';
+import { startZooKeeper, type ZooKeeperEnsemble } from '../../support/zookeeper-server';
+
+/**
+ * The LockBackend contract on one real ZooKeeper member (started once for the file): exclusion,
+ * FIFO, fences from zxids, read/write, permits, multi-key, nothing left behind, parents cleaned.
+ */
+
+jest.setTimeout(20_000);
+
+let zk: ZooKeeperEnsemble;
+let raw: Client;
+const apps: INestApplication[] = [];
+
+beforeAll(async () => {
+  zk = await startZooKeeper();
+  raw = createClient(zk.connectString, { sessionTimeout: 4_000 });
+  const connected = new Promise<void>((resolve) => raw.once('connected', () => resolve()));
+  raw.connect();
+  await connected;
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all(apps.map((app) => app.close()));
+  raw?.close();
+  await zk?.stop();
+});
+
+/** A fresh app (its own session, and the health indicator) locking under its own root. */
+async function app(root: string, extra: Parameters<typeof zookeeperBackend>[0] | object = {}) {
+  const backend = zookeeperBackend({
+    connectString: zk.connectString,
+    root,
+    sessionTimeout: 2_000,
+    parentCleanupDelay: 50,
+    ...extra,
+  });
+  const nest = await createLockApp({
+    options: { backend, keyPrefix: '', waitTimeout: 5_000, ttl: 3_000 },
+    imports: [TerminusModule, RedlockHealthModule],
+  });
+  apps.push(nest);
+  return nest.get(LockService);
+}
+
+const rootOf = (name: string) => `/${uniquePrefix(name).replace(/:/g, '-').replace(/-$/, '')}`;
+
+function children(path: string): Promise<string[]> {
+  return new Promise((resolve, reject) =>
+    raw.getChildren(path, (e, c) =>
+      e && (e as { getCode?: () => number }).getCode?.() === -101
+        ? resolve([])
+        : e
+          ? reject(e)
+          : resolve(c),
+    ),
+  );
+}
+
+/** Polls `check` until it holds or 5 s pass (the parent cleanup runs on a timer). */
+async function eventually(check: () => Promise<boolean>, what: string): Promise<void> {
+  const deadline = performance.now() + 5_000;
+  while (!(await check())) {
+    if (performance.now() > deadline) throw new Error(`${what}: not within 5 s`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('zookeeper backend', () => {
+  it('excludes, hands over in FIFO order with growing fences, and leaves nothing', async () => {
+    const root = rootOf('fifo');
+    const [a, b] = [await app(root), await app(root)];
+    const order: number[] = [];
+    const fences: number[] = [];
+    let inside = 0;
+    let overlap = false;
+    const first = await a.acquire('k');
+    const waiters: Promise<void>[] = [];
+    for (let i = 0; i < 6; i++) {
+      waiters.push(
+        (i % 2 ? a : b).using('k', async (lock: LockContextInfo) => {
+          inside++;
+          if (inside > 1) overlap = true;
+          order.push(i);
+          fences.push(lock.fence);
+          await new Promise((r) => setTimeout(r, 5));
+          inside--;
+        }),
+      );
+      // In line before the next one asks: FIFO is by arrival.
+      await eventually(async () => (await children(`${root}/k`)).length === i + 2, 'in line');
+    }
+    await first.release();
+    await within(Promise.all(waiters), 10_000, 'the line');
+    expect(overlap).toBe(false);
+    expect(order).toEqual([0, 1, 2, 3, 4, 5]);
+    expect([first.fence, ...fences]).toEqual([...[first.fence, ...fences]].sort((x, y) => x - y));
+    expect(new Set([first.fence, ...fences]).size).toBe(7);
+    await eventually(async () => (await children(root)).length === 0, 'parent cleaned');
+  });
+
+  it('gives fences that still grow after the key parent is deleted and created again', async () => {
+    const root = rootOf('fence');
+    const s = await app(root);
+    const one = await s.acquire('k');
+    await one.release();
+    await eventually(async () => (await children(root)).length === 0, 'parent cleaned');
+    const two = await s.acquire('k');
+    await two.release();
+    expect(two.fence).toBeGreaterThan(one.fence);
+  });
+
+  it('times out with LockNotAcquiredError, and the waiter node is gone', async () => {
+    const root = rootOf('timeout');
+    const [a, b] = [await app(root), await app(root)];
+    const held = await a.acquire('k');
+    await expect(b.acquire('k', { waitTimeout: 200 })).rejects.toBeInstanceOf(LockNotAcquiredError);
+    expect((await children(`${root}/k`)).length).toBe(1);
+    const aborted = new AbortController();
+    const waiting = b.acquire('k', { waitTimeout: 5_000, signal: aborted.signal });
+    await eventually(async () => (await children(`${root}/k`)).length === 2, 'in line');
+    aborted.abort(new Error('gave up'));
+    await expect(waiting).rejects.toThrow('gave up');
+    await eventually(async () => (await children(`${root}/k`)).length === 1, 'waiter gone');
+    await held.release();
+    await eventually(async () => (await children(root)).length === 0, 'parent cleaned');
+  });
+
+  it('shares read holds, excludes the writer, and a waiting writer is not overtaken', async () => {
+    const root = rootOf('rw');
+    const [a, b] = [await app(root), await app(root)];
+    const r1 = await a.acquire('k', { mode: 'read' });
+    const r2 = await b.acquire('k', { mode: 'read' });
+    let wrote = false;
+    const writer = a.acquire('k', { mode: 'write' }).then((w) => ((wrote = true), w));
+    await eventually(async () => (await children(`${root}/k`)).length === 3, 'writer in line');
+    const late = b.acquire('k', { mode: 'read', waitTimeout: 300 });
+    await expect(late).rejects.toBeInstanceOf(LockNotAcquiredError);
+    expect(wrote).toBe(false);
+    await r1.release();
+    await r2.release();
+    const w = await within(writer, 5_000, 'writer');
+    expect(w.fence).toBeGreaterThan(Math.max(r1.fence, r2.fence));
+    const r3 = b.acquire('k', { mode: 'read' });
+    await w.release();
+    const read = await within(r3, 5_000, 'reader after writer');
+    expect(read.fence).toBeGreaterThan(w.fence);
+    await read.release();
+  });
+
+  it('admits the first N by sequence for permits, and refuses another N', async () => {
+    const root = rootOf('permits');
+    const [a, b] = [await app(root), await app(root)];
+    const held = await Promise.all([
+      a.acquire('k', { permits: 3 }),
+      b.acquire('k', { permits: 3 }),
+      a.acquire('k', { permits: 3 }),
+    ]);
+    await expect(b.acquire('k', { permits: 3, waitTimeout: 200 })).rejects.toBeInstanceOf(
+      LockNotAcquiredError,
+    );
+    await expect(b.acquire('k', { permits: 2, waitTimeout: 200 })).rejects.toBeInstanceOf(
+      LockConfigError,
+    );
+    const fourth = b.acquire('k', { permits: 3 });
+    await eventually(async () => (await children(`${root}/k`)).length === 4, 'in line');
+    // Not the oldest: the fourth goes in as soon as any of the three leaves.
+    await held[1].release();
+    await (await within(fourth, 5_000, 'fourth permit')).release();
+    await Promise.all([held[0].release(), held[2].release()]);
+    await eventually(async () => (await children(root)).length === 0, 'parent cleaned');
+  });
+
+  it('takes several keys all or nothing without deadlock', async () => {
+    const root = rootOf('multi');
+    const [a, b] = [await app(root), await app(root)];
+    const blocker = await b.acquire('y');
+    await expect(a.acquire(['x', 'y'], { waitTimeout: 200 })).rejects.toBeInstanceOf(
+      LockNotAcquiredError,
+    );
+    // Nothing of the failed call stays: x is free.
+    const x = await a.acquire('x', { waitTimeout: 0 });
+    await x.release();
+    await blocker.release();
+    // Opposite orders from two processes, many times: sorted order means no deadlock.
+    const runs = Array.from({ length: 20 }, (_, i) =>
+      (i % 2 ? a : b).using(i % 2 ? ['x', 'y'] : ['y', 'x'], async () => undefined),
+    );
+    await within(Promise.all(runs), 20_000, 'crossed multi-key calls');
+    await eventually(async () => (await children(root)).length === 0, 'parents cleaned');
+  });
+
+  it('answers isLocked and health', async () => {
+    const root = rootOf('health');
+    const s = await app(root);
+    const h = await s.acquire('k');
+    expect(await s.isLocked('k')).toBe(true);
+    await h.release();
+    expect(await s.isLocked('k')).toBe(false);
+    const health = await apps[apps.length - 1].get(RedlockHealthIndicator).isHealthy();
+    const details = Object.values(health)[0] as unknown as RedlockHealthDetails;
+    expect(details.status).toBe('up');
+    const group = details.groups.default;
+    expect(group).toMatchObject({ backend: 'zookeeper', quorum: 1, reachable: 1 });
+    expect(group.nodes[0]).toMatchObject({
+      node: zk.connectString,
+      status: 'up',
+      role: 'standalone',
+    });
+  });
+
+  it('deletes at start the empty parents a dead process left', async () => {
+    const root = rootOf('sweep');
+    const left = `${root}/left-by-a-dead-process`;
+    await new Promise<void>((resolve, reject) =>
+      raw.mkdirp(left, (e) => (e ? reject(e) : resolve())),
+    );
+    await app(root);
+    await eventually(async () => (await children(root)).length === 0, 'swept');
+  });
+
+  it('refuses bad options with LockConfigError and an unreachable ensemble with LockBackendError', async () => {
+    expect(() => zookeeperBackend({ connectString: 'nowhere' })).toThrow(LockConfigError);
+    expect(() => zookeeperBackend({ connectString: zk.connectString, root: 'x/' })).toThrow(
+      LockConfigError,
+    );
+    expect(() => zookeeperBackend({ connectString: zk.connectString, sessionTimeout: 0 })).toThrow(
+      LockConfigError,
+    );
+    const port = await closedPort();
+    const backend = zookeeperBackend({ connectString: `127.0.0.1:${port}`, connectTimeout: 200 });
+    const nest = await createLockApp({ options: { backend, commandTimeout: 300 } });
+    apps.push(nest);
+    const started = performance.now();
+    await expect(nest.get(LockService).acquire('k')).rejects.toBeInstanceOf(LockBackendError);
+    expect(performance.now() - started).toBeLessThan(5_000);
+  });
+});
