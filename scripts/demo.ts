@@ -18,6 +18,7 @@ import {
 } from './demo-shared-holds';
 import { type BurstResult, burst, get, post } from './http';
 import { ensureRedisServer, ping, type RedisProcess, startRedisServers } from './redis';
+import { keepBoardUnderLoad } from './demo-board';
 import { repoRoot, type SampleCluster, startSampleCluster } from './sample-cluster';
 
 /**
@@ -42,6 +43,7 @@ interface Options {
   modes: Mode[];
   readers: number;
   payers: number;
+  board: boolean;
 }
 
 const USAGE = `Usage: npm run demo -- [options]
@@ -56,6 +58,7 @@ const USAGE = `Usage: npm run demo -- [options]
   --readers N      reads of one product per lock mode, a restock
                    after every 20; 0 skips them                  (default 200)
   --payers N       payments at once per guard; 0 skips them      (default 60)
+  --board          then keep the instances up under load and print the lock board's URL
   -h, --help       this text`;
 
 class UsageError extends Error {}
@@ -70,6 +73,7 @@ function parseArgs(argv: readonly string[]): Options | 'help' {
     modes: [...MODES],
     readers: 200,
     payers: 60,
+    board: false,
   };
   const int = (flag: string, raw: string | undefined, min: number, max: number): number => {
     const n = Number(raw);
@@ -87,6 +91,9 @@ function parseArgs(argv: readonly string[]): Options | 'help' {
       case '-h':
       case '--help':
         return 'help';
+      case '--board':
+        o.board = true;
+        break;
       case '--instances':
         o.instances = int(flag, value(), 1, 16);
         break;
@@ -387,6 +394,7 @@ async function main(argv: readonly string[]): Promise<number> {
     );
     say();
     say(`chart: ${path.relative(process.cwd(), chartPath) || chartPath}`);
+    if (opts.board) await keepBoardUnderLoad(cluster, say);
 
     await stopAll();
     const wall = ((performance.now() - startedAt) / 1000).toFixed(1);
