@@ -11,8 +11,8 @@ export const PAGE_SIZE = 50;
 const LINES_SHOWN = 20;
 /** Queues measured to find the longest lines. */
 const LINES_MEASURED = 200;
-/** Events shown. */
-const EVENTS_SHOWN = 100;
+/** Events shown on the overview; a key's page shows up to 100 of its own. */
+export const EVENTS_SHOWN = 25;
 
 /** One client group as the board reads it. */
 export interface BoardGroup {
@@ -412,10 +412,11 @@ export async function linesOfRedis(
 export function newestEvents(
   lists: ReadonlyArray<readonly BoardEvent[]>,
   key?: string,
+  limit = EVENTS_SHOWN,
 ): BoardEvent[] {
   return lists
     .flat()
     .filter((e) => key === undefined || e.key.split(', ').includes(key))
     .sort((a, b) => b.t - a.t)
-    .slice(0, EVENTS_SHOWN);
+    .slice(0, limit);
 }

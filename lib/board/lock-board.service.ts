@@ -241,7 +241,7 @@ export class LockBoardService {
         views.map((v) => v.rates.keys[key]),
         now,
       ),
-      events: newestEvents([await this.events(group, KEY_EVENTS_READ)], key),
+      events: newestEvents([await this.events(group, KEY_EVENTS_READ)], key, 100),
     };
   }
 

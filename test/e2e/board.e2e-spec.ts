@@ -213,5 +213,13 @@ describe('lock board in a browser', () => {
       `board screenshot: ${shot}; page updated ${updatedIn} ms after the release\n`,
     );
     await page.close();
+
+    // An instance that dies (SIGKILL: no shutdown hook) leaves the board within its expiry.
+    process.kill(app3.pid, 'SIGKILL');
+    await until(
+      'app-3 disappears',
+      () => overview(app1.url),
+      (o) => o.instances.map((i) => i.name).join() === 'app-1,app-2',
+    );
   });
 });
