@@ -1,6 +1,7 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { RedlockModule } from 'nest-locked';
+import { LockBoardModule, lockBoardBasicAuth } from 'nest-locked/board';
 import { AccountsModule } from './accounts/accounts.module';
 import { SAMPLE_CONFIG, type SampleConfig, loadSampleConfig } from './config/sample.config';
 import { SampleConfigModule } from './config/sample-config.module';
@@ -30,6 +31,12 @@ export class AppModule {
             waitTimeout: c.lockWaitMs,
             ttl: c.lockTtlMs,
           }),
+        }),
+        // The lock board at /locks: every instance's locks, lines and lost leases (user `ops`).
+        LockBoardModule.forRoot({
+          guard: lockBoardBasicAuth({ user: 'ops', password: config.boardPassword }),
+          instance: config.instance,
+          actions: true,
         }),
         ScheduleModule.forRoot(),
         DatabaseModule,

@@ -19,6 +19,7 @@ import {
 } from './demo-shared-holds';
 import { type BurstResult, burst, get, post } from './http';
 import { ensureRedisServer, ping, type RedisProcess, startRedisServers } from './redis';
+import { keepBoardUnderLoad } from './demo-board';
 import { repoRoot, type SampleCluster, startSampleCluster } from './sample-cluster';
 
 /**
@@ -43,6 +44,7 @@ interface Options {
   modes: Mode[];
   readers: number;
   payers: number;
+  board: boolean;
 }
 
 const USAGE = `Usage: npm run demo -- [options]
@@ -59,6 +61,7 @@ const USAGE = `Usage: npm run demo -- [options]
   --payers N       payments at once per guard; 0 skips them      (default 60)
   --chaos          the flash sale while things break, lock only vs fenced write
                    (its own options: npm run demo -- --chaos --help)
+  --board          then keep the instances up under load and print the lock board's URL
   -h, --help       this text`;
 
 class UsageError extends Error {}
@@ -73,6 +76,7 @@ function parseArgs(argv: readonly string[]): Options | 'help' {
     modes: [...MODES],
     readers: 200,
     payers: 60,
+    board: false,
   };
   const int = (flag: string, raw: string | undefined, min: number, max: number): number => {
     const n = Number(raw);
@@ -90,6 +94,9 @@ function parseArgs(argv: readonly string[]): Options | 'help' {
       case '-h':
       case '--help':
         return 'help';
+      case '--board':
+        o.board = true;
+        break;
       case '--instances':
         o.instances = int(flag, value(), 1, 16);
         break;
@@ -391,6 +398,7 @@ async function main(argv: readonly string[]): Promise<number> {
     );
     say();
     say(`chart: ${path.relative(process.cwd(), chartPath) || chartPath}`);
+    if (opts.board) await keepBoardUnderLoad(cluster, say);
 
     await stopAll();
     const wall = ((performance.now() - startedAt) / 1000).toFixed(1);

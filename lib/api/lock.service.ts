@@ -156,6 +156,15 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     registry.whenReady((group) => this.renewHoldsOf(group));
   }
 
+  /**
+   * The holds of this process right now, oldest first (the lock board reads them on demand;
+   * nothing is recorded for it on the lock path).
+   * @internal
+   */
+  *heldNow(): IterableIterator<ActiveHold> {
+    for (let hold = this.holds.first; hold; hold = hold.next) yield hold;
+  }
+
   /** @internal Finds the observers that are there at startup: the Nest event bus, telemetry. */
   onModuleInit(): void {
     const telemetry = LockTelemetry.start(this.options.telemetry);

@@ -67,6 +67,17 @@ export interface BackendHealth {
   readonly nodes: readonly BackendNodeHealth[];
 }
 
+/** A caller of this process waiting for a key, as a backend reports it to the lock board. */
+export interface LocalWait {
+  readonly key: string;
+  /** When it started waiting, epoch ms. */
+  readonly since: number;
+  /** When it gives up, epoch ms (when known). */
+  readonly deadline?: number;
+  /** A shared wait's kind; absent for the exclusive lock. */
+  readonly share?: Share;
+}
+
 /**
  * What `LockService` (and the watchdog) need of the lock engine of one client group. The
  * implementations: `LockClient` (Redis), the in-process backend (`backend: 'memory'` and
@@ -138,6 +149,11 @@ export interface LockBackend {
   start?(): Promise<void>;
   /** Checks every server of the group within `timeout` ms (`RedlockHealthIndicator`). */
   health?(timeout: number): Promise<BackendHealth>;
+  /**
+   * The callers of this process waiting right now, oldest first, at most `limit` (read by the
+   * lock board, on demand, for a backend whose waiting lines no other process can read).
+   */
+  waitingNow?(limit: number): LocalWait[];
   /** Closes what the backend opened (never a pool or client the user passed in). */
   close(): Promise<void>;
 }

@@ -141,6 +141,11 @@ export class LockClient implements LockBackend {
     this.keysWait = this.keysWaitContext();
   }
 
+  /** The prefix of every token of this group in this process (what its grant channel is named by). */
+  get tokenPrefix(): string {
+    return this.tokens.prefix;
+  }
+
   /** Nodes whose majority decides. */
   get quorum(): number {
     return this.protocol.quorum.size;

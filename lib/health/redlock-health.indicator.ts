@@ -1,13 +1,11 @@
-import { performance } from 'node:perf_hooks';
 import { Inject, Injectable } from '@nestjs/common';
 import { type HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
 import type { LockBackend } from '../engine/lock-backend';
 import type { LockClient } from '../engine/lock-client';
 import { LockClientRegistry } from '../module/lock-client.registry';
 import type { ResolvedRedlockOptions } from '../module/redlock-options';
-import { isCluster, type RedisNode } from '../redis/redis-node';
+import { pingNode } from '../redis/node-ping';
 import { RESOLVED_OPTIONS } from '../redlock.constants';
-import { HEALTH_PING_TIMED_OUT } from '../redlock.messages';
 
 /** One Redis node of a group, as the health check found it. */
 export interface RedlockNodeHealth {
@@ -117,7 +115,9 @@ async function checkGroup(
   timeout: number,
   connectionError: (node: RedisNode) => Error | undefined,
 ): Promise<RedlockGroupHealth> {
-  const nodes = await Promise.all(client.nodes.map((node) => ping(node, timeout, connectionError)));
+  const nodes = await Promise.all(
+    client.nodes.map((node) => pingNode(node, timeout, connectionError)),
+  );
   const reachable = nodes.filter((n) => n.status === 'up').length;
   const quorum = client.quorum;
   return {
@@ -138,44 +138,4 @@ async function checkBackend(
   const { quorum, nodes } = (await client.health?.(timeout)) ?? { quorum: 0, nodes: [] };
   const reachable = nodes.filter((n) => n.status === 'up').length;
   return { status: reachable >= quorum ? 'up' : 'down', backend, quorum, reachable, nodes };
-}
-
-/** A node's PING; a node down is reported with its connection's last error when known. */
-async function ping(
-  node: RedisNode,
-  timeout: number,
-  connectionError: (node: RedisNode) => Error | undefined,
-): Promise<RedlockNodeHealth> {
-  const name = nodeName(node);
-  const start = performance.now();
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    // A connection with an offline queue would hold the PING until it reconnects: bounded here.
-    await Promise.race([
-      node.ping(),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(HEALTH_PING_TIMED_OUT(timeout))), timeout);
-      }),
-    ]);
-    const latencyMs = Math.round((performance.now() - start) * 100) / 100;
-    return { node: name, status: 'up', latencyMs };
-  } catch (err) {
-    const cause = connectionError(node) ?? err;
-    return {
-      node: name,
-      status: 'down',
-      error: cause instanceof Error ? cause.message : String(cause),
-    };
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** How a node is named in the report: where it is, never its password. */
-function nodeName(node: RedisNode): string {
-  if (isCluster(node)) return 'cluster';
-  const { sentinels, name, path, host, port } = node.options;
-  if (sentinels?.length) return `sentinel:${name ?? ''}`;
-  if (path) return path;
-  return `${host}:${port}`;
 }

@@ -8,6 +8,7 @@ import {
   type LockClientStats,
   noStats,
   type Share,
+  type LocalWait,
 } from '../engine/lock-backend';
 import { abortReason } from '../engine/wait-rules';
 import { settleTo } from '../settle-to';
@@ -34,6 +35,8 @@ interface KeyState {
 interface MemoryWaiter extends LeaseTaker {
   readonly keys: readonly string[];
   readonly share?: Share;
+  /** When it gives up (`performance.now()` clock). */
+  readonly deadline: number;
   /** The backend was down while it waited: at the deadline it fails with this, not as busy. */
   outage?: LockBackendError;
   settle(lease: Lease | undefined, reason?: unknown): void;
@@ -448,6 +451,7 @@ export class InMemoryBackend implements LockBackend {
         ...taker,
         keys,
         share,
+        deadline,
         settle: (lease, reason) => {
           const at = this.waiters.indexOf(waiter);
           if (at < 0) return;
@@ -466,6 +470,21 @@ export class InMemoryBackend implements LockBackend {
       this.waiters.push(waiter);
       signal?.addEventListener('abort', onAbort);
     });
+  }
+
+  /** The callers waiting right now, oldest first, one entry per key (the lock board). */
+  waitingNow(limit: number): LocalWait[] {
+    // performance.now() -> epoch ms.
+    const offset = Date.now() - performance.now();
+    const out: LocalWait[] = [];
+    for (const w of this.waiters) {
+      for (const key of w.keys) {
+        if (out.length >= limit) return out;
+        const since = Math.round(w.startedAt + offset);
+        out.push({ key, since, deadline: Math.round(w.deadline + offset), share: w.share });
+      }
+    }
+    return out;
   }
 
   /** The rule that covers one of `keys` (the key itself, or the key a slice belongs to). */

@@ -12,6 +12,7 @@ import { LockConfigError } from '../errors';
 import type { LockBackend } from '../engine/lock-backend';
 import type { LockBackendDefinition, Redlock } from '../interfaces';
 import { LockClient } from '../engine/lock-client';
+import { evictionPolicy } from '../redis/eviction-policy';
 import { closeConnection, reviveWhenEnded } from '../redis/redis-connection';
 import { isCluster, isRedisInstance, type RedisNode } from '../redis/redis-node';
 import type { ResolvedRedlockOptions } from './redlock-options';
@@ -338,34 +339,15 @@ export class LockClientRegistry implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * Warns when a node may evict keys under memory pressure (a maxmemory with a policy other than
-   * noeviction): a held lock could vanish and be taken by another caller. Nodes that refuse
-   * CONFIG (managed services) are not checked.
+   * Warns when a node may evict keys under memory pressure: a held lock could vanish and be
+   * taken by another caller.
    */
   private async warnIfEvicting(name: string, node: RedisNode): Promise<void> {
     const servers = isCluster(node) ? node.nodes('master') : [node];
     await Promise.all(
       servers.map(async (server) => {
-        try {
-          // One round trip: maxmemory, maxmemory-policy (and the other maxmemory-* settings).
-          const pairs = (await server.config('GET', 'maxmemory*')) as string[];
-          const setting = (name: string) => {
-            const i = pairs.indexOf(name);
-            return i < 0 ? undefined : pairs[i + 1];
-          };
-          const maxmemory = setting('maxmemory');
-          const policy = setting('maxmemory-policy');
-          if (
-            maxmemory !== undefined &&
-            maxmemory !== '0' &&
-            policy !== undefined &&
-            policy !== 'noeviction'
-          ) {
-            this.logger.warn(EVICTION_POLICY_UNSAFE(name, policy));
-          }
-        } catch {
-          // Not allowed or not reachable: nothing to tell.
-        }
+        const policy = await evictionPolicy(server);
+        if (policy !== undefined) this.logger.warn(EVICTION_POLICY_UNSAFE(name, policy));
       }),
     );
   }

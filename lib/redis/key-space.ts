@@ -13,6 +13,10 @@
  *   `<prefix>{<key>}:q`      waiting process heads in arrival order (zset)
  *   `<prefix>{<key>}:qm`     per queued token: "<lease ms>:<deadline ms>[:r|:<N>]" (hash)
  *   `<prefix>{<key>}:h`      shared holders: token -> lease end in server ms (zset)
+ * The lock board (`nest-locked/board`, only when imported) keeps per group, under one hash tag:
+ *   `<prefix>board:{<group>}:instances`     instances publishing: id -> expiry in ms (zset)
+ *   `<prefix>board:{<group>}:i:<instance>`  one instance's view, JSON, with a PX expiry
+ *   `<prefix>board:{<group>}:events`        recent events (capped stream, expires when idle)
  * Channels: `<prefix>{<key>}:rel` carries `r` when a release frees a key racing waiters wait for;
  * `nest-locked:g:<token prefix>` carries `g <token> <fence> <spare>[:<server ms>] <lock key>` when a release
  * grants a key to a token the process with that token prefix queued, and `w <lock key>` when a
@@ -96,6 +100,31 @@ export class KeySpace {
     return lockKey.slice(this.open.length, -1);
   }
 
+  /** The queue, queue meta and shared holders of a key, without the key-set cache (board reads). */
+  lineKeys(key: string): { queue: string; meta: string; shared: string } {
+    const rk = this.lockKey(key);
+    return { queue: `${rk}:q`, meta: `${rk}:qm`, shared: `${rk}:h` };
+  }
+
+  /**
+   * A SCAN pattern matching this group's lock keys and queues (`<prefix>{*`), narrowed to keys
+   * containing `search` when given (glob characters in both are escaped).
+   */
+  scanPattern(search = ''): string {
+    const narrow = search === '' ? '' : `*${globEscape(search)}`;
+    return `${globEscape(this.prefix)}{${narrow}*`;
+  }
+
+  /** The lock board's names of a client group (see the file's header). */
+  boardKeys(group: string): { instances: string; events: string; instance(id: string): string } {
+    const base = `${this.prefix}board:{${group}}`;
+    return {
+      instances: `${base}:instances`,
+      events: `${base}:events`,
+      instance: (id) => `${base}:i:${id}`,
+    };
+  }
+
   /** The release channel of a key. */
   releaseChannel(key: string): string {
     return this.lockKey(key) + RELEASE_CHANNEL_SUFFIX;
@@ -173,4 +202,9 @@ export class KeySpace {
     if (this.clustered && keys.length > 1) return undefined;
     return keys.map((k) => this.lockKey(k));
   }
+}
+
+/** `text` with Redis glob characters escaped, for SCAN MATCH. */
+function globEscape(text: string): string {
+  return text.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 }

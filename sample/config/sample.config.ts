@@ -44,6 +44,8 @@ export interface SampleConfig {
   readonly gatewayLimit: number;
   /** `SAMPLE_GATEWAY_LATENCY_MS`: how long one call to the gateway takes. */
   readonly gatewayLatencyMs: number;
+  /** `SAMPLE_BOARD_PASSWORD`: the lock board's password (user `ops`) at `/locks`. */
+  readonly boardPassword: string;
 }
 
 export const SAMPLE_CONFIG = Symbol('SAMPLE_CONFIG');
@@ -112,5 +114,6 @@ export function loadSampleConfig(env: Env = process.env): SampleConfig {
       env.SAMPLE_GATEWAY_REDIS_URL?.trim() || redisUrls[0] || 'redis://127.0.0.1:6379',
     gatewayLimit: int(env, 'SAMPLE_GATEWAY_LIMIT', 3, 1, 1_000),
     gatewayLatencyMs: int(env, 'SAMPLE_GATEWAY_LATENCY_MS', 20, 0, 10_000),
+    boardPassword: env.SAMPLE_BOARD_PASSWORD || 'locks',
   });
 }

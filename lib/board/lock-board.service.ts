@@ -1,0 +1,340 @@
+import { randomBytes } from 'node:crypto';
+import { Logger } from '@nestjs/common';
+import type { LockService } from '../api/lock.service';
+import type { LockClientRegistry } from '../module/lock-client.registry';
+import { evictionPolicy } from '../redis/eviction-policy';
+import { KeySpace } from '../redis/key-space';
+import { pingNode } from '../redis/node-ping';
+import { isCluster } from '../redis/redis-node';
+import {
+  BOARD_PUBLISH_FAILED,
+  BOARD_RELEASE_NOT_HELD,
+  BOARD_RELEASE_UNSUPPORTED,
+} from '../redlock.messages';
+import {
+  type BoardGroup,
+  type BoardHeld,
+  type BoardKeyPage,
+  type BoardLine,
+  type BoardNode,
+  type BoardOverview,
+  type GroupSources,
+  heldFromRedis,
+  heldFromViews,
+  Holders,
+  hotKeys,
+  instancesOf,
+  lineFromRedis,
+  linesFromViews,
+  linesOfRedis,
+  newestEvents,
+  PAGE_SIZE,
+  seriesOf,
+} from './board-data';
+import { BoardRecorder } from './board-recorder';
+import { InstanceViews } from './instance-view';
+import type { ResolvedLockBoardOptions } from './lock-board-options.interface';
+import { RedisBoardStore, type ScanResult } from './redis-board-store';
+
+/** How long node checks are reused, ms. */
+const NODES_TTL = 5_000;
+/** How long a scan of a group's keys is reused, ms: many open pages cost one scan. */
+const SCAN_TTL = 1_000;
+/** Events read per group for a key's page. */
+const KEY_EVENTS_READ = 500;
+
+/** What the overview is asked for. */
+export interface OverviewQuery {
+  readonly search?: string;
+  readonly group?: string;
+  /** 1-based. */
+  readonly page?: number;
+}
+
+/** The outcome of a force release. */
+export type ReleaseOutcome = { released: true } | { released: false; reason: string };
+
+/**
+ * The board's work: publishes this instance's view to every Redis group, and builds the views
+ * a page asks for (across instances) from the protocol's keys and the published views.
+ * @internal
+ */
+export class LockBoardService {
+  private readonly logger = new Logger('nest-locked:board');
+  private readonly id = randomBytes(6).toString('base64url');
+  readonly recorder: BoardRecorder;
+  private readonly views: InstanceViews;
+  private readonly groups: BoardGroup[] = [];
+  private timer?: NodeJS.Timeout;
+  private publishing?: Promise<void>;
+  /** Groups whose last publish failed (warned once until it works again). */
+  private readonly failing = new Set<string>();
+  private nodes?: { at: number; value: Promise<BoardNode[]> };
+  private readonly scans = new Map<string, { at: number; value: Promise<ScanResult> }>();
+
+  constructor(
+    readonly options: ResolvedLockBoardOptions,
+    locks: LockService,
+    private readonly registry: LockClientRegistry,
+    keyPrefix: string,
+  ) {
+    this.recorder = new BoardRecorder(locks, options.instance);
+    this.views = new InstanceViews(this.id, options.instance, locks, this.recorder);
+    for (const [name, client] of registry.clients()) {
+      const node = client.nodes[0];
+      const space = new KeySpace(keyPrefix, client.nodes.some(isCluster));
+      this.groups.push({
+        name,
+        backend: 'redis',
+        client,
+        store: new RedisBoardStore(name, node, space),
+        queued: client.nodes.length === 1 && !isCluster(node),
+      });
+    }
+    for (const [name, { client, kind }] of registry.backends()) {
+      this.groups.push({ name, backend: kind, client, queued: false });
+    }
+  }
+
+  start(): void {
+    this.recorder.start();
+    const tick = () => {
+      this.publishing = this.publish().finally(() => {
+        if (this.timer) this.timer = setTimeout(tick, this.options.publishInterval).unref();
+      });
+    };
+    this.timer = setTimeout(tick, 0).unref();
+  }
+
+  async stop(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.recorder.stop();
+    await this.publishing;
+    await Promise.all(this.groups.map((g) => g.store?.withdraw(this.id).catch(() => undefined)));
+  }
+
+  /** Publishes this instance's view and new events to every Redis group. */
+  async publish(): Promise<void> {
+    const { expiry, eventsKept } = this.options;
+    await Promise.all(
+      this.groups.map(async (g) => {
+        if (!g.store) return;
+        const events = this.recorder.takeUnpublished(g.name);
+        try {
+          await g.store.publish(this.view(g), events, expiry, eventsKept);
+          this.failing.delete(g.name);
+        } catch (err) {
+          if (!this.failing.has(g.name)) {
+            this.failing.add(g.name);
+            this.logger.warn(BOARD_PUBLISH_FAILED(g.name, (err as Error).message));
+          }
+        }
+      }),
+    );
+  }
+
+  /** Everything the overview page shows. */
+  async overview(query: OverviewQuery = {}): Promise<BoardOverview> {
+    const now = Date.now();
+    const search = query.search ?? '';
+    const groups = this.groups.filter((g) => !query.group || g.name === query.group);
+    const sources = await Promise.all(groups.map((g) => this.sources(g)));
+    // Held keys of every group, sorted, then one page of them read in detail.
+    const listed: Array<{ source: GroupSources; key: string }> = [];
+    const scans = new Map<string, ScanResult>();
+    let complete = true;
+    const localRows = new Map<string, BoardHeld>();
+    for (const source of sources) {
+      const { group } = source;
+      if (group.store) {
+        const scan = await this.scan(group, search);
+        scans.set(group.name, scan);
+        complete &&= scan.complete;
+        for (const key of scan.locks) listed.push({ source, key });
+      } else {
+        for (const row of heldFromViews(group.name, source.views, now)) {
+          if (!row.key.includes(search)) continue;
+          localRows.set(`${group.name}\n${row.key}`, row);
+          listed.push({ source, key: row.key });
+        }
+      }
+    }
+    const pages = Math.max(1, Math.ceil(listed.length / PAGE_SIZE));
+    const page = Math.min(Math.max(1, query.page ?? 1), pages);
+    const shown = listed.slice((page - 1) * PAGE_SIZE, page * PAGE_SIZE);
+    const rows: BoardHeld[] = [];
+    const lines: BoardLine[] = [];
+    for (const source of sources) {
+      const { group, views, serverNow } = source;
+      const keys = shown.filter((s) => s.source === source).map((s) => s.key);
+      if (group.store) {
+        const holders = new Holders(views);
+        const locks = await group.store.locks(keys);
+        for (const lock of locks) {
+          const row = heldFromRedis(group.name, lock, holders, serverNow, now);
+          if (row) rows.push(row);
+        }
+        if (group.queued) {
+          const stored = await linesOfRedis(group.store, scans.get(group.name)!, new Set(keys));
+          lines.push(...stored.map((l) => lineFromRedis(group.name, l, holders, serverNow)));
+        }
+      } else {
+        for (const key of keys) rows.push(localRows.get(`${group.name}\n${key}`)!);
+      }
+      if (!group.queued) {
+        lines.push(...linesFromViews(group.name, views, now).filter((l) => l.key.includes(search)));
+      }
+    }
+    const events = await Promise.all(groups.map((g) => this.events(g, 100)));
+    return {
+      now,
+      self: this.options.instance,
+      actions: this.options.actions,
+      groups: this.groups.map((g) => ({ name: g.name, backend: g.backend })),
+      instances: instancesOf(sources, this.id, now),
+      held: { total: listed.length, page, pages, complete, rows },
+      lines: lines.sort((a, b) => b.length - a.length),
+      hot: {
+        series: seriesOf(
+          sources.flatMap((s) => s.views.map((v) => v.rates.total)),
+          now,
+        ),
+        keys: hotKeys(sources, now),
+      },
+      events: newestEvents(events),
+      nodes: await this.nodeChecks(),
+    };
+  }
+
+  /** Everything about one key. */
+  async keyPage(groupName: string, key: string): Promise<BoardKeyPage | undefined> {
+    const group = this.groups.find((g) => g.name === groupName);
+    if (!group) return undefined;
+    const now = Date.now();
+    const { views, serverNow } = await this.sources(group);
+    let held: BoardHeld[];
+    let line: BoardLine | null = null;
+    if (group.store) {
+      const holders = new Holders(views);
+      const [lock] = await group.store.locks([key]);
+      const row = heldFromRedis(group.name, lock, holders, serverNow, now);
+      held = row ? [row] : [];
+      if (group.queued) {
+        const [stored] = await group.store.lines([key]);
+        if (stored) line = lineFromRedis(group.name, stored, holders, serverNow);
+      }
+    } else {
+      held = heldFromViews(group.name, views, now).filter((r) => r.key === key);
+    }
+    if (!group.queued) {
+      line = linesFromViews(group.name, views, now).find((l) => l.key === key) ?? null;
+    }
+    return {
+      now,
+      group: group.name,
+      key,
+      actions: this.options.actions,
+      held,
+      line,
+      series: seriesOf(
+        views.map((v) => v.rates.keys[key]),
+        now,
+      ),
+      events: newestEvents([await this.events(group, KEY_EVENTS_READ)], key, 100),
+    };
+  }
+
+  /** Force release of `key` (Redis groups), recorded as a `forced` event naming `who`. */
+  async forceRelease(groupName: string, key: string, who: string): Promise<ReleaseOutcome> {
+    const group = this.groups.find((g) => g.name === groupName);
+    if (!group) return { released: false, reason: BOARD_RELEASE_NOT_HELD(key) };
+    if (!group.store) {
+      return { released: false, reason: BOARD_RELEASE_UNSUPPORTED(group.name, group.backend) };
+    }
+    const [lock] = await group.store.locks([key]);
+    if (lock.value === null || lock.value.startsWith('\0')) {
+      return { released: false, reason: BOARD_RELEASE_NOT_HELD(key) };
+    }
+    const holder = new Holders((await this.sources(group)).views).instance(lock.value);
+    if (!(await group.store.forceRelease(key, lock.value))) {
+      return { released: false, reason: BOARD_RELEASE_NOT_HELD(key) };
+    }
+    this.recorder.add('forced', group.name, [key], `by ${who}, held by ${holder ?? 'unknown'}`);
+    this.logger.warn(`lock board: ${who} force-released "${key}" (group ${group.name})`);
+    await this.publish();
+    return { released: true };
+  }
+
+  /** This instance's view of a group, fresh. */
+  private view(g: BoardGroup) {
+    const prefix = g.store ? (g.client as { tokenPrefix?: string }).tokenPrefix : undefined;
+    return this.views.of(g.name, g.backend, g.client, prefix);
+  }
+
+  /** The views of a group's instances (this one's fresh), and the clock its times are on. */
+  private async sources(group: BoardGroup): Promise<GroupSources> {
+    const mine = this.view(group);
+    if (!group.store) return { group, views: [mine], serverNow: Date.now() };
+    const [published, serverNow] = await Promise.all([
+      group.store.instances(),
+      group.store.serverTime(),
+    ]);
+    return { group, views: [mine, ...published.filter((v) => v.id !== this.id)], serverNow };
+  }
+
+  private async events(group: BoardGroup, count: number) {
+    if (group.store) return group.store.events(count);
+    return this.recorder.events().filter((e) => e.group === group.name);
+  }
+
+  private scan(group: BoardGroup, search: string): Promise<ScanResult> {
+    const id = `${group.name}\n${search}`;
+    const cached = this.scans.get(id);
+    if (cached && Date.now() - cached.at < SCAN_TTL) return cached.value;
+    if (this.scans.size > 100) this.scans.clear();
+    const value = group.store!.scan(search, this.options.maxScan);
+    value.catch(() => this.scans.delete(id));
+    this.scans.set(id, { at: Date.now(), value });
+    return value;
+  }
+
+  /** Every node of every group: reachability, latency, role, eviction risk (cached a while). */
+  private nodeChecks(): Promise<BoardNode[]> {
+    if (this.nodes && Date.now() - this.nodes.at < NODES_TTL) return this.nodes.value;
+    const timeout = 1_000;
+    const value = Promise.all([
+      ...[...this.registry.clients()].flatMap(([group, client]) =>
+        client.nodes.map(async (node): Promise<BoardNode> => {
+          const health = await pingNode(node, timeout);
+          if (health.status === 'down' || isCluster(node)) {
+            return { group, backend: 'redis', ...health };
+          }
+          const [role, policy] = await Promise.all([roleOf(node), evictionPolicy(node)]);
+          const warning = policy && `maxmemory-policy ${policy}: held locks may be evicted`;
+          return { group, backend: 'redis', ...health, role, warning };
+        }),
+      ),
+      ...[...this.registry.backends()].map(async ([group, { client, kind }]) => {
+        const health = await client.health?.(timeout);
+        return (health?.nodes ?? [{ node: 'in process', status: 'up' as const }]).map(
+          (n): BoardNode => ({ group, backend: kind, ...n }),
+        );
+      }),
+    ]).then((all) => all.flat());
+    this.nodes = { at: Date.now(), value };
+    return value;
+  }
+}
+
+/** `master` or `replica` (INFO replication), undefined when not told. */
+async function roleOf(node: {
+  info(section: string): Promise<string>;
+}): Promise<string | undefined> {
+  try {
+    const info = await node.info('replication');
+    return /^role:(\w+)/m.exec(info)?.[1];
+  } catch {
+    return undefined;
+  }
+}

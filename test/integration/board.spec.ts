@@ -1,0 +1,181 @@
+import type { INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { Redis } from 'ioredis';
+import request from 'supertest';
+import { LockConfigError, LockService, RedlockModule } from 'nest-locked';
+import { type BoardOverview, LockBoardModule, lockBoardBasicAuth } from 'nest-locked/board';
+import { redisForFile } from '../support/redis-for-file';
+import type { RedisServerHandle } from '../support/redis-server';
+import { uniquePrefix } from '../support/lock-app';
+
+let server: RedisServerHandle;
+let redis: Redis;
+redisForFile((s, r) => {
+  server = s;
+  redis = r;
+});
+
+const guard = lockBoardBasicAuth({ user: 'ops', password: 'secret' });
+const AUTH = `Basic ${Buffer.from('ops:secret').toString('base64')}`;
+
+async function boardApp(
+  prefix: string,
+  instance: string,
+  platform: 'express' | 'fastify',
+  extra: { actions?: boolean } = {},
+): Promise<INestApplication> {
+  const moduleRef = await Test.createTestingModule({
+    imports: [
+      RedlockModule.forRoot({ clients: [server.url], keyPrefix: prefix, waitTimeout: 10_000 }),
+      LockBoardModule.forRoot({ guard, instance, publishInterval: 200, expiry: 2_000, ...extra }),
+    ],
+  }).compile();
+  const app =
+    platform === 'fastify'
+      ? moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), {
+          logger: false,
+        })
+      : moduleRef.createNestApplication({ logger: false });
+  await app.init();
+  if (platform === 'fastify')
+    await (app as NestFastifyApplication).getHttpAdapter().getInstance().ready();
+  return app;
+}
+
+/** Polls the overview until `check` passes, or fails with the last one seen. */
+async function overviewUntil(
+  app: INestApplication,
+  check: (o: BoardOverview) => boolean,
+  query = '',
+): Promise<BoardOverview> {
+  const deadline = Date.now() + 10_000;
+  let last: BoardOverview | undefined;
+  while (Date.now() < deadline) {
+    const res = await request(app.getHttpServer())
+      .get(`/locks/api/overview${query}`)
+      .set('authorization', AUTH);
+    expect(res.status).toBe(200);
+    last = res.body as BoardOverview;
+    if (check(last)) return last;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`overview never matched; last: ${JSON.stringify(last, null, 1)}`);
+}
+
+jest.setTimeout(40_000);
+
+describe('lock board', () => {
+  it('refuses to mount without a guard unless public, and force release without a guard', () => {
+    expect(() => LockBoardModule.forRoot({})).toThrow(LockConfigError);
+    expect(() => LockBoardModule.forRoot({ public: true, actions: true })).toThrow(
+      /needs a `guard`/,
+    );
+    expect(() => LockBoardModule.forRoot({ public: true })).not.toThrow();
+  });
+
+  it.each(['express', 'fastify'] as const)(
+    'on %s: the guard refuses without credentials; the page, held rows, lines and events across two instances',
+    async (platform) => {
+      const prefix = uniquePrefix(`board-${platform}`);
+      const a = await boardApp(prefix, 'alpha', platform, { actions: true });
+      const b = await boardApp(prefix, 'beta', platform);
+      const c = await boardApp(prefix, 'gamma', platform);
+      const release: Array<() => void> = [];
+      try {
+        const http = a.getHttpServer();
+        const refused = await request(http).get('/locks/api/overview');
+        expect(refused.status).toBe(401);
+        expect(refused.headers['www-authenticate']).toMatch(/^Basic/);
+        const page = await request(http).get('/locks/').set('authorization', AUTH);
+        expect(page.status).toBe(200);
+        expect(page.text).toContain('assets/board.js');
+        const chart = await request(http)
+          .get('/locks/assets/uPlot.esm.js')
+          .set('authorization', AUTH);
+        expect(chart.status).toBe(200);
+
+        // beta holds product:1; alpha and then gamma wait for it.
+        const locksA = a.get(LockService);
+        const locksB = b.get(LockService);
+        const locksC = c.get(LockService);
+        const held = new Promise<void>(
+          (resolve) =>
+            void locksB.using('product:1', () => {
+              resolve();
+              return new Promise<void>((done) => release.push(done));
+            }),
+        );
+        await held;
+        const waiting = [
+          locksA.using('product:1', () => undefined),
+          new Promise((r) => setTimeout(r, 150)).then(() =>
+            locksC.using('product:1', () => undefined),
+          ),
+        ].map((p) => p.catch((err: Error) => err));
+        const o = await overviewUntil(
+          a,
+          (o) =>
+            o.held.rows.some((r) => r.key === 'product:1' && r.fence !== null) &&
+            o.lines.some((l) => l.key === 'product:1' && l.waiters.length === 2),
+        );
+        const row = o.held.rows.find((r) => r.key === 'product:1')!;
+        expect(row).toMatchObject({ instance: 'beta', mode: 'exclusive' });
+        expect(row.token).not.toMatch(/^[A-Za-z0-9_-]{12}\.\w+$/);
+        const line = o.lines.find((l) => l.key === 'product:1')!;
+        expect(line.waiters.map((w) => w.instance)).toEqual(['alpha', 'gamma']);
+        expect(line.waiters[0].deadlineInMs).toBeGreaterThan(0);
+        expect(o.instances.map((i) => i.name)).toEqual(['alpha', 'beta', 'gamma']);
+        expect(o.nodes[0]).toMatchObject({ status: 'up', role: 'master' });
+
+        // Force release: confirmed, recorded with who did it.
+        const unconfirmed = await request(http)
+          .post('/locks/api/release?group=default&key=product:1')
+          .set('authorization', AUTH)
+          .set('x-lock-board', 'release');
+        expect(unconfirmed.status).toBe(400);
+        const forced = await request(http)
+          .post('/locks/api/release?group=default&key=product:1&confirm=product:1')
+          .set('authorization', AUTH)
+          .set('x-lock-board', 'release');
+        expect(forced.body).toEqual({ released: true });
+        release.forEach((done) => done());
+        await Promise.all(waiting);
+        const after = await overviewUntil(a, (o) =>
+          o.events.some((e) => e.type === 'forced' && e.key === 'product:1'),
+        );
+        expect(after.events.find((e) => e.type === 'forced')!.detail).toMatch(
+          /^by ops, held by beta/,
+        );
+        const hot = await overviewUntil(a, (o) => o.hot.keys.some((k) => k.key === 'product:1'));
+        expect(hot.hot.series.t.length).toBeGreaterThan(0);
+      } finally {
+        release.forEach((done) => done());
+        await Promise.all([a.close(), b.close(), c.close()]);
+      }
+    },
+  );
+
+  it('an instance that stops disappears; search and pages bound what is read', async () => {
+    const prefix = uniquePrefix('board-gone');
+    const a = await boardApp(prefix, 'stays', 'express');
+    const b = await boardApp(prefix, 'goes', 'express');
+    try {
+      await overviewUntil(a, (o) => o.instances.length === 2);
+      // Many held keys (written straight into Redis as a holder would).
+      const multi = redis.multi();
+      for (let i = 0; i < 120; i++) multi.set(`${prefix}{bulk:${i}}`, `x.${i}`, 'PX', 60_000);
+      await multi.exec();
+      const page2 = await overviewUntil(a, (o) => o.held.total === 120, '?q=bulk:&page=2');
+      expect(page2.held.rows).toHaveLength(50);
+      expect(page2.held.page).toBe(2);
+      const one = await overviewUntil(a, (o) => o.held.total === 1, '?q=bulk:119');
+      expect(one.held.rows[0].key).toBe('bulk:119');
+      await b.close();
+      await overviewUntil(a, (o) => o.instances.map((i) => i.name).join() === 'stays');
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+});

@@ -1,0 +1,146 @@
+import {
+  heldFromRedis,
+  heldFromViews,
+  Holders,
+  lineFromRedis,
+  linesFromViews,
+  seriesOf,
+  tokenHint,
+} from '../../lib/board/board-data';
+import type { InstanceView } from '../../lib/board/instance-view';
+import { STEP_MS } from '../../lib/board/key-rates';
+
+const view = (over: Partial<InstanceView>): InstanceView => ({
+  id: 'id',
+  name: 'a',
+  host: 'h',
+  pid: 1,
+  at: 0,
+  group: 'g',
+  backend: 'redis',
+  holds: [],
+  holdsCut: false,
+  waiting: [],
+  rates: { total: [], keys: {} },
+  ...over,
+});
+
+describe('board data', () => {
+  const a = view({
+    id: 'A',
+    name: 'app-1',
+    tokenPrefix: 'AAAAAAAAAAAA',
+    holds: [
+      {
+        key: 'product:1',
+        token: 'AAAAAAAAAAAA.7',
+        fence: 42,
+        mode: 'exclusive',
+        since: 1_000,
+        ttl: 30_000,
+        validUntil: 31_000,
+        renewals: 0,
+      },
+    ],
+  });
+  const b = view({ id: 'B', name: 'app-2', tokenPrefix: 'BBBBBBBBBBBB' });
+
+  it('never shows a whole token', () => {
+    expect(tokenHint('AAAAAAAAAAAA.7')).toBe('AAAA….7');
+    expect(tokenHint('AAAAAAAAAAAA.7')).not.toContain('AAAAAAAAAAAA');
+  });
+
+  it('names the holder of a Redis lock and takes fence and age from its view', () => {
+    const holders = new Holders([a, b]);
+    const row = heldFromRedis(
+      'g',
+      { key: 'product:1', value: 'AAAAAAAAAAAA.7', pttl: 20_000, shares: [] },
+      holders,
+      0,
+      4_000,
+    );
+    expect(row).toMatchObject({ instance: 'app-1', fence: 42, heldMs: 3_000, leaseLeftMs: 20_000 });
+    const shared = heldFromRedis(
+      'g',
+      {
+        key: 'k',
+        value: '\u00003',
+        pttl: 5_000,
+        shares: [
+          ['AAAAAAAAAAAA.1', 9_000],
+          ['BBBBBBBBBBBB.2', 9_000],
+          ['BBBBBBBBBBBB.3', 10],
+        ],
+      },
+      holders,
+      100,
+      100,
+    );
+    expect(shared).toMatchObject({ mode: 'permits 3', instance: 'app-1, app-2', holders: 2 });
+    expect(heldFromRedis('g', { key: 'k', value: null, pttl: -2, shares: [] }, holders, 0, 0)).toBe(
+      undefined,
+    );
+  });
+
+  it('reads a Redis queue in order with instance, wait and deadline', () => {
+    const line = lineFromRedis(
+      'g',
+      {
+        key: 'product:1',
+        length: 2,
+        waiters: [
+          { token: 'BBBBBBBBBBBB.1', queuedUs: 1_000_000, meta: '30000:9000' },
+          { token: 'AAAAAAAAAAAA.9', queuedUs: 2_000_000, meta: '30000:12000:r' },
+        ],
+      },
+      new Holders([a, b]),
+      5_000,
+    );
+    expect(line.waiters).toEqual([
+      {
+        instance: 'app-2',
+        token: 'BBBB….1',
+        mode: 'exclusive',
+        waitedMs: 4_000,
+        deadlineInMs: 4_000,
+      },
+      { instance: 'app-1', token: 'AAAA….9', mode: 'read', waitedMs: 3_000, deadlineInMs: 7_000 },
+    ]);
+  });
+
+  it('builds rows and lines of a backend from what its instances publish', () => {
+    const m = view({
+      name: 'm1',
+      backend: 'memory',
+      holds: a.holds,
+      waiting: [
+        { key: 'product:1', since: 2_000, deadline: 9_000, mode: 'exclusive' },
+        { key: 'product:1', since: 1_500, mode: 'read' },
+      ],
+    });
+    expect(heldFromViews('g', [m], 2_000)).toMatchObject([
+      { key: 'product:1', instance: 'm1', fence: 42, heldMs: 1_000, leaseLeftMs: 29_000 },
+    ]);
+    const [line] = linesFromViews('g', [m], 3_000);
+    expect(line.waiters.map((w) => [w.mode, w.waitedMs, w.deadlineInMs])).toEqual([
+      ['read', 1_500, null],
+      ['exclusive', 1_000, 6_000],
+    ]);
+  });
+
+  it('adds the instances’ steps and reads rates and percentiles from them', () => {
+    const t = 100 * STEP_MS;
+    const s = seriesOf(
+      [
+        [{ t, acquires: 40, busy: 0, waits: [[0, 40]] }],
+        [{ t, acquires: 10, busy: 10, waits: [[12, 20]] }],
+      ],
+      t + 2 * STEP_MS,
+    );
+    expect(s.t).toEqual([t / 1000]);
+    expect(s.acquiresPerSec).toEqual([50 / (STEP_MS / 1000)]);
+    expect(s.busyRate).toEqual([10 / 60]);
+    expect(s.p50).toEqual([1]);
+    expect(s.p99).toEqual([16]);
+  });
+});
