@@ -5,6 +5,7 @@ import type { LockClient } from '../engine/lock-client';
 import { LockClientRegistry } from '../module/lock-client.registry';
 import type { ResolvedRedlockOptions } from '../module/redlock-options';
 import { pingNode } from '../redis/node-ping';
+import type { RedisNode } from '../redis/redis-node';
 import { RESOLVED_OPTIONS } from '../redlock.constants';
 
 /** One Redis node of a group, as the health check found it. */
