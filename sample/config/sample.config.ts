@@ -28,9 +28,10 @@ export interface SampleConfig {
    */
   readonly lockTtlMs: number;
   /**
-   * `SAMPLE_CHAOS_URL`: set by `npm run demo -- --chaos` (and its e2e test) only. The purchase
-   * path then tells that URL the moment it has read the stock under the product lock, and waits
-   * for its answer, so the demo breaks things at that exact point. Unset: no chaos hook.
+   * `SAMPLE_CHAOS_URL`: set by `npm run demo -- --chaos` (and its e2e test) only. A purchase
+   * under the product lock then tells that URL when it holds the lock and when it has read the
+   * stock, and waits for its answer each time, so the demo breaks things at those exact points
+   * (`sample/products/chaos-hook.ts`). Unset: nothing is sent.
    */
   readonly chaosUrl?: string;
   /** `SAMPLE_LOG`: comma-separated Nest log levels (`log,warn,error` by default). */

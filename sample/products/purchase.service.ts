@@ -123,11 +123,10 @@ export class PurchaseService {
   ): Sale {
     const record = { mode, instance: this.config.instance, fence };
     if (mode === 'none') return this.products.sell(id, quantity, record);
-    if (mode !== 'fenced' || fence === undefined) {
-      return this.products.sellAt(id, stock, quantity, record);
-    }
-    const sale = this.products.sellFenced(id, stock, quantity, { ...record, fence });
-    if (!sale) throw new StaleFenceException(id, fence);
+    if (mode !== 'fenced') return this.products.sellAt(id, stock, quantity, record);
+    // A locked call always has its lock's fence (LockContext).
+    const sale = this.products.sellFenced(id, stock, quantity, { ...record, fence: fence! });
+    if (!sale) throw new StaleFenceException(id, fence!);
     return sale;
   }
 }

@@ -45,6 +45,4 @@ await app.close();
 
 const nest = createRequire(import.meta.url)('@nestjs/core/package.json').version;
 assert.match(nest, /^12\./);
-console.log(
-  `OK: Nest ${nest} ESM app on Node ${process.versions.node}, fences ${a.fence} ${b.fence}`,
-);
+console.log(`OK: Nest ${nest} ESM app on Node ${process.versions.node}, fences ${a.fence} ${b.fence}`);

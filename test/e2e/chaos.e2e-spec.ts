@@ -7,8 +7,8 @@ import { type RedisServerHandle, startRedisServer } from '../support/redis-serve
 import { tempDir } from './support/sample-app';
 
 /**
- * `npm run demo -- --chaos`, shorter: three sample processes sell a stock of 40 while a seeded
- * schedule stalls one holder of the product lock past its lease, restarts Redis without
+ * `npm run demo -- --chaos`, shorter (stock 40, lease 1 s): three sample processes sell while a
+ * seeded schedule stalls one holder of the product lock past its lease, restarts Redis without
  * persistence under another and SIGKILLs a third; once with the lock only, once with the fenced
  * write. The faults hit at exact points of a purchase (the sample's chaos hook), so what the
  * late writes do is known: applied after newer sales without the fence, refused with it.
@@ -95,7 +95,10 @@ describe('chaos: the same faults at the same reads, with and without the fenced 
   it('every holder left running with a lost lock was told so (signal aborted, lost event)', () => {
     for (const r of results.values()) {
       const told = r.faults.filter((f) => f.kind !== 'kill').map((f) => f.learnedReason);
-      expect(told.sort()).toEqual(['expired', 'lost']);
+      // Usually `expired` after the stall (its own clock) and `lost` after the restart (its
+      // next renewal); a renewal caught in flight by SIGSTOP can make the stall's `lost`.
+      expect(told).toHaveLength(2);
+      for (const reason of told) expect(['expired', 'lost']).toContain(reason);
     }
   });
 
