@@ -26,6 +26,7 @@ import { ActiveHold, type HoldOwner } from './active-hold';
 import { HoldHandle } from './hold-handle';
 import { HoldScope } from './hold-scope';
 import { HoldTimes, withRetryEstimate } from './hold-times';
+import { ReleaseWaits } from './release-waits';
 import { LockClientRegistry } from '../module/lock-client.registry';
 import { holdId, holderInScope, holdsInScope, LockContext, type LockScope } from './lock-context';
 import { type ResolvedRedlockOptions, validateBehaviour } from '../module/redlock-options';
@@ -140,6 +141,8 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
   private readonly segmented: SegmentedStrategy;
   /** Recent hold times per client group, for the Retry-After of busy answers. */
   private readonly holdTimes = new Map<string, HoldTimes>();
+  /** Results of locked calls waiting (a bounded time) for their release to answer. */
+  private readonly releaseWaits = new ReleaseWaits();
   private shuttingDown = false;
   /** What every hold calls back: one object for all of them, no closure per hold. */
   private readonly holdOwner: HoldOwner = {
@@ -498,13 +501,13 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     try {
       result = LockContext.run(scope, call.fn);
     } catch (err) {
-      return this.finishThen(hold, () => reject(err));
+      return this.finishThen(hold, () => reject(err), false);
     }
     if (isObservable(result)) return resolve(this.holdObservable(result, scope, hold));
     // As `await result` would: a thenable is followed, any other value is the result.
     Promise.resolve(result).then(
-      (value) => this.finishThen(hold, () => resolve(value)),
-      (err: unknown) => this.finishThen(hold, () => reject(err)),
+      (value) => this.finishThen(hold, () => resolve(value), false),
+      (err: unknown) => this.finishThen(hold, () => reject(err), false),
     );
   }
 
@@ -618,8 +621,13 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     return new Promise((resolve) => this.finishThen(hold, resolve));
   }
 
-  /** `finish`, then `done` (at once for a hold already finished). Never throws. */
-  private finishThen(hold: ActiveHold, done: () => void): void {
+  /**
+   * `finish`, then `done` (at once for a hold already finished). Never throws. `untilAnswered`
+   * false (a locked call's result): `done` runs once the release answers or at most
+   * RELEASE_ANSWER_WAIT_MS after it was sent, the release going on in the background (with Redis
+   * stalled, a result would otherwise wait the whole commandTimeout).
+   */
+  private finishThen(hold: ActiveHold, done: () => void, untilAnswered = true): void {
     if (!hold.active) return done();
     this.holds.remove(hold);
     hold.watchdog?.stop();
@@ -628,6 +636,7 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     const held = Date.now() - lease.acquiredAt;
     // Kept for minHold, the key is busy that long whatever the method took.
     this.recordHold(client.name, lease.keys, Math.max(held, hold.minHold));
+    const pending = untilAnswered ? undefined : this.releaseWaits.wait(done);
     const after = (err?: unknown) => {
       if (err !== undefined) {
         const why = err instanceof LockError || err instanceof Error ? err.message : String(err);
@@ -635,7 +644,8 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
         if (this.events.error && this.events.wants('error')) this.releaseFailed(hold, err);
       }
       this.released(hold, held);
-      done();
+      if (pending) this.releaseWaits.answered(pending);
+      else done();
     };
     try {
       if (hold.minHold > held) settleTo(client.releaseByExpiry(lease, hold.minHold - held), after);
