@@ -594,3 +594,6 @@ export const APP_NOT_INITIALISED = (group: string) =>
   `Lock group "${group}" is not connected: the Nest application was not initialised; call ` +
   `app.init() (or app.listen(), or init() on a testing module) before taking locks. ` +
   `RedlockModule opens its connections when the application initialises.`;
+
+export type TYPE_KEY_FUNCTION_THIS =
+  "@Locked key function: its 'this' parameter is not the class of the decorated method";

@@ -281,10 +281,11 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     method: LockedMethod,
     fn: () => unknown,
     args: readonly unknown[],
+    self?: unknown,
   ): Promise<unknown> {
     let keys: string[];
     try {
-      keys = method.render(args);
+      keys = method.render(args, self);
     } catch (err) {
       return Promise.reject(err);
     }
