@@ -156,14 +156,18 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     @Optional() private readonly moduleRef?: ModuleRef,
   ) {
     this.segmented = new SegmentedStrategy();
-    registry.whenReady((group) => this.renewHoldsOf(group));
   }
 
-  /** @internal Finds the observers that are there at startup: the Nest event bus, telemetry. */
+  /**
+   * @internal Finds the observers that are there at startup (the Nest event bus, telemetry) and
+   * hears when a Redis connection is ready again.
+   */
   onModuleInit(): void {
     const telemetry = LockTelemetry.start(this.options.telemetry);
     this.tracing = telemetry?.tracing ? telemetry : undefined;
     this.events.connect(this.moduleRef && findNestEventBus(this.moduleRef), telemetry);
+    // Holds exist only once the application runs: told from then on.
+    this.registry.whenReady((group) => this.renewHoldsOf(group));
   }
 
   /**
