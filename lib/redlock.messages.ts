@@ -714,3 +714,6 @@ export const BOARD_RELEASE_UNSUPPORTED = (group: string, backend: string) =>
   `Group "${group}" runs on ${backend}: the board force-releases Redis locks only.`;
 export const BOARD_RELEASE_UNCONFIRMED =
   'Force release needs confirm=<the key>, the key typed again.';
+
+export type TYPE_KEY_FUNCTION_THIS =
+  "@Locked key function: its 'this' parameter is not the class of the decorated method";

@@ -3,8 +3,8 @@
  * users get it, from the packed tarball rather than from this repository.
  *
  * 1. `npm pack` (its `prepack` builds dist/), then the tarball's file list: what must be there,
- *    nothing else, and every source map's sources inside the package; and its README: no link
- *    or image that breaks on the npm page (relative, or to a file or heading that is missing).
+ *    nothing else, and every source map's sources inside the package; and its README and docs:
+ *    every relative link or image names a shipped file (and heading), so they work offline.
  * 2. publint and are-the-types-wrong (`attw`) on that tarball.
  * 3. Two smoke apps, each in a temporary directory with its dependencies installed from the npm
  *    registry and nest-locked from the tarball, against a redis-server started here on a free
@@ -51,8 +51,9 @@ const REQUIRED = [
   'dist/index.js.map',
   'dist/index.d.ts.map',
   'lib/index.ts',
+  'docs/recipes.md',
 ];
-const TOP_LEVEL = new Set(['package.json', 'README.md', 'LICENSE', 'dist', 'lib']);
+const TOP_LEVEL = new Set(['package.json', 'README.md', 'LICENSE', 'dist', 'lib', 'docs']);
 
 /**
  * The lock scripts, which the library reads at run time from `dist/redis/lua` (the build copies
@@ -186,12 +187,22 @@ async function checkContents(tarball: string, dir: string): Promise<string> {
   log(`contents: ${files.length} files, ${maps.length} source and declaration maps, all whole`);
 
   const readme = fs.readFileSync(path.join(unpacked, 'README.md'), 'utf8');
-  const broken = linkProblems(readme, (file) => {
-    const full = path.join(root, file);
+  const read = (base: string) => (file: string) => {
+    const full = path.join(base, file);
     return fs.existsSync(full) ? fs.readFileSync(full, 'utf8') : undefined;
-  });
-  if (broken.length > 0) throw new CheckFailed(`README.md links:\n  ${broken.join('\n  ')}`);
-  log('README.md: every link and image is absolute or an anchor that exists');
+  };
+  // Relative links are checked against the tarball: what a user has offline in node_modules.
+  const documents = [
+    'README.md',
+    ...files.filter((f) => f.startsWith('docs/') && f.endsWith('.md')),
+  ];
+  const broken = documents.flatMap((doc) =>
+    linkProblems(read(unpacked)(doc) ?? '', read(unpacked), doc, read(root)).map(
+      (problem) => `${doc}: ${problem}`,
+    ),
+  );
+  if (broken.length > 0) throw new CheckFailed(`links:\n  ${broken.join('\n  ')}`);
+  log(`README.md and ${documents.length - 1} docs: every link names a shipped file or heading`);
   return readme;
 }
 

@@ -1,7 +1,9 @@
 /**
- * What `npm run check:package` reads in the README it ships: its links and images, which must
- * work on the npm page as well as on GitHub, and its quick-start code, which must run as pasted.
+ * What `npm run check:package` reads in the README and docs it ships: their links and images,
+ * which must work offline in node_modules as well as on GitHub, and the README's quick-start
+ * code, which must run as pasted.
  */
+import * as path from 'node:path';
 
 /** The repository every absolute link of the README points into. */
 export const REPOSITORY = 'nest-locked/nest-locked';
@@ -41,18 +43,25 @@ export function anchors(markdown: string): Set<string> {
 }
 
 /**
- * Problems with the links and images of `markdown`: a relative target (npm shows the README
- * without the repository's files), a file of this repository that does not exist, or an
- * anchor that no heading has.
+ * Problems with the links and images of `markdown`, a document of the package at `docPath`
+ * (`README.md`, `docs/faults.md`). A relative target must be a file the package ships, read
+ * with `readFile` (a user reads these documents offline, in node_modules, as well as on GitHub
+ * and on the npm page), with the heading its anchor names. An absolute link into this
+ * repository is a problem in the README (it needs the network, and may name a file the package
+ * does not ship); elsewhere it must name a file that exists (`readRepoFile`).
  *
- * @param readFile reads a file of the repository by its path, `undefined` if it does not exist
+ * @param readFile reads a shipped file by its path in the package, `undefined` if it is not there
+ * @param readRepoFile reads a file of the repository, for absolute links from shipped docs
  */
 export function linkProblems(
   markdown: string,
   readFile: (path: string) => string | undefined,
+  docPath = 'README.md',
+  readRepoFile: (path: string) => string | undefined = readFile,
 ): string[] {
   const problems: string[] = [];
   const own = anchors(markdown);
+  const dir = path.posix.dirname(docPath);
   for (const [, target] of prose(markdown).matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)) {
     if (target.startsWith('#')) {
       if (!own.has(target.slice(1))) problems.push(`${target}: no heading has this anchor`);
@@ -60,22 +69,41 @@ export function linkProblems(
     }
     const prefix = FILE_PREFIXES.find((p) => target.startsWith(p));
     if (prefix) {
-      const rest = target.slice(prefix.length);
-      const file = rest.split(/[?#]/)[0];
-      const hash = rest.indexOf('#');
-      const fragment = hash >= 0 ? rest.slice(hash + 1) : undefined;
-      const text = readFile(file);
-      if (text === undefined) problems.push(`${target}: ${file} is not in the repository`);
-      else if (fragment !== undefined && !anchors(text).has(fragment)) {
-        problems.push(`${target}: ${file} has no heading with this anchor`);
+      if (docPath === 'README.md') {
+        problems.push(`${target}: needs the network; link a shipped file relatively (docs/...)`);
+        continue;
       }
+      const rest = target.slice(prefix.length);
+      problems.push(...fileProblems(target, rest, readRepoFile, 'the repository'));
       continue;
     }
-    if (!/^https?:\/\//.test(target)) {
-      problems.push(`${target}: a relative link, which breaks on the npm page`);
+    if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // https:, mailto: elsewhere
+    const rest = path.posix.normalize(path.posix.join(dir, target));
+    if (rest.startsWith('../')) {
+      problems.push(`${target}: points outside the package`);
+      continue;
     }
+    problems.push(...fileProblems(target, rest, readFile, 'the package'));
   }
   return problems;
+}
+
+/** A link to `rest` (`path[#anchor]`, `?query` ignored): the file exists, and the heading. */
+function fileProblems(
+  target: string,
+  rest: string,
+  read: (path: string) => string | undefined,
+  where: string,
+): string[] {
+  const file = rest.split(/[?#]/)[0];
+  const hash = rest.indexOf('#');
+  const fragment = hash >= 0 ? rest.slice(hash + 1) : undefined;
+  const text = read(file);
+  if (text === undefined) return [`${target}: ${file} is not in ${where}`];
+  if (fragment !== undefined && !anchors(text).has(fragment)) {
+    return [`${target}: ${file} has no heading with this anchor`];
+  }
+  return [];
 }
 
 /** The first TypeScript block of the README's "Quick start" section. */

@@ -26,6 +26,7 @@ import { ActiveHold, type HoldOwner } from './active-hold';
 import { HoldHandle } from './hold-handle';
 import { HoldScope } from './hold-scope';
 import { HoldTimes, withRetryEstimate } from './hold-times';
+import { ReleaseWaits } from './release-waits';
 import { LockClientRegistry } from '../module/lock-client.registry';
 import { holdId, holderInScope, holdsInScope, LockContext, type LockScope } from './lock-context';
 import { type ResolvedRedlockOptions, validateBehaviour } from '../module/redlock-options';
@@ -140,6 +141,8 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
   private readonly segmented: SegmentedStrategy;
   /** Recent hold times per client group, for the Retry-After of busy answers. */
   private readonly holdTimes = new Map<string, HoldTimes>();
+  /** Results of locked calls waiting (a bounded time) for their release to answer. */
+  private readonly releaseWaits = new ReleaseWaits();
   private shuttingDown = false;
   /** What every hold calls back: one object for all of them, no closure per hold. */
   private readonly holdOwner: HoldOwner = {
@@ -153,7 +156,6 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     @Optional() private readonly moduleRef?: ModuleRef,
   ) {
     this.segmented = new SegmentedStrategy();
-    registry.whenReady((group) => this.renewHoldsOf(group));
   }
 
   /**
@@ -165,11 +167,16 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     for (let hold = this.holds.first; hold; hold = hold.next) yield hold;
   }
 
-  /** @internal Finds the observers that are there at startup: the Nest event bus, telemetry. */
+  /**
+   * @internal Finds the observers that are there at startup (the Nest event bus, telemetry) and
+   * hears when a Redis connection is ready again.
+   */
   onModuleInit(): void {
     const telemetry = LockTelemetry.start(this.options.telemetry);
     this.tracing = telemetry?.tracing ? telemetry : undefined;
     this.events.connect(this.moduleRef && findNestEventBus(this.moduleRef), telemetry);
+    // Holds exist only once the application runs: told from then on.
+    this.registry.whenReady((group) => this.renewHoldsOf(group));
   }
 
   /**
@@ -287,10 +294,11 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     method: LockedMethod,
     fn: () => unknown,
     args: readonly unknown[],
+    self?: unknown,
   ): Promise<unknown> {
     let keys: string[];
     try {
-      keys = method.render(args);
+      keys = method.render(args, self);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -507,13 +515,13 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     try {
       result = LockContext.run(scope, call.fn);
     } catch (err) {
-      return this.finishThen(hold, () => reject(err));
+      return this.finishThen(hold, () => reject(err), false);
     }
     if (isObservable(result)) return resolve(this.holdObservable(result, scope, hold));
     // As `await result` would: a thenable is followed, any other value is the result.
     Promise.resolve(result).then(
-      (value) => this.finishThen(hold, () => resolve(value)),
-      (err: unknown) => this.finishThen(hold, () => reject(err)),
+      (value) => this.finishThen(hold, () => resolve(value), false),
+      (err: unknown) => this.finishThen(hold, () => reject(err), false),
     );
   }
 
@@ -627,8 +635,13 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     return new Promise((resolve) => this.finishThen(hold, resolve));
   }
 
-  /** `finish`, then `done` (at once for a hold already finished). Never throws. */
-  private finishThen(hold: ActiveHold, done: () => void): void {
+  /**
+   * `finish`, then `done` (at once for a hold already finished). Never throws. `untilAnswered`
+   * false (a locked call's result): `done` runs once the release answers or at most
+   * RELEASE_ANSWER_WAIT_MS after it was sent, the release going on in the background (with Redis
+   * stalled, a result would otherwise wait the whole commandTimeout).
+   */
+  private finishThen(hold: ActiveHold, done: () => void, untilAnswered = true): void {
     if (!hold.active) return done();
     this.holds.remove(hold);
     hold.watchdog?.stop();
@@ -637,6 +650,7 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     const held = Date.now() - lease.acquiredAt;
     // Kept for minHold, the key is busy that long whatever the method took.
     this.recordHold(client.name, lease.keys, Math.max(held, hold.minHold));
+    const pending = untilAnswered ? undefined : this.releaseWaits.wait(done);
     const after = (err?: unknown) => {
       if (err !== undefined) {
         const why = err instanceof LockError || err instanceof Error ? err.message : String(err);
@@ -644,7 +658,8 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
         if (this.events.error && this.events.wants('error')) this.releaseFailed(hold, err);
       }
       this.released(hold, held);
-      done();
+      if (pending) this.releaseWaits.answered(pending);
+      else done();
     };
     try {
       if (hold.minHold > held) settleTo(client.releaseByExpiry(lease, hold.minHold - held), after);

@@ -14,6 +14,7 @@ import {
   LOCKED_STATIC,
   NO_LOCK_SERVICE,
   type TYPE_KEY_FUNCTION_PARAMETERS,
+  type TYPE_KEY_FUNCTION_THIS,
   type TYPE_NOT_ASYNC,
   type TYPE_SKIP_RESOLVES_UNDEFINED,
   type TYPE_UNKNOWN_OPTION,
@@ -37,6 +38,13 @@ type KeyFunctionCheck<K, M> = [K] extends [(...args: infer A) => unknown]
   ? M extends (...args: [...A, ...never[]]) => unknown
     ? unknown
     : Refused<TYPE_KEY_FUNCTION_PARAMETERS>
+  : unknown;
+
+/** A key function's `this` parameter, if it declares one, against the class it decorates. */
+type KeyThisCheck<K, T> = [K] extends [(this: infer This, ...args: never[]) => unknown]
+  ? T extends This
+    ? unknown
+    : Refused<TYPE_KEY_FUNCTION_THIS>
   : unknown;
 
 /** `onBusy: 'skip'` resolves `undefined` instead of running the method. */
@@ -72,10 +80,10 @@ type LockedMethodCheck<K, O, M> = M extends LockableMethod
  * The method decorator `@Locked(keys, options)` returns. `M` is the decorated method's type; the
  * descriptor's extra requirements make TypeScript report what it can see is wrong (see `Locked`).
  */
-export type LockedDecorator<K, O> = <M>(
-  target: object,
+export type LockedDecorator<K, O> = <M, T extends object>(
+  target: T,
   propertyKey: string | symbol,
-  descriptor: TypedPropertyDescriptor<M> & LockedMethodCheck<K, O, M>,
+  descriptor: TypedPropertyDescriptor<M> & LockedMethodCheck<K, O, M> & KeyThisCheck<K, T>,
 ) => TypedPropertyDescriptor<M>;
 
 /**
@@ -87,7 +95,9 @@ export type LockedDecorator<K, O> = <M>(
  *   placeholders fail at decoration time; unusable values (`undefined`, `''`, objects...) fail the
  *   call with `LockKeyError` before anything is locked.
  * - `['account:{from}', 'account:{to}']`: all keys or none, taken in sorted order (no deadlock).
- * - `(from: string, to: string) => [...]`: build the keys yourself.
+ * - `(from: string, to: string) => [...]`: build the keys yourself. The function is called with
+ *   the instance as `this`: `function (this: OrderService, id: string) { return ... }` reads
+ *   instance state (an arrow function has no `this` of its own).
  *
  * Works on services, controllers (after pipes), resolvers, microservice handlers and `@Cron`
  * jobs, above or below their decorators. The method must be async (return a Promise or an
@@ -163,7 +173,7 @@ export function Locked(
         if (!service) {
           return Promise.reject(new LockConfigError(NO_LOCK_SERVICE(where), 'LockService'));
         }
-        return service.runDecorated(method, () => Reflect.apply(fn, thisArg, args), args);
+        return service.runDecorated(method, () => Reflect.apply(fn, thisArg, args), args, thisArg);
       },
     });
     for (const key of Reflect.getOwnMetadataKeys(original)) {

@@ -16,13 +16,17 @@ import { rawKeyList } from './raw-key';
  *   typo fails at startup instead of locking on `product:undefined` in production;
  * - several templates, `['account:{from}', 'account:{to}']`, locked all-or-nothing;
  * - a function of the method's arguments, for keys a template cannot express. Its result is used
- *   as written (not encoded): whoever composes a key in code owns its structure.
+ *   as written (not encoded): whoever composes a key in code owns its structure. It is called
+ *   with the instance as `this`: write it as a `function` with a `this` parameter to read
+ *   instance state (an arrow function has no `this` of its own).
  *
  * @example
  * ```ts
  * const template: KeySource = 'order:{dto.customer.id}:{0.items.0.sku}';
  * const templates: KeySource = ['account:{from}', 'account:{to}'];
  * const fn: KeySource<[Account, Account]> = (from, to) => [`account:${from.id}`, `acct:${to.id}`];
+ * // On a method of TenantService: the instance's state too.
+ * const own = function (this: TenantService, id: string) { return `${this.tenant}:order:${id}`; };
  * ```
  * @publicApi
  */
@@ -36,7 +40,7 @@ export type KeySource<A extends unknown[] = unknown[]> =
  *
  * Each call returns a fresh array the caller may sort in place.
  */
-export type KeyRenderer = (args: readonly unknown[]) => string[];
+export type KeyRenderer = (args: readonly unknown[], self?: unknown) => string[];
 
 /**
  * Compiles a key source once, at decoration time, into a renderer for the hot path: templates
@@ -108,10 +112,11 @@ function compileKeyFunction<A extends unknown[]>(
 ): KeyRenderer {
   const source = `key function of ${where}`;
   const invalid = (result: unknown) => KEY_FUNCTION_BAD_RESULT(where, result);
-  return (args) => {
+  return (args, self) => {
     let result: unknown;
     try {
-      result = Reflect.apply(fn, undefined, args);
+      // The instance as `this`: a key may use instance state (request-scoped or not).
+      result = Reflect.apply(fn, self, args);
     } catch (error) {
       throw new LockKeyError(KEY_FUNCTION_THREW(where, error), 'fn', undefined, error);
     }

@@ -72,7 +72,18 @@ class InFlight<R = unknown> {
   }
 }
 
-export const asError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
+/**
+ * `e` as an Error of this realm. An error Node's internals made (a socket's ECONNREFUSED) fails
+ * `instanceof Error` where this code runs in a vm context (Jest): it is wrapped, its message kept.
+ */
+export const asError = (e: unknown): Error => {
+  if (e instanceof Error) return e;
+  if (isErrorLike(e)) return new Error(e.message, { cause: e });
+  return new Error(String(e));
+};
+
+const isErrorLike = (e: unknown): e is { message: string } =>
+  typeof e === 'object' && e !== null && typeof (e as { message?: unknown }).message === 'string';
 
 /**
  * Commands the first corked batch of a tick holds before they leave in one write; each later
@@ -130,7 +141,7 @@ export class ScriptRunner {
 
   /** A command's error on `node`, or the connection's own when that says why. */
   private failure(node: RedisNode, e: unknown): Error {
-    return this.connectionError(node) ?? asError(e);
+    return asError(this.connectionError(node) ?? e);
   }
 
   private gateOf(node: RedisNode): ReplicaAckGate {

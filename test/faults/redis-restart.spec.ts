@@ -18,8 +18,9 @@ import type { RedisServerHandle } from '../support/redis-server';
 /**
  * Redis restarted without persistence (the harness keeps nothing on disk) while locks are held
  * and callers wait for them: the locks, the Redis queue of waiters and the fence counters are
- * gone. README (Faults): a holder learns it at its next renewal; waiters are not left waiting
- * for a grant nobody will publish; fences of a key never go backwards (item 1 of the issue).
+ * gone. docs/faults.md: a holder learns it when its connection is ready again (a renewal at once,
+ * not the next one); waiters are not left waiting for a grant nobody will publish; fences of a
+ * key never go backwards (item 1 of the issue).
  */
 jest.setTimeout(40_000);
 

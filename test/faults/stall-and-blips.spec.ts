@@ -18,7 +18,7 @@ import type { RedisServerHandle } from '../support/redis-server';
 /**
  * Redis stops answering (SIGSTOP) or goes away for a moment (killed, restarted on its port).
  * PRODUCT 5: "no caller hangs past waitTimeout + commandTimeout; recovery without restart";
- * README "Blips" (item 8 of the faults issue): a caller already waiting survives an outage
+ * docs/how-waiting-works.md "Blips" (item 8 of the faults issue): a caller already waiting survives an outage
  * shorter than its remaining wait, a new caller during the outage fails fast.
  */
 jest.setTimeout(40_000);

@@ -100,7 +100,18 @@ export function accepted(): unknown[] {
       return id;
     }
   }
-  return [Accepted, Dynamic];
+  class Tenanted {
+    tenant = 'acme';
+
+    // A key function reading instance state through its `this` parameter.
+    @Locked(function (this: Tenanted, id: string) {
+      return `${this.tenant}:order:${id}`;
+    })
+    async settle(id: string) {
+      return id;
+    }
+  }
+  return [Accepted, Dynamic, Tenanted];
 }
 
 /** Refused by the compiler. */
@@ -186,7 +197,19 @@ export function refused(): unknown[] {
       return id;
     }
   }
-  return [Templates, Methods];
+  class Stranger {
+    region = 'eu';
+  }
+  class KeyThis {
+    // @ts-expect-error: the key function's `this` is another class
+    @Locked(function (this: Stranger, id: string) {
+      return `${this.region}:${id}`;
+    })
+    async settle(id: string) {
+      return id;
+    }
+  }
+  return [Templates, Methods, KeyThis];
 }
 
 describe('@Locked types', () => {
@@ -220,6 +243,6 @@ describe('@Locked types', () => {
   });
 
   it('defines every accepted class without throwing', () => {
-    expect(accepted()).toHaveLength(2);
+    expect(accepted()).toHaveLength(3);
   });
 });
