@@ -1,33 +1,10 @@
 import { createHash } from 'node:crypto';
-import {
-  GRANT_CHANNEL_PREFIX,
-  GRANT_WORD,
-  RELEASE_CHANNEL_SUFFIX,
-  RELEASED_MESSAGE,
-  TOKEN_SEPARATOR,
-  WRITER_WORD,
-} from './key-space';
-import {
-  FENCE_COUNTER_LIFETIME_MS,
-  FENCE_SEED_LEAD_US,
-  GRANT_CLAIM_MS,
-  PASS_SCAN,
-} from './script-constants';
+import { PROTOCOL_WORDS } from './key-space';
+import * as scriptConstants from './script-constants';
 import { loadScript } from './script-loader';
 
 /** What the scripts take from this side, as `$NAME` (see `script-loader.ts`). */
-const CONSTANTS = {
-  FENCE_COUNTER_LIFETIME_MS,
-  FENCE_SEED_LEAD_US,
-  GRANT_CLAIM_MS,
-  PASS_SCAN,
-  GRANT_CHANNEL_PREFIX,
-  GRANT_WORD,
-  RELEASE_CHANNEL_SUFFIX,
-  RELEASED_MESSAGE,
-  TOKEN_SEPARATOR,
-  WRITER_WORD,
-};
+const CONSTANTS = { ...scriptConstants, ...PROTOCOL_WORDS };
 
 /** One script's argument list, as sent. */
 export type ScriptArgs = readonly (string | number)[];
