@@ -124,7 +124,7 @@ type QueueMode = '0' | '1';
 /** '1' when the token also leaves the Redis queue (a waiter giving up). */
 type Leave = '0' | '1';
 
-/** Single-key first try: `[token, lease ms, fences to reserve, fence mode]`. KEYS: `KeySet.take`. */
+/** Single-key first try: `[token, lease ms, fences to reserve, fence mode]`; KEYS `KeySet.take`. */
 export const TRY = defineScript<[Token, LeaseMs, Block, FenceMode], AcquireReply>(
   'TRY',
   'try',

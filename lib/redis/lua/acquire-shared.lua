@@ -72,7 +72,11 @@ local out = {1}
 for i = 1, #KEYS, 6 do
   local k = key_set(i)
   hold_share(k, token, marker, ttl, now)
-  if kind == 'r' then out[#out + 1] = read_fence(k.fence) else out[#out + 1] = mint(k.fence, block, mode) end
+  if kind == 'r' then
+    out[#out + 1] = read_fence(k.fence)
+  else
+    out[#out + 1] = mint(k.fence, block, mode)
+  end
   if redis.call('ZREM', k.queue, token) == 1 then redis.call('HDEL', k.meta, token) end
 end
 return out
