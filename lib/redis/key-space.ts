@@ -40,6 +40,16 @@ export const GRANT_WORD = 'g';
 export const WRITER_WORD = 'w';
 /** Separates a token's process prefix from its counter. */
 export const TOKEN_SEPARATOR = '.';
+/** The names and words above, as the Lua scripts take them (`$NAME`: see `scripts.ts`). */
+export const PROTOCOL_WORDS = {
+  RELEASE_CHANNEL_SUFFIX,
+  RELEASED_MESSAGE,
+  GRANT_CHANNEL_PREFIX,
+  GRANT_WORD,
+  WRITER_WORD,
+  TOKEN_SEPARATOR,
+} as const;
+
 /** Redis keys per lock key in the full scripts. */
 export const KEYS_PER_LOCK = 6;
 

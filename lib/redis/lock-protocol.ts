@@ -348,9 +348,10 @@ export class LockProtocol {
   /**
    * Gives the keys of `token` back (compare-and-delete: never someone else's lock), granting
    * each to its oldest waiter queued in Redis (RELEASE; one key nobody waits for costs it a GET
-   * and a DEL). A share (read hold, permit) is given back the same way. `onGrants` (single node) hears what the release granted (locks and
-   * shares, to queued waiters of any process), as soon as its answer comes, so a grantee of this
-   * process can hold without waiting for the grant message.
+   * and a DEL). A share (read hold, permit) is given back the same way. `onGrants` (single node)
+   * hears what the release granted (locks and shares, to queued waiters of any process), as soon
+   * as its answer comes, so a grantee of this process can hold without waiting for the grant
+   * message.
    * @returns whether racing waiters were woken (a PUBLISH on some node)
    * @throws LockBackendError when no majority of nodes could be told
    */

@@ -6,21 +6,14 @@
 
 /**
  * How long a fence counter lives after it was set (not renewed by use). It only has to outlive
- * the fences it gave: every fence is above the server's clock when it is minted on a single
- * node, and a counter seeded again starts FENCE_SEED_LEAD_US ahead of the clock, so once the
- * clock has passed a counter's value (a millisecond or so after its last mint; a quorum's counter,
- * which only counts, falls behind the clock at once) a new one seeded from the clock starts above
- * every fence it gave. A minute is that with a wide margin, and leaves no counter behind for long
- * (200,000 keys used once: none a minute later).
+ * the fences it gave: on a single node every fence is at or above the server's clock when it is
+ * minted, and a counter seeded again starts at the clock, so once the clock has passed a
+ * counter's value (within a block of µs after its last mint, a block being one fence per caller
+ * passed in memory; a quorum's counter, which only counts, falls behind the clock at once) a new
+ * one seeded from the clock starts above every fence it gave. A minute is that with a wide
+ * margin, and leaves no counter behind for long (200,000 keys used once: none a minute later).
  */
 export const FENCE_COUNTER_LIFETIME_MS = 60_000;
-
-/**
- * How far ahead of the server's clock (µs) a new fence counter starts: more than the largest
- * block of fences one mint reserves (REFILL's 1,024), so the fences of a counter that expired
- * right after a mint stay below the next counter's.
- */
-export const FENCE_SEED_LEAD_US = 1_000_000;
 
 /**
  * How long a key granted to a queued waiter is set for until the waiter's process claims it

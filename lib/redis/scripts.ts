@@ -1,33 +1,10 @@
 import { createHash } from 'node:crypto';
-import {
-  GRANT_CHANNEL_PREFIX,
-  GRANT_WORD,
-  RELEASE_CHANNEL_SUFFIX,
-  RELEASED_MESSAGE,
-  TOKEN_SEPARATOR,
-  WRITER_WORD,
-} from './key-space';
-import {
-  FENCE_COUNTER_LIFETIME_MS,
-  FENCE_SEED_LEAD_US,
-  GRANT_CLAIM_MS,
-  PASS_SCAN,
-} from './script-constants';
+import { PROTOCOL_WORDS } from './key-space';
+import * as scriptConstants from './script-constants';
 import { loadScript } from './script-loader';
 
 /** What the scripts take from this side, as `$NAME` (see `script-loader.ts`). */
-const CONSTANTS = {
-  FENCE_COUNTER_LIFETIME_MS,
-  FENCE_SEED_LEAD_US,
-  GRANT_CLAIM_MS,
-  PASS_SCAN,
-  GRANT_CHANNEL_PREFIX,
-  GRANT_WORD,
-  RELEASE_CHANNEL_SUFFIX,
-  RELEASED_MESSAGE,
-  TOKEN_SEPARATOR,
-  WRITER_WORD,
-};
+const CONSTANTS = { ...scriptConstants, ...PROTOCOL_WORDS };
 
 /** One script's argument list, as sent. */
 export type ScriptArgs = readonly (string | number)[];
@@ -147,7 +124,7 @@ type QueueMode = '0' | '1';
 /** '1' when the token also leaves the Redis queue (a waiter giving up). */
 type Leave = '0' | '1';
 
-/** Single-key first try: `[token, lease ms, fences to reserve, fence mode]`. KEYS: `KeySet.take`. */
+/** Single-key first try: `[token, lease ms, fences to reserve, fence mode]`; KEYS `KeySet.take`. */
 export const TRY = defineScript<[Token, LeaseMs, Block, FenceMode], AcquireReply>(
   'TRY',
   'try',

@@ -70,6 +70,16 @@ describe('fences never go backwards (single node)', () => {
     expect(strictlyIncreasing([...before, ...after])).toBe(true);
   });
 
+  it('after the fence counter came back behind (a promoted replica, an old snapshot), the next fence is above the server clock', async () => {
+    const before = await fencesOf(locks, 'behind:a', 3);
+    await raw.set(`${lockRedisKey(keyPrefix, 'behind:a')}:fence`, '1000', 'PX', 60_000);
+    const [seconds, micros] = await raw.time();
+    const serverUs = Number(seconds) * 1_000_000 + Number(micros);
+    const after = await fencesOf(locks, 'behind:a', 3);
+    expect(after[0]).toBeGreaterThan(serverUs);
+    expect(strictlyIncreasing([...before, ...after])).toBe(true);
+  });
+
   it('fence counters expire: an idle key leaves nothing behind for good', async () => {
     await fencesOf(locks, 'idle:a', 1);
     const pttl = await raw.pttl(`${lockRedisKey(keyPrefix, 'idle:a')}:fence`);

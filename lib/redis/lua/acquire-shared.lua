@@ -22,7 +22,7 @@ local kind, block, mode, fair = ARGV[5], tonumber(ARGV[6]), ARGV[7], ARGV[8] == 
 --- @include "includes/read-fence"
 --- @include "includes/marker-of"
 --- @include "includes/room-of"
---- @include "includes/sync"
+--- @include "includes/hold-share"
 --- @include "includes/held-up"
 --- @include "includes/enqueue"
 --- @include "includes/flag"
@@ -71,13 +71,12 @@ end
 local out = {1}
 for i = 1, #KEYS, 6 do
   local k = key_set(i)
-  if redis.call('EXISTS', k.lock) == 0 then
-    redis.call('DEL', k.holders)
-    redis.call('SET', k.lock, marker, 'PX', ttl)
+  hold_share(k, token, marker, ttl, now)
+  if kind == 'r' then
+    out[#out + 1] = read_fence(k.fence)
+  else
+    out[#out + 1] = mint(k.fence, block, mode)
   end
-  redis.call('ZADD', k.holders, now + ttl, token)
-  sync(k, now)
-  if kind == 'r' then out[#out + 1] = read_fence(k.fence) else out[#out + 1] = mint(k.fence, block, mode) end
   if redis.call('ZREM', k.queue, token) == 1 then redis.call('HDEL', k.meta, token) end
 end
 return out

@@ -23,6 +23,7 @@ if #KEYS == 6 and redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then
   return {1, fence}
 end
 --- @include "includes/key-set"
+--- @include "includes/take"
 --- @include "includes/enqueue"
 --- @include "includes/flag"
 --- @include "includes/marker-of"
@@ -44,12 +45,7 @@ for i = 1, #KEYS, 6 do
 end
 local out = {1}
 for i = 1, #KEYS, 6 do
-  local k = key_set(i)
-  redis.call('SET', k.lock, token, 'PX', ttl)
-  out[#out + 1] = mint(k.fence, block, mode)
   -- A waiter that queued earlier leaves the queue (a first try never queued).
-  if queue and wait_ms > 0 and redis.call('ZREM', k.queue, token) == 1 then
-    redis.call('HDEL', k.meta, token)
-  end
+  out[#out + 1] = take(key_set(i), token, ttl, block, mode, queue and wait_ms > 0)
 end
 return out

@@ -10,7 +10,7 @@ local token, ttl, repair, kind = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', ARG
 --- @include "includes/key-set"
 --- @include "includes/now-ms"
 --- @include "includes/marker-of"
---- @include "includes/sync"
+--- @include "includes/hold-share"
 local now, marker = now_ms(), marker_of(kind)
 local missing = 0
 for i = 1, #KEYS, 6 do
@@ -24,13 +24,7 @@ for i = 1, #KEYS, 6 do
   end
 end
 for i = 1, #KEYS, 6 do
-  local k = key_set(i)
-  if redis.call('EXISTS', k.lock) == 0 then
-    redis.call('DEL', k.holders)
-    redis.call('SET', k.lock, marker, 'PX', ttl)
-  end
-  redis.call('ZADD', k.holders, now + ttl, token)
-  sync(k, now)
+  hold_share(key_set(i), token, marker, ttl, now)
 end
 if missing > 0 then return 2 end
 return 1

@@ -8,18 +8,13 @@
 ]]
 local old, new, ttl, block, mode = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
 --- @include "includes/key-set"
---- @include "includes/mint"
+--- @include "includes/take"
 for i = 1, #KEYS, 6 do
   if redis.call('GET', KEYS[i]) ~= old then return {0} end
 end
 local out = {1}
 for i = 1, #KEYS, 6 do
-  local k = key_set(i)
-  redis.call('SET', k.lock, new, 'PX', ttl)
-  out[#out + 1] = mint(k.fence, block, mode)
   -- The new holder may have queued for a grant before: it must not be granted the key again.
-  if redis.call('ZREM', k.queue, new) == 1 then
-    redis.call('HDEL', k.meta, new)
-  end
+  out[#out + 1] = take(key_set(i), new, ttl, block, mode, true)
 end
 return out

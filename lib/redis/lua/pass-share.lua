@@ -14,7 +14,8 @@
   Reply: {fence, 1 if it went past a waiter of another process else 0}, or {0, 0} when the
   holder's share is gone (lost: nothing changed).
 ]]
-local holder, waiter, ttl, block, mode = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
+local holder, waiter, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local block, mode = tonumber(ARGV[4]), ARGV[5]
 --- @include "includes/key-set"
 --- @include "includes/now-ms"
 --- @include "includes/mint"

@@ -4,7 +4,8 @@ local function entry(meta)
   local a = string.find(meta, ':', 1, true)
   local b = string.find(meta, ':', a + 1, true)
   if b then
-    return string.sub(meta, 1, a - 1), tonumber(string.sub(meta, a + 1, b - 1)), string.sub(meta, b + 1)
+    local deadline = tonumber(string.sub(meta, a + 1, b - 1))
+    return string.sub(meta, 1, a - 1), deadline, string.sub(meta, b + 1)
   end
   return string.sub(meta, 1, a - 1), tonumber(string.sub(meta, a + 1)), nil
 end

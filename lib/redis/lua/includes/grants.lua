@@ -10,8 +10,9 @@ local grants = {}
 -- once.
 local function granted(lock, token, fence, spare, now)
   local f = string.format('%.0f', fence)
+  local at = spare .. ':' .. string.format('%.0f', now)
   redis.call('PUBLISH', '$GRANT_CHANNEL_PREFIX' .. process_of(token),
-    '$GRANT_WORD ' .. token .. ' ' .. f .. ' ' .. spare .. ':' .. string.format('%.0f', now) .. ' ' .. lock)
+    '$GRANT_WORD ' .. token .. ' ' .. f .. ' ' .. at .. ' ' .. lock)
   grants[#grants + 1] = token
   grants[#grants + 1] = f
   grants[#grants + 1] = spare
