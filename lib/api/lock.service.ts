@@ -26,9 +26,8 @@ import { ActiveHold, type HoldOwner } from './active-hold';
 import { HoldHandle } from './hold-handle';
 import { HoldScope } from './hold-scope';
 import { HoldTimes, withRetryEstimate } from './hold-times';
-import { LockClientRegistry } from '../module/lock-client.registry';
 import { holdId, holderInScope, holdsInScope, LockContext, type LockScope } from './lock-context';
-import { type ResolvedRedlockOptions, validateBehaviour } from '../module/redlock-options';
+import { type ResolvedRedlockOptions, validateBehaviour } from '../options/redlock-options';
 import { DEFAULT_CLIENT, RESOLVED_OPTIONS } from '../redlock.constants';
 import {
   ACQUIRE_TAKES_NO_SEGMENTS,
@@ -44,6 +43,7 @@ import {
   LockEvents,
   type LockServiceEvents,
 } from './lock-events';
+import { LockGroups } from './lock-groups';
 import { LockTelemetry } from './lock-telemetry';
 
 /** Counters of a client group's waiting engine (see `LockService.stats`). */
@@ -148,7 +148,7 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
 
   constructor(
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedRedlockOptions,
-    private readonly registry: LockClientRegistry,
+    private readonly registry: LockGroups,
     @Optional() private readonly moduleRef?: ModuleRef,
   ) {
     this.segmented = new SegmentedStrategy();

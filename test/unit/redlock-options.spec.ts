@@ -1,6 +1,6 @@
 import { Cluster, Redis } from 'ioredis';
 import { LockConfigError, type RedlockClientEntry, type RedlockModuleOptions } from '../../lib';
-import { resolveRedlockOptions } from '../../lib/module/redlock-options';
+import { resolveRedlockOptions } from '../../lib/options/redlock-options';
 
 describe('resolveRedlockOptions', () => {
   it('applies the documented defaults', () => {
