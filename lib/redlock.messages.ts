@@ -173,11 +173,9 @@ export const NODE_URL_PROBLEM = {
   unparsable: 'is not a Redis URL ioredis can parse (check the host and the port)',
   noHost: 'names no host (an unset variable in the URL?)',
   capitals:
-    'writes its scheme in capitals; write it in lower case (ioredis turns TLS on only for a ' +
+    'writes "rediss://" in capitals; write it in lower case (ioredis turns TLS on only for a ' +
     'lower-case "rediss://")',
-  badDb: 'has a path that is not a database number (such as /0)',
-  schemeRelative: (url: string) =>
-    `starts with "//"; write redis:${url} (ioredis plans to stop reading scheme-less URLs)`,
+  badDb: 'has a database that is not a number (such as /0 or ?db=0)',
   unixScheme: (path: string) => `is a unix:// URL; give the socket's path alone: ${path}`,
   otherScheme: (scheme: string) => `uses "${scheme}://", which is not a Redis scheme`,
   pathWithoutScheme: (url: string) =>

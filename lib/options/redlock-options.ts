@@ -1,3 +1,4 @@
+import { parseURL } from 'ioredis/built/utils';
 import { LockConfigError } from '../errors';
 import type {
   LockBackendDefinition,
@@ -429,36 +430,35 @@ function checkNode(entry: unknown, field: string, fromEnv: boolean): void {
 }
 
 /**
- * Why ioredis would not reach the node a string names, or `undefined` if it would. Mirrors
- * ioredis's `parseURL`: digits are a port; a leading `/` is a Unix socket path; a string with a
- * scheme is a URL whose path is the database; anything else is read as `redis://<string>`,
- * whose path would become a Unix socket path.
+ * Why ioredis would not reach the node a string names, or `undefined` if it would. The string is
+ * read by ioredis's own `parseURL` (what `new Redis(string)` does with it), and refused when
+ * what ioredis reads is no node: a parse error, no host, port 0 or a port out of range, a
+ * database that is not a number, a Unix socket path the string did not give as one (`host/2`,
+ * `http://host`), or TLS asked for in a way ioredis does not see.
  */
 function nodeUrlProblem(url: string): string | undefined {
   const p = NODE_URL_PROBLEM;
   if (url === '') return p.empty;
-  if (url.trim() !== url) return p.spaces;
-  if (/^\d+$/.test(url)) return isPort(Number(url)) ? undefined : p.port;
-  if (url.startsWith('//')) return p.schemeRelative(url);
-  if (url.startsWith('/')) return undefined;
-  const scheme = /^([a-z][a-z\d+.-]*):\/\//i.exec(url)?.[1];
-  if (scheme !== undefined && scheme !== 'redis' && scheme !== 'rediss') {
-    const lower = scheme.toLowerCase();
-    if (lower === 'redis' || lower === 'rediss') return p.capitals;
-    if (lower === 'unix') return p.unixScheme(url.slice('unix://'.length));
+  let read: Record<string, unknown>;
+  try {
+    read = parseURL(url);
+  } catch {
+    return url.trim() === url ? p.unparsable : p.spaces;
+  }
+  const { host, port, path, db } = read;
+  if (path !== undefined && !url.startsWith('/')) {
+    // The URL's path taken for a socket's: the string has another scheme, or none.
+    const scheme = /^([a-z][a-z\d+.-]*):\/\//i.exec(url)?.[1];
+    if (scheme === undefined) return p.pathWithoutScheme(url);
+    if (scheme.toLowerCase() === 'unix') return p.unixScheme(url.slice('unix://'.length));
     return p.otherScheme(scheme);
   }
-  let parsed: URL;
-  try {
-    parsed = new URL(scheme === undefined ? `redis://${url}` : url);
-  } catch {
-    return p.unparsable;
-  }
-  if (parsed.hostname === '') return p.noHost;
-  if (parsed.port === '0') return p.portZero;
-  if (parsed.pathname === '' || parsed.pathname === '/') return undefined;
-  if (scheme === undefined) return p.pathWithoutScheme(url);
-  return /^\/\d+$/.test(parsed.pathname) ? undefined : p.badDb;
+  if (host === undefined && path === undefined && port === undefined) return p.noHost;
+  if (port !== undefined && !isPort(Number(port))) return host === undefined ? p.port : p.portZero;
+  if (db !== undefined && !/^\d+$/.test(String(db))) return p.badDb;
+  // ioredis turns TLS on for a string that starts with "rediss://" exactly.
+  if (/^rediss:\/\//i.test(url) && !url.startsWith('rediss://')) return p.capitals;
+  return undefined;
 }
 
 /** Why an entry that is neither a string nor a Redis/Cluster instance is not RedisOptions. */
