@@ -59,6 +59,12 @@ describe('resolveRedlockOptions', () => {
     expect((error as LockConfigError).field).toBe(field);
     expect((error as Error).message).toContain(`"${field}"`);
   });
+
+  it('refuses driftFactor 0.5, and its message does not name 0.5 as accepted', () => {
+    expect(() => resolveRedlockOptions({ driftFactor: 0.5 })).toThrow(
+      /"driftFactor": got 0\.5, expected a number from 0 to less than 0\.5/,
+    );
+  });
 });
 
 describe('resolveRedlockOptions: unknown keys', () => {
