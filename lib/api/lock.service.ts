@@ -27,7 +27,7 @@ import { HoldHandle } from './hold-handle';
 import { HoldScope } from './hold-scope';
 import { HoldTimes, withRetryEstimate } from './hold-times';
 import { holdId, holderInScope, holdsInScope, LockContext, type LockScope } from './lock-context';
-import { type ResolvedRedlockOptions, validateBehaviour } from '../options/redlock-options';
+import { RANGES, type ResolvedRedlockOptions, validateBehaviour } from '../options/redlock-options';
 import { DEFAULT_CLIENT, RESOLVED_OPTIONS } from '../redlock.constants';
 import {
   ACQUIRE_TAKES_NO_SEGMENTS,
@@ -699,8 +699,9 @@ function acquireRequest(b: Behaviour, signal: AbortSignal | undefined): AcquireR
   });
 }
 
-/** The lease asked for: never longer than maxHold. */
-const leaseTtl = (b: Behaviour): number => Math.max(10, Math.ceil(Math.min(b.ttl, b.maxHold)));
+/** The lease asked for: never longer than maxHold, nor shorter than a ttl may be. */
+const leaseTtl = (b: Behaviour): number =>
+  Math.max(RANGES.ttl.min, Math.ceil(Math.min(b.ttl, b.maxHold)));
 
 function sortUnique(keys: readonly string[]): readonly string[] {
   if (keys.length === 1) return keys;
