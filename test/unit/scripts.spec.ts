@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import {
   ACQUIRE,
   EXTEND,
@@ -22,14 +21,7 @@ describe('scripts', () => {
     expect(all.map((s) => s.name)).toEqual(expect.arrayContaining(['TRY', 'LET_EXPIRE']));
   });
 
-  it('each carries the SHA-1 of its Lua (what EVALSHA sends)', () => {
-    for (const s of all) {
-      expect(s.sha).toBe(createHash('sha1').update(s.lua).digest('hex'));
-      expect(s.sha).toMatch(/^[0-9a-f]{40}$/);
-      expect(s.lua.length).toBeGreaterThan(0);
-    }
-  });
-
+  // That each SHA is the one Redis files its Lua under: test/integration/scripts-load.spec.ts.
   it('names are distinct, and so are the scripts', () => {
     expect(new Set(all.map((s) => s.name)).size).toBe(all.length);
     expect(new Set(all.map((s) => s.sha)).size).toBe(all.length);
