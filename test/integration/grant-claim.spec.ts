@@ -2,7 +2,13 @@ import type { INestApplication } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { LockNotAcquiredError, LockService } from 'nest-locked';
 import { findOverlaps, type Interval, now } from '../support/intervals';
-import { createLockApp, lockRedisKey, sleep, uniquePrefix } from '../support/lock-app';
+import {
+  createLockApp,
+  lockRedisKey,
+  queuedInRedis,
+  sleep,
+  uniquePrefix,
+} from '../support/lock-app';
 import { redisForFile } from '../support/redis-for-file';
 import type { RedisServerHandle } from '../support/redis-server';
 
@@ -75,7 +81,7 @@ it('a granted holder that runs past the 1 s claim window keeps its key', async (
     },
     { ttl: 3_000 },
   );
-  await sleep(50);
+  await queuedInRedis(redis, keyPrefix, key, 1);
   await first.release();
   await sleep(1_200); // past the claim window, inside b's section
   await expect(a.acquire(key, { waitTimeout: 0 })).rejects.toBeInstanceOf(LockNotAcquiredError);
