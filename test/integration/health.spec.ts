@@ -58,9 +58,10 @@ describe('RedlockHealthIndicator against real redis-servers', () => {
       latencyMs: expect.any(Number),
     });
     expect(result.redlock.groups).toEqual({
-      default: { status: 'up', quorum: 1, reachable: 1, nodes: [up(servers[0])] },
+      default: { status: 'up', backend: 'redis', quorum: 1, reachable: 1, nodes: [up(servers[0])] },
       orders: {
         status: 'up',
+        backend: 'redis',
         quorum: 2,
         reachable: 3,
         nodes: [up(servers[1]), up(servers[2]), up(servers[3])],
@@ -105,6 +106,7 @@ describe('RedlockHealthIndicator against real redis-servers', () => {
     const result = await indicator.isHealthy();
     expect(result.redlock.groups.default).toEqual({
       status: 'down',
+      backend: 'redis',
       quorum: 1,
       reachable: 0,
       nodes: [{ node: address(servers[0]), status: 'down', error: expect.any(String) }],
