@@ -1,3 +1,4 @@
+import type { NumberRange } from './options/number-range';
 import { MAX_TIMER_MS } from './redlock.constants';
 
 /**
@@ -67,27 +68,33 @@ export const SERVER_ERROR_ANSWERED = (where: string, status: number, error: Erro
 
 const UP_TO_MAX_TIMER = `${MAX_TIMER_MS} (2^31-1 ms, the longest Node.js timer)`;
 
-/** What each option takes: the "expected ..." of `BAD_OPTION`. */
+/**
+ * The "expected ..." of `BAD_OPTION` for a number option, worded from the range its check
+ * enforces (`RANGES` in options/redlock-options.ts), so the two never disagree.
+ */
+export function EXPECTED_NUMBER(r: NumberRange): string {
+  const integer = r.integer ? 'an integer' : 'a number';
+  const kind = r.noun ?? (r.ms ? `${integer} ${r.integer ? 'number of ms' : 'of ms'}` : integer);
+  const min = `${r.min}${r.minMeans === undefined ? '' : ` (${r.minMeans})`}`;
+  const max = r.max === MAX_TIMER_MS ? UP_TO_MAX_TIMER : String(r.max);
+  const range =
+    r.max === undefined
+      ? `${r.aboveMin ? '>' : '>='} ${min}`
+      : r.aboveMin
+        ? `> ${min} up to ${max}`
+        : `from ${min} to ${r.belowMax ? 'less than ' : ''}${max}`;
+  return `${kind} ${range}${r.orInfinity ? ', or Infinity' : ''}${r.means ? ` (${r.means})` : ''}`;
+}
+
+/** What each option that is not a number takes: the "expected ..." of `BAD_OPTION`. */
 export const EXPECTED = {
-  ttl: `an integer number of ms from 10 to ${UP_TO_MAX_TIMER}`,
   watchdog: 'a boolean',
-  maxHold: `a number of ms > 0 up to ${UP_TO_MAX_TIMER}, or Infinity`,
-  waitTimeout: `a number of ms from 0 (tries once) to ${UP_TO_MAX_TIMER}`,
-  segments: 'an integer from 1 to 1024',
-  replicaAcks: 'an integer >= 0 (replicas that must acknowledge; 0 is off)',
-  replicaAckTimeout: `an integer number of ms from 1 to ${UP_TO_MAX_TIMER}`,
   onBusy: "'throw' or 'skip'",
-  minHold: `a number of ms from 0 (off) to ${UP_TO_MAX_TIMER}`,
   mode: "'read' or 'write'",
-  permits: 'an integer >= 1 (how many holders the key admits at once)',
   client: 'the name of a client group',
   signal: 'an AbortSignal (the signal of an AbortController)',
   keyPrefix: 'a string',
-  busyStatus: 'an HTTP error status (400-599)',
   interceptor: 'a boolean',
-  driftFactor: 'a number from 0 to 0.5',
-  localHandoffs: 'an integer >= 0',
-  commandTimeout: `a number of ms from 1 to ${UP_TO_MAX_TIMER}`,
   telemetry: "true, false or 'auto'",
   clients: (instance: boolean) =>
     'an array of Redis nodes or a record of named groups' +
@@ -103,7 +110,6 @@ export const EXPECTED = {
     "'memory' or what a backend factory returns (postgresBackend(...) from 'nest-locked/postgres', mysqlBackend, etcdBackend, zookeeperBackend)",
   group: 'a non-empty array of Redis nodes (URL, options or instance)',
   host: 'a host name or IP address',
-  port: 'a port number from 1 to 65535',
   path: 'the path of a Unix socket',
   sentinels: 'a non-empty array of sentinels ({ host, port })',
   sentinelName: "the name of the master the sentinels watch ('mymaster')",
@@ -168,16 +174,14 @@ const NODE_STRINGS =
 export const NODE_URL_PROBLEM = {
   empty: 'is empty',
   spaces: 'has spaces or line breaks around it; remove them',
-  port: 'is a port outside 1-65535',
-  portZero: 'has port 0; a port is from 1 to 65535',
+  port: (expected: string) => `is a port, but not ${expected}`,
+  portZero: (expected: string) => `has port 0; expected ${expected}`,
   unparsable: 'is not a Redis URL ioredis can parse (check the host and the port)',
   noHost: 'names no host (an unset variable in the URL?)',
   capitals:
-    'writes its scheme in capitals; write it in lower case (ioredis turns TLS on only for a ' +
+    'writes "rediss://" in capitals; write it in lower case (ioredis turns TLS on only for a ' +
     'lower-case "rediss://")',
-  badDb: 'has a path that is not a database number (such as /0)',
-  schemeRelative: (url: string) =>
-    `starts with "//"; write redis:${url} (ioredis plans to stop reading scheme-less URLs)`,
+  badDb: 'has a database that is not a number (such as /0 or ?db=0)',
   unixScheme: (path: string) => `is a unix:// URL; give the socket's path alone: ${path}`,
   otherScheme: (scheme: string) => `uses "${scheme}://", which is not a Redis scheme`,
   pathWithoutScheme: (url: string) =>

@@ -1,7 +1,8 @@
 import { LockConfigError, LockLostError } from '../errors';
 import type { LockHandle } from '../interfaces';
-import { MAX_TIMER_MS } from '../redlock.constants';
-import { BAD_OPTION, EXPECTED } from '../redlock.messages';
+import { inRange } from '../options/number-range';
+import { RANGES } from '../options/redlock-options';
+import { BAD_OPTION, EXPECTED_NUMBER } from '../redlock.messages';
 import type { ActiveHold } from './active-hold';
 import { HoldInfo } from './hold-scope';
 
@@ -26,8 +27,8 @@ export class HoldHandle extends HoldInfo implements LockHandle {
 }
 
 async function extendHold(hold: ActiveHold, ms: number): Promise<void> {
-  if (!(Number.isInteger(ms) && ms >= 10 && ms <= MAX_TIMER_MS)) {
-    throw new LockConfigError(BAD_OPTION('extend(ms)', ms, EXPECTED.ttl), 'extend');
+  if (!inRange(RANGES.ttl, ms)) {
+    throw new LockConfigError(BAD_OPTION('extend(ms)', ms, EXPECTED_NUMBER(RANGES.ttl)), 'extend');
   }
   if (!(await hold.client.extend(hold.lease, ms))) {
     throw new LockLostError(hold.lease.keys, 'lost');

@@ -18,7 +18,7 @@ import {
   LockKeyError,
   LockNotAcquiredError,
 } from '../errors';
-import type { ResolvedRedlockOptions } from '../module/redlock-options';
+import type { ResolvedRedlockOptions } from '../options/redlock-options';
 import { DEFAULT_OPTIONS, RESOLVED_OPTIONS } from '../redlock.constants';
 import { CLIENT_MESSAGES, SERVER_ERROR_ANSWERED } from '../redlock.messages';
 

@@ -27,9 +27,8 @@ import { HoldHandle } from './hold-handle';
 import { HoldScope } from './hold-scope';
 import { HoldTimes, withRetryEstimate } from './hold-times';
 import { ReleaseWaits } from './release-waits';
-import { LockClientRegistry } from '../module/lock-client.registry';
 import { holdId, holderInScope, holdsInScope, LockContext, type LockScope } from './lock-context';
-import { type ResolvedRedlockOptions, validateBehaviour } from '../module/redlock-options';
+import { RANGES, type ResolvedRedlockOptions, validateBehaviour } from '../options/redlock-options';
 import { DEFAULT_CLIENT, RESOLVED_OPTIONS } from '../redlock.constants';
 import {
   ACQUIRE_TAKES_NO_SEGMENTS,
@@ -46,6 +45,7 @@ import {
   LockEvents,
   type LockServiceEvents,
 } from './lock-events';
+import { LockGroups } from './lock-groups';
 import { LockTelemetry } from './lock-telemetry';
 
 /** Counters of a client group's waiting engine (see `LockService.stats`). */
@@ -152,7 +152,7 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
 
   constructor(
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedRedlockOptions,
-    private readonly registry: LockClientRegistry,
+    private readonly registry: LockGroups,
     @Optional() private readonly moduleRef?: ModuleRef,
   ) {
     this.segmented = new SegmentedStrategy();
@@ -740,8 +740,9 @@ function acquireRequest(b: Behaviour, signal: AbortSignal | undefined): AcquireR
   });
 }
 
-/** The lease asked for: never longer than maxHold. */
-const leaseTtl = (b: Behaviour): number => Math.max(10, Math.ceil(Math.min(b.ttl, b.maxHold)));
+/** The lease asked for: never longer than maxHold, nor shorter than a ttl may be. */
+const leaseTtl = (b: Behaviour): number =>
+  Math.max(RANGES.ttl.min, Math.ceil(Math.min(b.ttl, b.maxHold)));
 
 function sortUnique(keys: readonly string[]): readonly string[] {
   if (keys.length === 1) return keys;

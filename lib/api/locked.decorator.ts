@@ -6,7 +6,7 @@ import type { LockedOptions } from '../interfaces';
 import { compileKeySource, type KeySource } from '../keys';
 import type { CheckedKeys, PlaceholderProblems } from '../keys/template-check';
 import { LockService, type LockedMethod } from './lock.service';
-import { validateBehaviour } from '../module/redlock-options';
+import { validateBehaviour } from '../options/redlock-options';
 import { LOCK_SERVICE_PROPERTY, LOCKED_METADATA } from '../redlock.constants';
 import {
   LOCKED_NOT_A_METHOD,

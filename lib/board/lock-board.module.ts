@@ -10,7 +10,7 @@ import {
 import { HttpAdapterHost } from '@nestjs/core';
 import { LockService } from '../api/lock.service';
 import { LockClientRegistry } from '../module/lock-client.registry';
-import type { ResolvedRedlockOptions } from '../module/redlock-options';
+import type { ResolvedRedlockOptions } from '../options/redlock-options';
 import { RESOLVED_OPTIONS } from '../redlock.constants';
 import { BOARD_NO_HTTP, BOARD_PUBLIC } from '../redlock.messages';
 import { BoardHttp } from './board-http';

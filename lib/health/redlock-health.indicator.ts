@@ -3,7 +3,7 @@ import { type HealthIndicatorResult, HealthIndicatorService } from '@nestjs/term
 import type { LockBackend } from '../engine/lock-backend';
 import type { LockClient } from '../engine/lock-client';
 import { LockClientRegistry } from '../module/lock-client.registry';
-import type { ResolvedRedlockOptions } from '../module/redlock-options';
+import type { ResolvedRedlockOptions } from '../options/redlock-options';
 import { pingNode } from '../redis/node-ping';
 import type { RedisNode } from '../redis/redis-node';
 import { RESOLVED_OPTIONS } from '../redlock.constants';

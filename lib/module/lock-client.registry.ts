@@ -13,9 +13,10 @@ import type { LockBackend } from '../engine/lock-backend';
 import type { LockBackendDefinition, Redlock } from '../interfaces';
 import { LockClient } from '../engine/lock-client';
 import { evictionPolicy } from '../redis/eviction-policy';
+import type { LockGroups } from '../api/lock-groups';
 import { closeConnection, reviveWhenEnded } from '../redis/redis-connection';
 import { isCluster, isRedisInstance, type RedisNode } from '../redis/redis-node';
-import type { ResolvedRedlockOptions } from './redlock-options';
+import type { ResolvedRedlockOptions } from '../options/redlock-options';
 import { RESOLVED_OPTIONS } from '../redlock.constants';
 import {
   BACKEND_UNREACHABLE_AT_START,
@@ -69,7 +70,7 @@ function missingRedlock(name: string, why: string): Redlock {
  * @internal
  */
 @Injectable()
-export class LockClientRegistry implements OnModuleInit, OnApplicationShutdown {
+export class LockClientRegistry implements LockGroups, OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('nest-locked');
   private readonly groups = new Map<string, Group>();
   private closed = false;

@@ -10,13 +10,14 @@ import { getRedlockToken, requestedRedlockNames } from './inject-redlock.decorat
 import { LockClientRegistry } from './lock-client.registry';
 import { LockExplorer } from './lock.explorer';
 import { bindToMessageHandlers } from './message-handler-binding';
+import { LockGroups } from '../api/lock-groups';
 import { LockInterceptor } from '../api/lock.interceptor';
 import { LockService } from '../api/lock.service';
 import {
   type ModuleOptionsOrigin,
   resolveRedlockOptions,
   type ResolvedRedlockOptions,
-} from './redlock-options';
+} from '../options/redlock-options';
 import { RESOLVED_OPTIONS } from '../redlock.constants';
 import {
   ASYNC_OPTIONS_TYPE,
@@ -46,7 +47,12 @@ const passThrough: NestInterceptor = { intercept: (_ctx, next: CallHandler) => n
  */
 @Module({
   imports: [DiscoveryModule],
-  providers: [LockClientRegistry, LockService, LockExplorer],
+  providers: [
+    LockClientRegistry,
+    { provide: LockGroups, useExisting: LockClientRegistry },
+    LockService,
+    LockExplorer,
+  ],
   // The registry for nest-locked/health (RedlockHealthIndicator); not part of the public API.
   exports: [LockService, RESOLVED_OPTIONS, LockClientRegistry],
 })

@@ -1,6 +1,6 @@
 import { LockConfigError } from '../errors';
 import type { RedlockModuleExtras, RedlockModuleOptions } from '../interfaces';
-import { MODULE_KEYS, nearestName } from '../module/redlock-options';
+import { MODULE_KEYS, nearestName } from '../options/redlock-options';
 import { DEFAULT_CLIENT, DEFAULT_REDIS_URL } from '../redlock.constants';
 import {
   BAD_OPTION,

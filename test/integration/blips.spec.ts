@@ -1,7 +1,14 @@
 import type { INestApplication } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { LockBackendError, LockService } from 'nest-locked';
-import { createLockApp, lockRedisKey, sleep, timed, uniquePrefix } from '../support/lock-app';
+import {
+  createLockApp,
+  lockRedisKey,
+  queuedInRedis,
+  sleep,
+  timed,
+  uniquePrefix,
+} from '../support/lock-app';
 import { type RedisServerHandle, startRedisServer } from '../support/redis-server';
 import type { LockClient } from '../../lib/engine/lock-client';
 import { LockClientRegistry } from '../../lib/module/lock-client.registry';
@@ -36,7 +43,7 @@ describe('a blip shorter than the remaining wait', () => {
     // Held by another tool for 600 ms: the waiter polls when that lease runs out, mid-stall.
     await raw.set(lockRedisKey(keyPrefix, key), 'foreign', 'PX', 600);
     const waiting = timed(locks.acquire(key, { waitTimeout: 5_000 }));
-    await sleep(300);
+    await queuedInRedis(raw, keyPrefix, key, 1);
     server.kill('SIGSTOP');
     try {
       await sleep(200);

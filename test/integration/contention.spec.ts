@@ -170,8 +170,10 @@ it('subscribes racing (multi-key) waiters to the key channels while they wait, a
   const held = await locks.acquire('job:race-a');
   const before = locks.stats();
   const waiting = locks.using(['job:race-a', 'job:race-b'], () => 'done', { waitTimeout: 5_000 });
-  await sleep(100);
-  expect(locks.stats().subscriptions).toBe(2);
+  // It has tried (flagged the held key) and listens on both keys' channels.
+  const flag = `${lockRedisKey(prefix, 'job:race-a')}:wait`;
+  await until(async () => (await redis.exists(flag)) === 1, 'the held key flagged');
+  await until(() => locks.stats().subscriptions === 2, 'both key channels subscribed');
   await held.release();
   await expect(waiting).resolves.toBe('done');
   const after = locks.stats();

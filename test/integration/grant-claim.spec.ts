@@ -2,8 +2,17 @@ import type { INestApplication } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { LockNotAcquiredError, LockService } from 'nest-locked';
 import { findOverlaps, type Interval, now } from '../support/intervals';
-import { createLockApp, lockRedisKey, sleep, uniquePrefix } from '../support/lock-app';
+import {
+  createLockApp,
+  lockRedisKey,
+  queuedInRedis,
+  sleep,
+  uniquePrefix,
+  until,
+} from '../support/lock-app';
 import { redisForFile } from '../support/redis-for-file';
+import type { LockClient } from '../../lib/engine/lock-client';
+import { LockClientRegistry } from '../../lib/module/lock-client.registry';
 import type { RedisServerHandle } from '../support/redis-server';
 
 /**
@@ -75,7 +84,10 @@ it('a granted holder that runs past the 1 s claim window keeps its key', async (
     },
     { ttl: 3_000 },
   );
-  await sleep(50);
+  await queuedInRedis(redis, keyPrefix, key, 1);
+  // And b listens for its grant (the release publishes it).
+  const bClient = apps[1].get(LockClientRegistry).get('default') as LockClient;
+  await until(() => bClient.notifier.listening, "b's grant channel subscribed");
   await first.release();
   await sleep(1_200); // past the claim window, inside b's section
   await expect(a.acquire(key, { waitTimeout: 0 })).rejects.toBeInstanceOf(LockNotAcquiredError);

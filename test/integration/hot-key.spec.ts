@@ -4,7 +4,15 @@ import { Redis } from 'ioredis';
 import { LockContext, LockService } from 'nest-locked';
 import type { CounterScenario } from '../fixtures/lock-worker';
 import { describeOverlaps, findOverlaps, now } from '../support/intervals';
-import { createLockApp, lockRedisKey, sleep, uniquePrefix, within } from '../support/lock-app';
+import {
+  createLockApp,
+  lockRedisKey,
+  queuedInRedis,
+  sleep,
+  uniquePrefix,
+  until,
+  within,
+} from '../support/lock-app';
 import { redisForFile } from '../support/redis-for-file';
 import type { RedisServerHandle } from '../support/redis-server';
 import { describeResult, spawnWorker } from '../support/workers';
@@ -172,6 +180,12 @@ describe('a waiter of another client group', () => {
   });
   afterAll(() => Promise.all(apps.map((a) => a.close())));
 
+  /** Waits until `count` callers of this group wait in its line for `key`. */
+  const inLine = (key: string, count: number) => {
+    const client = apps[0].get(LockClientRegistry).get('default');
+    return until(() => client.queued(key) === count, `${count} waiting here for ${key}`);
+  };
+
   it('gets in after at most localHandoffs local sections once it queued', async () => {
     const [here, there] = apps.map((a) => a.get(LockService));
     const sections: Section[] = [];
@@ -206,7 +220,7 @@ describe('a waiter of another client group', () => {
     // A run of two passes in memory...
     const first = await here.acquire(key);
     const next = [0, 1].map(() => here.acquire(key, { waitTimeout: 10_000 }));
-    await sleep(20);
+    await inLine(key, 2);
     await first.release();
     const second = await next[0];
     await second.release();
@@ -221,11 +235,11 @@ describe('a waiter of another client group', () => {
     // Another group queues; then callers of this group line up behind the holder.
     const sections: Section[] = [];
     const theirs = section(there, key, 'there', 0, 1, sections);
-    await sleep(100);
+    await queuedInRedis(redis, prefix, key, 1);
     const ours = Array.from({ length: LOCAL_HANDOFFS + 2 }, (_, i) =>
       section(here, key, 'here', i, 1, sections),
     );
-    await sleep(50);
+    await inLine(key, LOCAL_HANDOFFS + 2);
     await held.release();
     await within(Promise.all([theirs, ...ours]), 10_000, 'the sections');
 
@@ -250,7 +264,9 @@ describe('a waiter of another client group', () => {
     const calls = Array.from({ length: waiting }, (_, i) =>
       section(here, key, 'here', i, ms, sections),
     );
-    await sleep(100);
+    // The head queued in Redis, the rest behind it in this process.
+    await queuedInRedis(redis, prefix, key, 1);
+    await inLine(key, waiting);
     await held.release();
     while (!sections.length) await sleep(1);
     calls.push(section(there, key, 'there', 0, 1, sections));

@@ -5,7 +5,7 @@ import { LockService } from 'nest-locked';
 import type { LockClient } from '../../lib/engine/lock-client';
 import { LockClientRegistry } from '../../lib/module/lock-client.registry';
 import type { LockNotifier } from '../../lib/redis/lock-notifier';
-import { createLockApp, sleep, uniquePrefix, within } from '../support/lock-app';
+import { createLockApp, lockRedisKey, sleep, uniquePrefix, within } from '../support/lock-app';
 import { type RedisServerHandle, startRedisServers, stopAll } from '../support/redis-server';
 
 /**
@@ -144,7 +144,12 @@ it("with node 0 down, another app's waiter takes the key right after the release
     acquiredAt = performance.now();
     return handle;
   });
-  await sleep(200);
+  // The waiter has tried (the key flagged on the two nodes up) and listens.
+  const flag = `${lockRedisKey(keyPrefix, 'k')}:wait`;
+  const flagged = async () =>
+    (await Promise.all([1, 2].map((i) => direct[i].exists(flag)))).every(Boolean);
+  await waitUntil(flagged, 5_000, 'the key flagged on nodes 1 and 2');
+  await waitUntil(async () => waiter.stats().subscriptions === 1, 5_000, 'the waiter listening');
   const releasedAt = performance.now();
   await lock.release();
   const handle = await within(waiting, 6_000, 'the waiter');

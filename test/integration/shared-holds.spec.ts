@@ -95,6 +95,19 @@ const clientOf = (app: INestApplication) =>
   app.get(LockClientRegistry).get('default') as LockClient;
 
 /**
+ * Waits until `count` permit waits of `app` for `key` have no attempt on the way. Once they are
+ * in the Redis queue (`queuedInRedis` first), this says their process heard so: only then may a
+ * freed permit pass to them in memory. Read from the engine's own record
+ * (`LockClient.permitWaits`): nothing public says it.
+ */
+async function permitWaitsQueued(app: INestApplication, key: string, count: number) {
+  type Waits = Map<string, Set<{ attempting(): boolean }>>;
+  const waits = (clientOf(app) as unknown as { permitWaits: Waits }).permitWaits;
+  const known = () => [...(waits.get(key) ?? [])].filter((w) => !w.attempting()).length;
+  await until(() => known() === count, `${count} permit waits known queued for ${key}`);
+}
+
+/**
  * Counts the writer notices `app`'s lock client takes in from now on: a writer of any process
  * waits for a key a share of this process holds, which shuts that share to later readers.
  */
@@ -511,6 +524,7 @@ describe('permits', () => {
     const held = [await locksB.acquire('p:q', two), await locksB.acquire('p:q', two)];
     const first = locksA.acquire('p:q', two);
     await queuedInRedis(redis, prefix, 'p:q', 1);
+    await permitWaitsQueued(a, 'p:q', 1);
     const before = locksA.stats().attempts;
     const second = locksA.acquire('p:q', two);
     await queuedInRedis(redis, prefix, 'p:q', 2);
@@ -527,6 +541,7 @@ describe('permits', () => {
     const p2 = await locksA.acquire('p:pass', two);
     const waiting = locksA.acquire('p:pass', two);
     await queuedInRedis(redis, prefix, 'p:pass', 1);
+    await permitWaitsQueued(a, 'p:pass', 1);
     const handoffs = locksA.stats().localHandoffs;
     await p1.release();
     const p3 = await within(waiting, 2_000, 'passed permit');
@@ -559,6 +574,7 @@ describe('permits', () => {
       ),
     );
     await queuedInRedis(redis, prefix, 'p:turns', 7); // A's waiters behind it
+    await permitWaitsQueued(a, 'p:turns', 6);
     await pA.release();
     await within(other, 5_000, "B's waiter");
     await pB.release();
@@ -582,6 +598,7 @@ describe('permits', () => {
       ),
     );
     await queuedInRedis(redis, prefix, 'p:alone', 12);
+    await permitWaitsQueued(a, 'p:alone', 12);
     const before = locksA.stats();
     await Promise.all([p1.release(), p2.release()]);
     await within(Promise.all(waiters), 5_000, 'the waiters');

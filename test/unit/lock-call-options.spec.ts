@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { LockConfigError, Locked, LockService, type LockCallOptions } from '../../lib';
-import { resolveRedlockOptions } from '../../lib/module/redlock-options';
+import { resolveRedlockOptions } from '../../lib/options/redlock-options';
 
 /**
  * Per-call options of `@Locked` and `LockService.using` / `acquire`, validated before anything

@@ -2,7 +2,7 @@ import * as api from '@opentelemetry/api';
 import { context, metrics, type Span, SpanStatusCode, trace } from '@opentelemetry/api';
 import { LOCK_METRICS, LockBackendError, LockConfigError, LockLostError } from 'nest-locked';
 import { LockTelemetry } from '../../lib/api/lock-telemetry';
-import { resolveRedlockOptions } from '../../lib/module/redlock-options';
+import { resolveRedlockOptions } from '../../lib/options/redlock-options';
 import {
   AlsContextManager,
   type FakeSpan,

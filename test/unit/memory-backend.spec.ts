@@ -11,7 +11,7 @@ import {
   RedlockModule,
   type LockBackendDefinition,
 } from 'nest-locked';
-import { resolveRedlockOptions } from '../../lib/module/redlock-options';
+import { resolveRedlockOptions } from '../../lib/options/redlock-options';
 import { InMemoryBackend } from '../../lib/memory/in-memory-backend';
 
 /**

@@ -4,7 +4,7 @@ import { LockKeyError } from '../../lib/errors';
 import { MAX_KEY_BYTES } from '../../lib/keys/key-length';
 import { rawKeys } from '../../lib/keys/raw-key';
 import type { LockClientRegistry } from '../../lib/module/lock-client.registry';
-import type { ResolvedRedlockOptions } from '../../lib/module/redlock-options';
+import type { ResolvedRedlockOptions } from '../../lib/options/redlock-options';
 import { keyError } from '../support/key-error';
 
 const WHERE = 'LockService.acquire';

@@ -11,7 +11,7 @@ import {
   type RedlockModuleOptions,
   type RedlockOptionsFactory,
 } from '../../lib';
-import type { ResolvedRedlockOptions } from '../../lib/module/redlock-options';
+import type { ResolvedRedlockOptions } from '../../lib/options/redlock-options';
 import { RESOLVED_OPTIONS } from '../../lib/redlock.constants';
 
 /**

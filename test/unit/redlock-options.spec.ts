@@ -1,6 +1,6 @@
 import { Cluster, Redis } from 'ioredis';
 import { LockConfigError, type RedlockClientEntry, type RedlockModuleOptions } from '../../lib';
-import { resolveRedlockOptions } from '../../lib/module/redlock-options';
+import { resolveRedlockOptions } from '../../lib/options/redlock-options';
 
 describe('resolveRedlockOptions', () => {
   it('applies the documented defaults', () => {
@@ -58,6 +58,12 @@ describe('resolveRedlockOptions', () => {
     expect(error).toBeInstanceOf(LockConfigError);
     expect((error as LockConfigError).field).toBe(field);
     expect((error as Error).message).toContain(`"${field}"`);
+  });
+
+  it('refuses driftFactor 0.5, and its message does not name 0.5 as accepted', () => {
+    expect(() => resolveRedlockOptions({ driftFactor: 0.5 })).toThrow(
+      /"driftFactor": got 0\.5, expected a number from 0 to less than 0\.5/,
+    );
   });
 });
 
@@ -219,7 +225,11 @@ describe('resolveRedlockOptions: clients', () => {
     ['6390', { host: 'localhost', port: 6390 }],
     ['/run/redis/redis.sock', { path: '/run/redis/redis.sock' }],
     ['/run/redis/redis.sock?db=2', { path: '/run/redis/redis.sock', db: 2 }],
-  ])('accepts %s', (url, expected) => {
+    // Read by ioredis as the node they name, though written loosely.
+    ['REDIS://db.example:6390', { host: 'db.example', port: 6390 }],
+    ['//db.example:6390', { host: 'db.example', port: 6390 }],
+    ['redis://db.example:6390\n', { host: 'db.example', port: 6390 }],
+  ])('accepts %j', (url, expected) => {
     expect(resolveRedlockOptions({ clients: [url] }).groups.default).toEqual([url]);
     const redis = new Redis(url, { lazyConnect: true });
     try {
@@ -240,16 +250,14 @@ describe('resolveRedlockOptions: clients', () => {
     ['redis://db.example:0', /port/], // port 0
     ['redis://', /no host/], // localhost:6379
     ['redis:///2', /no host/], // localhost:6379, db 2
-    ['redis://db.example/abc', /database number/], // db null: database 0
-    ['redis://db.example/1/2', /database number/], // db "1/2" read as 1
+    ['redis://db.example/abc', /not a number/], // db null: database 0
+    ['redis://db.example/1/2', /not a number/], // db "1/2" read as 1
+    ['redis://db.example:6390?db=x', /not a number/], // db "x": SELECT fails
     ['REDISS://db.example:6390', /lower case/], // TLS silently off
-    ['REDIS://db.example:6390', /lower case/],
     ['http://db.example:6390', /"http:\/\/"/], // host "http", unix socket "//db.example:6390"
     ['unix:///run/redis.sock', /\/run\/redis\.sock/], // host "unix" and socket "///run/redis.sock"
     ['db.example:6390/2', /redis:\/\/db\.example:6390\/2/], // unix socket "/2"
-    ['//db.example:6390', /redis:\/\/db\.example:6390/], // scheme-relative: slated for removal
     [' redis://db.example:6390', /spaces/], // TypeError: Invalid URL
-    ['redis://db.example:6390\n', /spaces/],
     ['::1', /not a Redis URL/], // TypeError: Invalid URL
     ['0', /port/], // port 0
     ['70000', /port/], // port 70000

@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { LockConfigError, RedlockModule, type RedlockModuleOptions } from '../../lib';
 import { RESOLVED_OPTIONS } from '../../lib/redlock.constants';
 import { REDLOCK_MODULE_OPTIONS } from '../../lib/module/redlock.module-definition';
-import type { ResolvedRedlockOptions } from '../../lib/module/redlock-options';
+import type { ResolvedRedlockOptions } from '../../lib/options/redlock-options';
 
 /**
  * What reaches the options provider under forRoot and forRootAsync, through Nest's own DI.

@@ -31,6 +31,7 @@ describe('scripts', () => {
     );
   });
 
+  // That each SHA is the one Redis files its Lua under: test/integration/scripts-load.spec.ts.
   it('names are distinct, and so are the scripts', () => {
     expect(new Set(all.map((s) => s.name)).size).toBe(all.length);
     expect(new Set(all.map((s) => s.sha)).size).toBe(all.length);

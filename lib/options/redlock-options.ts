@@ -1,3 +1,4 @@
+import { parseURL } from 'ioredis/built/utils';
 import { LockConfigError } from '../errors';
 import type {
   LockBackendDefinition,
@@ -23,6 +24,7 @@ import {
   BAD_OPTION,
   DECORATOR_SIGNAL,
   EXPECTED,
+  EXPECTED_NUMBER,
   FACTORY_IS_GLOBAL,
   NODE_ENTRY_PROBLEM,
   NODE_URL_PROBLEM,
@@ -34,6 +36,7 @@ import {
   SHARED_WITH_SEGMENTS,
   UNKNOWN_OPTION,
 } from '../redlock.messages';
+import { inRange, type NumberRange } from './number-range';
 
 /** Module options after validation, with every default applied. @internal */
 export interface ResolvedRedlockOptions extends Required<
@@ -115,10 +118,34 @@ function fail(field: string, value: unknown, expected: string): never {
   throw new LockConfigError(BAD_OPTION(field, value, expected), field);
 }
 
-const isNumber = (v: unknown): v is number => typeof v === 'number' && !Number.isNaN(v);
+/**
+ * The range each number option takes, written once: its check (`inRange`) and the "expected
+ * ..." of its error (`EXPECTED_NUMBER`) both read it. A duration stops at MAX_TIMER_MS: a longer
+ * timer would fire after 1 ms.
+ * @internal
+ */
+export const RANGES = {
+  // Below 10 ms a lease is gone before a round trip to Redis comes back.
+  ttl: { integer: true, ms: true, min: 10, max: MAX_TIMER_MS },
+  maxHold: { ms: true, min: 0, aboveMin: true, max: MAX_TIMER_MS, orInfinity: true },
+  waitTimeout: { ms: true, min: 0, minMeans: 'tries once', max: MAX_TIMER_MS },
+  replicaAcks: { integer: true, min: 0, means: 'replicas that must acknowledge; 0 is off' },
+  replicaAckTimeout: { integer: true, ms: true, min: 1, max: MAX_TIMER_MS },
+  segments: { integer: true, min: 1, max: 1024 },
+  minHold: { ms: true, min: 0, minMeans: 'off', max: MAX_TIMER_MS },
+  permits: { integer: 'safe', min: 1, means: 'how many holders the key admits at once' },
+  busyStatus: { integer: true, noun: 'an HTTP error status', min: 400, max: 599 },
+  // Redlock's clock drift allowance: at 0.5 half of every lease would be spent on it.
+  driftFactor: { min: 0, max: 0.5, belowMax: true },
+  localHandoffs: { integer: true, min: 0 },
+  commandTimeout: { ms: true, min: 1, max: MAX_TIMER_MS },
+  port: { integer: true, noun: 'a port number', min: 1, max: 65535 },
+} as const satisfies Record<string, NumberRange>;
 
-/** A number a timer can wait: a longer one would fire after 1 ms. */
-const isDuration = (v: unknown): v is number => isNumber(v) && v <= MAX_TIMER_MS;
+/** Fails with the range's own "expected ..." unless `value` is in it. */
+function checkRange(field: string, value: unknown, range: NumberRange): void {
+  if (!inRange(range, value)) fail(field, value, EXPECTED_NUMBER(range));
+}
 
 /**
  * The options object itself: an object (not null, an array or a function) whose every key the
@@ -189,31 +216,10 @@ function editDistance(a: string, b: string): number {
 
 /** The lease fields, shared by the module and by every call. */
 function checkBehaviour(options: LockBehaviourOptions, field: (name: string) => string): void {
-  const { ttl, watchdog, maxHold, waitTimeout } = options;
-  if (ttl !== undefined && !(Number.isInteger(ttl) && ttl >= 10 && ttl <= MAX_TIMER_MS))
-    fail(field('ttl'), ttl, EXPECTED.ttl);
-  if (watchdog !== undefined && typeof watchdog !== 'boolean')
-    fail(field('watchdog'), watchdog, EXPECTED.watchdog);
-  if (
-    maxHold !== undefined &&
-    !(isDuration(maxHold) && maxHold > 0) &&
-    maxHold !== Number.POSITIVE_INFINITY
-  )
-    fail(field('maxHold'), maxHold, EXPECTED.maxHold);
-  if (waitTimeout !== undefined && !(isDuration(waitTimeout) && waitTimeout >= 0))
-    fail(field('waitTimeout'), waitTimeout, EXPECTED.waitTimeout);
-  const { replicaAcks, replicaAckTimeout } = options;
-  if (replicaAcks !== undefined && !(Number.isInteger(replicaAcks) && replicaAcks >= 0))
-    fail(field('replicaAcks'), replicaAcks, EXPECTED.replicaAcks);
-  if (
-    replicaAckTimeout !== undefined &&
-    !(
-      Number.isInteger(replicaAckTimeout) &&
-      replicaAckTimeout >= 1 &&
-      replicaAckTimeout <= MAX_TIMER_MS
-    )
-  )
-    fail(field('replicaAckTimeout'), replicaAckTimeout, EXPECTED.replicaAckTimeout);
+  if (options.watchdog !== undefined && typeof options.watchdog !== 'boolean')
+    fail(field('watchdog'), options.watchdog, EXPECTED.watchdog);
+  for (const name of ['ttl', 'maxHold', 'waitTimeout', 'replicaAcks', 'replicaAckTimeout'] as const)
+    if (options[name] !== undefined) checkRange(field(name), options[name], RANGES[name]);
 }
 
 /**
@@ -244,18 +250,15 @@ export function validateBehaviour(
   const f = (name: string) => fieldOf(where, name);
   checkBehaviour(options, f);
   const { segments, client, onBusy, signal, minHold, mode, permits } = options as LockCallOptions;
-  if (segments !== undefined && (!Number.isInteger(segments) || segments < 1 || segments > 1024))
-    fail(f('segments'), segments, EXPECTED.segments);
+  if (segments !== undefined) checkRange(f('segments'), segments, RANGES.segments);
   if (onBusy !== undefined && onBusy !== 'throw' && onBusy !== 'skip')
     fail(f('onBusy'), onBusy, EXPECTED.onBusy);
-  if (minHold !== undefined && !(isDuration(minHold) && minHold >= 0))
-    fail(f('minHold'), minHold, EXPECTED.minHold);
+  if (minHold !== undefined) checkRange(f('minHold'), minHold, RANGES.minHold);
   if (client !== undefined && (typeof client !== 'string' || client === ''))
     fail(f('client'), client, EXPECTED.client);
   if (mode !== undefined && mode !== 'read' && mode !== 'write')
     fail(f('mode'), mode, EXPECTED.mode);
-  if (permits !== undefined && !(Number.isSafeInteger(permits) && permits >= 1))
-    fail(f('permits'), permits, EXPECTED.permits);
+  if (permits !== undefined) checkRange(f('permits'), permits, RANGES.permits);
   // permits: 1 is the exclusive lock a segmented call takes anyway.
   if (segments !== undefined && (mode === 'read' || (permits !== undefined && permits !== 1))) {
     const field = mode === 'read' ? 'mode' : 'permits';
@@ -304,15 +307,9 @@ export function resolveRedlockOptions(
   checkBehaviour(own, (name) => name);
   const o = { ...DEFAULT_OPTIONS, ...stripUndefined(own) };
   if (typeof o.keyPrefix !== 'string') fail('keyPrefix', o.keyPrefix, EXPECTED.keyPrefix);
-  if (!Number.isInteger(o.busyStatus) || o.busyStatus < 400 || o.busyStatus > 599)
-    fail('busyStatus', o.busyStatus, EXPECTED.busyStatus);
+  for (const name of ['busyStatus', 'driftFactor', 'localHandoffs', 'commandTimeout'] as const)
+    checkRange(name, o[name], RANGES[name]);
   if (typeof o.interceptor !== 'boolean') fail('interceptor', o.interceptor, EXPECTED.interceptor);
-  if (!isNumber(o.driftFactor) || o.driftFactor < 0 || o.driftFactor >= 0.5)
-    fail('driftFactor', o.driftFactor, EXPECTED.driftFactor);
-  if (!Number.isInteger(o.localHandoffs) || o.localHandoffs < 0)
-    fail('localHandoffs', o.localHandoffs, EXPECTED.localHandoffs);
-  if (!isDuration(o.commandTimeout) || o.commandTimeout < 1)
-    fail('commandTimeout', o.commandTimeout, EXPECTED.commandTimeout);
   if (typeof o.telemetry !== 'boolean' && o.telemetry !== 'auto')
     fail('telemetry', o.telemetry, EXPECTED.telemetry);
 
@@ -399,8 +396,6 @@ function checkGroup(entries: unknown, field: string, fromEnv: boolean): RedlockC
   return entries as RedlockClientEntry[];
 }
 
-const isPort = (v: unknown) => Number.isInteger(v) && (v as number) >= 1 && (v as number) <= 65535;
-
 function checkNode(entry: unknown, field: string, fromEnv: boolean): void {
   if (typeof entry === 'string') {
     const problem = nodeUrlProblem(entry);
@@ -417,7 +412,8 @@ function checkNode(entry: unknown, field: string, fromEnv: boolean): void {
   if (o.host !== undefined && (typeof o.host !== 'string' || o.host === ''))
     fail(`${field}.host`, o.host, EXPECTED.host);
   const port = typeof o.port === 'string' && /^\d+$/.test(o.port) ? Number(o.port) : o.port;
-  if (o.port !== undefined && !isPort(port)) fail(`${field}.port`, o.port, EXPECTED.port);
+  if (o.port !== undefined && !inRange(RANGES.port, port))
+    fail(`${field}.port`, o.port, EXPECTED_NUMBER(RANGES.port));
   if (o.path !== undefined && typeof o.path !== 'string')
     fail(`${field}.path`, o.path, EXPECTED.path);
   if (o.sentinels !== undefined) {
@@ -429,36 +425,36 @@ function checkNode(entry: unknown, field: string, fromEnv: boolean): void {
 }
 
 /**
- * Why ioredis would not reach the node a string names, or `undefined` if it would. Mirrors
- * ioredis's `parseURL`: digits are a port; a leading `/` is a Unix socket path; a string with a
- * scheme is a URL whose path is the database; anything else is read as `redis://<string>`,
- * whose path would become a Unix socket path.
+ * Why ioredis would not reach the node a string names, or `undefined` if it would. The string is
+ * read by ioredis's own `parseURL` (what `new Redis(string)` does with it), and refused when
+ * what ioredis reads is no node: a parse error, no host, port 0 or a port out of range, a
+ * database that is not a number, a Unix socket path the string did not give as one (`host/2`,
+ * `http://host`), or TLS asked for in a way ioredis does not see.
  */
 function nodeUrlProblem(url: string): string | undefined {
   const p = NODE_URL_PROBLEM;
   if (url === '') return p.empty;
-  if (url.trim() !== url) return p.spaces;
-  if (/^\d+$/.test(url)) return isPort(Number(url)) ? undefined : p.port;
-  if (url.startsWith('//')) return p.schemeRelative(url);
-  if (url.startsWith('/')) return undefined;
-  const scheme = /^([a-z][a-z\d+.-]*):\/\//i.exec(url)?.[1];
-  if (scheme !== undefined && scheme !== 'redis' && scheme !== 'rediss') {
-    const lower = scheme.toLowerCase();
-    if (lower === 'redis' || lower === 'rediss') return p.capitals;
-    if (lower === 'unix') return p.unixScheme(url.slice('unix://'.length));
+  let read: Record<string, unknown>;
+  try {
+    read = parseURL(url);
+  } catch {
+    return url.trim() === url ? p.unparsable : p.spaces;
+  }
+  const { host, port, path, db } = read;
+  if (path !== undefined && !url.startsWith('/')) {
+    // The URL's path taken for a socket's: the string has another scheme, or none.
+    const scheme = /^([a-z][a-z\d+.-]*):\/\//i.exec(url)?.[1];
+    if (scheme === undefined) return p.pathWithoutScheme(url);
+    if (scheme.toLowerCase() === 'unix') return p.unixScheme(url.slice('unix://'.length));
     return p.otherScheme(scheme);
   }
-  let parsed: URL;
-  try {
-    parsed = new URL(scheme === undefined ? `redis://${url}` : url);
-  } catch {
-    return p.unparsable;
-  }
-  if (parsed.hostname === '') return p.noHost;
-  if (parsed.port === '0') return p.portZero;
-  if (parsed.pathname === '' || parsed.pathname === '/') return undefined;
-  if (scheme === undefined) return p.pathWithoutScheme(url);
-  return /^\/\d+$/.test(parsed.pathname) ? undefined : p.badDb;
+  if (host === undefined && path === undefined && port === undefined) return p.noHost;
+  if (port !== undefined && !inRange(RANGES.port, Number(port)))
+    return (host === undefined ? p.port : p.portZero)(EXPECTED_NUMBER(RANGES.port));
+  if (db !== undefined && !/^\d+$/.test(String(db))) return p.badDb;
+  // ioredis turns TLS on for a string that starts with "rediss://" exactly.
+  if (/^rediss:\/\//i.test(url) && !url.startsWith('rediss://')) return p.capitals;
+  return undefined;
 }
 
 /** Why an entry that is neither a string nor a Redis/Cluster instance is not RedisOptions. */
