@@ -23,8 +23,9 @@ export const LOCK_BACKEND_FAILED = (
   keys: readonly string[],
   op: string,
   failures: readonly Error[],
+  system = 'Redis',
 ) =>
-  `Could not ${op} lock ${list(keys)}: Redis failed (${failures
+  `Could not ${op} lock ${list(keys)}: ${system} failed (${failures
     .map((f) => f.message)
     .slice(0, 3)
     .join('; ')}). Check that the lock servers are reachable.`;
@@ -580,8 +581,6 @@ export type TYPE_UNKNOWN_OPTION<Key extends PropertyKey> =
   `@Locked: unknown option "${Key & string}" (see LockedOptions)`;
 
 // --- nest-locked/etcd ---------------------------------------------------------------------------
-
-export const ETCD_FAILED = (error: Error) => `etcd: ${error.message}`;
 
 export const ETCD_SESSION_LOST = (cause?: Error) =>
   `the etcd session lease of this process was lost${cause ? ` (${cause.message})` : ''}; ` +

@@ -14,12 +14,7 @@ import {
 } from '../engine/lock-backend';
 import { abortReason } from '../engine/wait-rules';
 import { settleTo } from '../settle-to';
-import {
-  ETCD_FAILED,
-  ETCD_SESSION_LOST,
-  MODE_MISMATCH,
-  PERMITS_MISMATCH,
-} from '../redlock.messages';
+import { ETCD_SESSION_LOST, MODE_MISMATCH, PERMITS_MISMATCH } from '../redlock.messages';
 import { kindValue, linePrefix, OTHER_PART, prefixEnd, READ_PART, shareOf } from './etcd-names';
 import { EtcdSession, type SessionListener } from './etcd-session';
 import { EtcdWait } from './etcd-wait';
@@ -726,7 +721,7 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
     operation: string,
   ): LockBackendError {
     if (error instanceof LockBackendError) return error;
-    return new LockBackendError(keys, [new Error(ETCD_FAILED(toError(error)))], operation);
+    return new LockBackendError(keys, [toError(error)], operation, 'etcd');
   }
 }
 
