@@ -1,4 +1,4 @@
-import type { LockBackendDefinition } from '../../lib/interfaces';
+import type { LockBackendDefinition } from 'nest-locked';
 
 /**
  * One lock backend in `npm run bench -- --only backends`: the orchestrator
