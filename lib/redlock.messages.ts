@@ -586,6 +586,9 @@ export const ETCD_SESSION_LOST = (cause?: Error) =>
   `the etcd session lease of this process was lost${cause ? ` (${cause.message})` : ''}; ` +
   'its holds and waiting places are gone, the next call opens a new session';
 
+export const ETCD_ACQUIRE_ABANDONED =
+  'the acquire was abandoned after an earlier try of it failed, before etcd applied it';
+
 export const ETCD_BAD_HOSTS = (hosts: unknown) =>
   `etcdBackend: hosts must be an etcd endpoint ("127.0.0.1:2379", "http://10.0.0.1:2379") or a ` +
   `non-empty array of them, got ${show(hosts)}.`;

@@ -14,7 +14,12 @@ import {
 } from '../engine/lock-backend';
 import { abortReason } from '../engine/wait-rules';
 import { settleTo } from '../settle-to';
-import { ETCD_SESSION_LOST, MODE_MISMATCH, PERMITS_MISMATCH } from '../redlock.messages';
+import {
+  ETCD_ACQUIRE_ABANDONED,
+  ETCD_SESSION_LOST,
+  MODE_MISMATCH,
+  PERMITS_MISMATCH,
+} from '../redlock.messages';
 import { kindValue, linePrefix, OTHER_PART, prefixEnd, READ_PART, shareOf } from './etcd-names';
 import { EtcdSession, type SessionListener } from './etcd-session';
 import { EtcdWait } from './etcd-wait';
@@ -150,7 +155,7 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
     try {
       entry = await this.enter(keys, lines, names, session, share);
     } catch (error) {
-      this.discard(names, session);
+      this.abandon(names, session);
       throw this.backendError(keys, error, 'acquire');
     }
     if (entry.mismatch) {
@@ -202,19 +207,22 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
     try {
       res = await this.client.kv.txn({
         // Every line empty (a compare over a range holds for a range with no keys).
-        compare: lines.map((line) => ({
-          key: Buffer.from(line),
-          range_end: prefixEnd(Buffer.from(line)),
-          target: 'Create',
-          result: 'Equal',
-          create_revision: 0,
-        })),
+        compare: [
+          notCancelled(this.config.keyPrefix, names),
+          ...lines.map((line) => ({
+            key: Buffer.from(line),
+            range_end: prefixEnd(Buffer.from(line)),
+            target: 'Create' as const,
+            result: 'Equal' as const,
+            create_revision: 0,
+          })),
+        ],
         success: names.map((name) => put(name, kindValue(undefined), session.id)),
         // A retry of a transaction whose answer was lost finds its own keys: they are ours.
         failure: [{ request_range: { key: Buffer.from(names[0]) } }],
       });
     } catch (error) {
-      this.discard(names, session);
+      this.abandon(names, session);
       throw this.backendError(keys, error, 'acquire');
     }
     if (res.succeeded) {
@@ -366,13 +374,8 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
 
   // ---------------------------------------------------------------- session
 
+  /** The session's keys are gone or going: its waiters fail, its holders lose their locks. */
   sessionEnded(session: EtcdSession, cause: Error): void {
-    if (this.current && !this.closed) {
-      // The next call opens a new session; this one's keys are gone or going.
-      void this.current.then((s) => {
-        if (s === session) this.current = undefined;
-      });
-    }
     for (const wait of this.waits) {
       if (wait.session === session) {
         wait.cancel(this.backendError(wait.keys, new Error(ETCD_SESSION_LOST(cause)), 'acquire'));
@@ -384,6 +387,7 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
       held.lease.end();
       held.lease.watcher?.leaseEnded();
     }
+    // Whatever is left of it in etcd goes now; the next call opens a new session.
     if (!this.closed) void session.revoke().catch(() => undefined);
   }
 
@@ -447,7 +451,12 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
         ops.push(lineRange(lines[i], 'Ascend', share));
       }
     }
-    const res = await this.client.kv.txn({ success: ops });
+    const res = await this.client.kv.txn({
+      compare: [notCancelled(this.config.keyPrefix, names)],
+      success: ops,
+    });
+    // Cancelled (see `abandon`) before etcd applied it: as if it had failed.
+    if (!res.succeeded) throw new Error(ETCD_ACQUIRE_ABANDONED);
     // A retry of a transaction whose answer was lost: the keys were written by the first try,
     // and newer keys may be in the line now; the waits then ask who is before the caller.
     const prev = res.responses[0].response_put.prev_kv;
@@ -696,17 +705,42 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
    * (once it ends, etcd deletes them), or a few times for keys with a lease of their own.
    */
   private discard(names: readonly string[], session: EtcdSession | undefined): void {
+    this.retry(() => this.remove(names), session);
+  }
+
+  /**
+   * An acquire whose answer never came (a timeout, a connection lost): etcd may still apply it
+   * later, after any delete of ours, and the keys would then wait in their lines for a caller
+   * that left. So one transaction deletes them and puts the call's cancel mark, bound to the
+   * session: the acquire's transaction requires that mark absent, so a late one does nothing.
+   * The mark is one small key outside every line; it goes with the session.
+   */
+  private abandon(names: readonly string[], session: EtcdSession): void {
+    const mark = cancelMark(this.config.keyPrefix, names);
+    this.retry(
+      () =>
+        this.client.kv.txn({
+          success: [
+            put(mark, '', session.id),
+            ...names.map((name) => ({ request_delete_range: { key: Buffer.from(name) } })),
+          ],
+        }),
+      session,
+    );
+  }
+
+  private retry(attempt: () => Promise<unknown>, session: EtcdSession | undefined): void {
     let tries = 0;
-    const attempt = (): void => {
-      this.remove(names).catch(() => {
+    const run = (): void => {
+      attempt().catch(() => {
         tries++;
         const more = session ? !session.ended : tries < MIN_HOLD_DELETE_TRIES;
         if (more && !(this.closed && this.config.ownsClient)) {
-          setTimeout(attempt, DISCARD_RETRY_MS).unref();
+          setTimeout(run, DISCARD_RETRY_MS).unref();
         }
       });
     };
-    attempt();
+    run();
   }
 
   private endpointClient(host: string): Etcd3 {
@@ -750,6 +784,24 @@ class Successors {
     for (const wake of [...list]) wake();
     return true;
   }
+}
+
+/**
+ * The cancel mark of the acquire that writes `names` (see `abandon`): `<keyPrefix>\0cancelled/`
+ * and the first name, outside every line (a line's prefix goes on with a digit, its length).
+ */
+function cancelMark(keyPrefix: string, names: readonly string[]): string {
+  return `${keyPrefix}\0cancelled/${names[0]}`;
+}
+
+/** Compare: the acquire that writes `names` was not abandoned. */
+function notCancelled(keyPrefix: string, names: readonly string[]) {
+  return {
+    key: Buffer.from(cancelMark(keyPrefix, names)),
+    target: 'Version' as const,
+    result: 'Equal' as const,
+    version: 0,
+  };
 }
 
 /** A put of `name` bound to `lease`. */

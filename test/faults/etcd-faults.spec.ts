@@ -123,6 +123,37 @@ describe('etcd faults: one member, holders as processes', () => {
     expect(aborted.reason).toMatch(/LockLostError/);
     await lineOf(holder, 'released');
   });
+
+  it('an acquire cut off by a stalled etcd leaves nothing that blocks its line', async () => {
+    const prefix = uniquePrefix('etcd-cut');
+    const cut = etcdBackend({ hosts: etcd.hosts, sessionTtl: 20_000 }).create({
+      group: 'default',
+      keyPrefix: prefix,
+      driftFactor: 0.01,
+      commandTimeout: 300,
+      logger: new Logger('etcd-faults'),
+    });
+    backends.push(cut);
+    await cut.start?.();
+    const member = etcd.members[0];
+    member.kill('SIGSTOP');
+    let error: unknown;
+    try {
+      error = await cut
+        .acquire(['k'], { ttl: 10_000, waitTimeout: 5_000 })
+        .catch((e: unknown) => e);
+    } finally {
+      member.kill('SIGCONT');
+    }
+    expect(error).toMatchObject({ name: 'LockBackendError' });
+    // Whatever etcd does with the stalled put when it resumes, the line is free again well
+    // before the cut-off process's session (20 s) could end; the wait covers the 5 s etcd3's
+    // circuit breaker keeps that process's client off the member after three failures.
+    const next = backend(etcd, prefix);
+    backends.push(next);
+    const lease = await next.acquire(['k'], { ttl: 10_000, waitTimeout: 10_000 });
+    await next.release(lease);
+  });
 });
 
 describe('etcd faults: 3-member cluster', () => {
