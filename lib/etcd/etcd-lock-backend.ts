@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { Etcd3, IKeyValue, IRequestOp, ITxnResponse, WatchBuilder } from 'etcd3';
 import { LockBackendError, LockConfigError, LockNotAcquiredError } from '../errors';
 import { DeadlineTimer } from '../engine/deadline-timer';
-import { KeyCounts } from '../engine/key-counts';
+import { LocalLocks } from '../engine/local-locks';
 import { Lease, Leases } from '../engine/lease';
 import {
   type AcquireRequest,
@@ -102,9 +102,7 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
   readonly name: string;
   private readonly leases: Leases;
   private readonly held = new Map<Lease, Held>();
-  private readonly holding = new KeyCounts();
-  private readonly waiting = new KeyCounts();
-  private readonly waits = new Set<EtcdWait>();
+  private readonly local = new LocalLocks<EtcdWait>();
   /** Waiters of this process by the key they wait to see deleted. */
   private readonly successors = new Successors();
   /** Timers that delete the keys of a `minHold` once it is over. */
@@ -122,19 +120,15 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
   }
 
   get queueCount(): number {
-    const keys = new Set<string>(this.holding.keys());
-    for (const key of this.waiting.keys()) keys.add(key);
-    return keys.size;
+    return this.local.keyCount;
   }
 
   queued(key: string): number {
-    let n = 0;
-    for (const wait of this.waits) if (wait.keys.includes(key)) n++;
-    return n;
+    return this.local.queued(key);
   }
 
   holds(key: string): boolean {
-    return this.holding.has(key);
+    return this.local.holds(key);
   }
 
   async start(): Promise<void> {
@@ -173,8 +167,7 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
     const timer = new DeadlineTimer(startedAt + waitTimeout, wait);
     const onAbort = () => wait.cancel(signal!.reason);
     signal?.addEventListener('abort', onAbort);
-    this.waits.add(wait);
-    for (const key of keys) this.waiting.add(key);
+    this.local.waitStarted(wait);
     try {
       await Promise.all(
         lines.map((line, i) =>
@@ -190,8 +183,7 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
     } finally {
       timer.cancel();
       signal?.removeEventListener('abort', onAbort);
-      this.waits.delete(wait);
-      for (const key of keys) this.waiting.remove(key);
+      this.local.waitEnded(wait);
     }
     this.stats.grants++;
     return this.take(keys, names, session, entry.revision, ttl, startedAt, false, share);
@@ -344,7 +336,7 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
 
   abortWaits(): void {
     this.closed = true;
-    for (const wait of this.waits) wait.cancel(abortReason(wait.keys));
+    for (const wait of this.local.waits) wait.cancel(abortReason(wait.keys));
   }
 
   async health(timeout: number): Promise<BackendHealth> {
@@ -376,7 +368,7 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
 
   /** The session's keys are gone or going: its waiters fail, its holders lose their locks. */
   sessionEnded(session: EtcdSession, cause: Error): void {
-    for (const wait of this.waits) {
+    for (const wait of this.local.waits) {
       if (wait.session === session) {
         wait.cancel(this.backendError(wait.keys, new Error(ETCD_SESSION_LOST(cause)), 'acquire'));
       }
@@ -655,7 +647,7 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
     lease.share = share;
     const held: Held = { lease, names, session, revision, expiresAt: start + ttl };
     this.held.set(lease, held);
-    for (const key of keys) this.holding.add(key);
+    this.local.held(keys);
     this.arm(held);
     return lease;
   }
@@ -681,7 +673,7 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
     if (this.held.get(held.lease) !== held) return;
     clearTimeout(held.timer);
     this.held.delete(held.lease);
-    for (const key of held.lease.keys) this.holding.remove(key);
+    this.local.released(held.lease.keys);
   }
 
   /** Forgets the hold and deletes its keys in the background. */
