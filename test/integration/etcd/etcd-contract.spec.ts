@@ -110,6 +110,22 @@ describe('etcd backend: exclusion and FIFO', () => {
     expect(await leftKeys()).toEqual([]);
   });
 
+  it('callers of one process asking at once are granted in the order they asked', async () => {
+    const one = backend();
+    const first = await one.acquire(['k'], call());
+    const order: number[] = [];
+    const calls = Array.from({ length: 20 }, (_, i) =>
+      one.acquire(['k'], call()).then(async (lease) => {
+        order.push(i);
+        await one.release(lease);
+      }),
+    );
+    await eventually(async () => (await leftKeys()).length === 21);
+    await one.release(first);
+    await Promise.all(calls);
+    expect(order).toEqual(Array.from({ length: 20 }, (_, i) => i));
+  });
+
   it('a waiter that times out fails as busy and deletes its key', async () => {
     const a = backend();
     const b = backend();
