@@ -103,6 +103,8 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
   private readonly leases: Leases;
   private readonly held = new Map<Lease, Held>();
   private readonly local = new LocalLocks<EtcdWait>();
+  /** Per key, the last entry of this process into its line (see `inTurn`). */
+  private readonly entering = new Map<string, Promise<void>>();
   /** Waiters of this process by the key they wait to see deleted. */
   private readonly successors = new Successors();
   /** Timers that delete the keys of a `minHold` once it is over. */
@@ -147,7 +149,7 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
     const names = lines.map((line) => session.name(line + part));
     let entry: Entry;
     try {
-      entry = await this.enter(keys, lines, names, session, share);
+      entry = await this.inTurn(keys, () => this.enter(keys, lines, names, session, share));
     } catch (error) {
       this.abandon(names, session);
       throw this.backendError(keys, error, 'acquire');
@@ -413,6 +415,31 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
   }
 
   // ---------------------------------------------------------------- protocol
+
+  /**
+   * Runs `enter` once the entries of this process for the same keys that started before it
+   * are answered. etcd serves concurrent requests in any order, so two callers of one process
+   * that ask a moment apart could otherwise swap places in a line; between processes, the
+   * order is the order etcd received them.
+   */
+  private async inTurn<T>(keys: readonly string[], enter: () => Promise<T>): Promise<T> {
+    const before: Promise<unknown>[] = [];
+    for (const key of keys) {
+      const pending = this.entering.get(key);
+      if (pending) before.push(pending);
+    }
+    const entered = (before.length === 0 ? enter() : Promise.all(before).then(enter)).finally(
+      () => {
+        for (const key of keys) if (this.entering.get(key) === settled) this.entering.delete(key);
+      },
+    );
+    const settled = entered.then(
+      () => undefined,
+      () => undefined,
+    );
+    for (const key of keys) this.entering.set(key, settled);
+    return entered;
+  }
 
   /**
    * One transaction: puts the caller's key in the line of each lock key and reads, per line,
