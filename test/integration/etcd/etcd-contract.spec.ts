@@ -174,6 +174,34 @@ describe('etcd backend: leases', () => {
     expect(lease.validAt(performance.now())).toBe(false);
   });
 
+  it('the session lease revoked behind its back: every holder is told at once, waiters fail', async () => {
+    const a = backend({ sessionTtl: 3_000 });
+    const b = backend();
+    const held = await a.acquire(['k'], call());
+    let told = 0;
+    held.watcher = { leaseEnded: () => told++ };
+    const other = await b.acquire(['other'], call());
+    const waiting = a.acquire(['other'], call()).catch((e: unknown) => e);
+    await eventually(async () => (await leftKeys()).length === 3);
+    const [kv] = await raw
+      .getAll()
+      .prefix(prefix)
+      .exec()
+      .then((r) => r.kvs.filter((k) => k.key.toString().includes(':k/')));
+    await raw.leaseClient.leaseRevoke({ ID: kv.lease });
+    // etcd3 hears of it at the next keep-alive (a third of the TTL): well within the TTL.
+    await eventually(() => told === 1, 3_000);
+    expect(held.validAt(performance.now())).toBe(false);
+    expect(await waiting).toMatchObject({ name: 'LockBackendError' });
+    expect(await a.extend(held, 10_000)).toBe(false);
+    await b.release(other);
+    // The next call of that process opens a new session.
+    const again = await a.acquire(['k'], call());
+    expect(again.fences[0]).toBeGreaterThan(held.fences[0]);
+    await a.release(again);
+    expect(await leftKeys()).toEqual([]);
+  });
+
   it('a hold not renewed within its ttl frees the key for the next caller', async () => {
     const a = backend();
     const b = backend();
