@@ -14,12 +14,8 @@ import {
 } from '../engine/lock-backend';
 import { abortReason } from '../engine/wait-rules';
 import { settleTo } from '../settle-to';
-import {
-  ETCD_ACQUIRE_ABANDONED,
-  ETCD_SESSION_LOST,
-  MODE_MISMATCH,
-  PERMITS_MISMATCH,
-} from '../redlock.messages';
+import { ETCD_ACQUIRE_ABANDONED, ETCD_SESSION_LOST } from '../redlock.messages';
+import { shareMismatch } from '../engine/share-mismatch';
 import { kindValue, linePrefix, OTHER_PART, prefixEnd, READ_PART, shareOf } from './etcd-names';
 import { EtcdSession, type SessionListener } from './etcd-session';
 import { EtcdWait } from './etcd-wait';
@@ -486,16 +482,18 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
     let mismatch: LockConfigError | undefined;
     for (let i = 0; i < lines.length; i++) {
       const kvs = res.responses[i * step + 1].response_range.kvs;
+      // A shared hold's first range starts with the line's first holder.
+      if (share !== undefined && kvs[0]) {
+        mismatch ??= shareMismatch(keys[i], share, shareOf(kvs[0].value.toString()));
+      }
       if (share === undefined) {
         granted.push(!prev && kvs.length === 1);
         before.push(prev ? undefined : kvs[1]?.key);
       } else if (share === 'read') {
-        mismatch ??= kindMismatch(keys[i], share, kvs[0]);
         const last = res.responses[i * step + 2].response_range.kvs[0];
         granted.push(!prev && !last);
         before.push(prev ? undefined : last?.key);
       } else {
-        mismatch ??= kindMismatch(keys[i], share, kvs[0]);
         granted.push(permitted(kvs, names[i], value));
         before.push(undefined);
       }
@@ -865,26 +863,6 @@ function permitted(first: readonly IKeyValue[], name: string, value: string): bo
     if (kv.value.toString() !== value) return false;
   }
   return false;
-}
-
-/** A shared hold asked while the line's first holder is of another shared kind. */
-function kindMismatch(
-  key: string,
-  share: Share | undefined,
-  owner: IKeyValue | undefined,
-): LockConfigError | undefined {
-  if (share === undefined || !owner) return undefined;
-  const held = shareOf(owner.value.toString());
-  if (held === undefined || held === share) return undefined;
-  if (share !== 'read' && held !== 'read') {
-    return new LockConfigError(PERMITS_MISMATCH(key, share, held), 'permits');
-  }
-  const asked = share === 'read' ? 'read' : `permits: ${share}`;
-  const holders = held === 'read' ? 'read' : `permits: ${held}`;
-  return new LockConfigError(
-    MODE_MISMATCH(key, asked, holders),
-    share === 'read' ? 'mode' : 'permits',
-  );
 }
 
 function toError(error: unknown): Error {

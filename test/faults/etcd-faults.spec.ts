@@ -80,12 +80,17 @@ describe('etcd faults: one member, holders as processes', () => {
     await etcd?.stop();
   });
 
-  it('a holder SIGKILLed frees the lock when its session lease ends, to a larger fence', async () => {
-    const prefix = uniquePrefix('etcd-kill');
+  /** A worker process holding `k` under `prefix` (for a minute, or until its signal aborts). */
+  async function holding(prefix: string) {
     const holder = worker(etcd, prefix, { scenario: 'hold', key: 'k', holdMs: 60_000 });
     await holder.ready;
     holder.go();
-    const acquired = await lineOf(holder, 'acquired');
+    return { holder, acquired: await lineOf(holder, 'acquired') };
+  }
+
+  it('a holder SIGKILLed frees the lock when its session lease ends, to a larger fence', async () => {
+    const prefix = uniquePrefix('etcd-kill');
+    const { holder, acquired } = await holding(prefix);
     const next = backend(etcd, prefix);
     backends.push(next);
     const waiting = next.acquire(['k'], { ttl: 10_000, waitTimeout: 30_000 });
@@ -102,10 +107,7 @@ describe('etcd faults: one member, holders as processes', () => {
 
   it('a holder SIGSTOPped past its lease: the next fence is larger, its signal aborts on resume', async () => {
     const prefix = uniquePrefix('etcd-stop');
-    const holder = worker(etcd, prefix, { scenario: 'hold', key: 'k', holdMs: 60_000 });
-    await holder.ready;
-    holder.go();
-    const acquired = await lineOf(holder, 'acquired');
+    const { holder, acquired } = await holding(prefix);
     const next = backend(etcd, prefix);
     backends.push(next);
     const stoppedAt = now();

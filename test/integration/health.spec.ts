@@ -1,29 +1,11 @@
-import { Controller, Get, type INestApplication, Module } from '@nestjs/common';
-import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
+import type { INestApplication } from '@nestjs/common';
 import request from 'supertest';
-import { RedlockHealthIndicator, RedlockHealthModule } from 'nest-locked/health';
+import { RedlockHealthIndicator } from 'nest-locked/health';
+import { HealthModule } from '../support/health-app';
 import { createLockApp, sleep, uniquePrefix } from '../support/lock-app';
 import { type RedisServerHandle, startRedisServers, stopAll } from '../support/redis-server';
 
 jest.setTimeout(60_000);
-
-@Controller('health')
-class HealthController {
-  constructor(
-    private readonly health: HealthCheckService,
-    private readonly redlock: RedlockHealthIndicator,
-  ) {}
-
-  @Get()
-  @HealthCheck()
-  check() {
-    return this.health.check([() => this.redlock.isHealthy('redlock')]);
-  }
-}
-
-/** The module a user adds: Terminus, the indicator and a controller. */
-@Module({ imports: [TerminusModule, RedlockHealthModule], controllers: [HealthController] })
-class HealthModule {}
 
 describe('RedlockHealthIndicator against real redis-servers', () => {
   // servers[0]: the single-node group `default`; servers[1..3]: the quorum group `orders`.
@@ -58,9 +40,10 @@ describe('RedlockHealthIndicator against real redis-servers', () => {
       latencyMs: expect.any(Number),
     });
     expect(result.redlock.groups).toEqual({
-      default: { status: 'up', quorum: 1, reachable: 1, nodes: [up(servers[0])] },
+      default: { status: 'up', backend: 'redis', quorum: 1, reachable: 1, nodes: [up(servers[0])] },
       orders: {
         status: 'up',
+        backend: 'redis',
         quorum: 2,
         reachable: 3,
         nodes: [up(servers[1]), up(servers[2]), up(servers[3])],
@@ -105,6 +88,7 @@ describe('RedlockHealthIndicator against real redis-servers', () => {
     const result = await indicator.isHealthy();
     expect(result.redlock.groups.default).toEqual({
       status: 'down',
+      backend: 'redis',
       quorum: 1,
       reachable: 0,
       nodes: [{ node: address(servers[0]), status: 'down', error: expect.any(String) }],
