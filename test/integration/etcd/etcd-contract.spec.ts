@@ -349,6 +349,22 @@ describe('etcd backend: options and outages', () => {
     );
   });
 
+  it("uses a client of the user's as it is and never closes it", async () => {
+    const mine = etcdBackend({ client: raw }).create({
+      group: 'default',
+      keyPrefix: prefix,
+      driftFactor: 0.01,
+      commandTimeout: 2_000,
+      logger: new Logger('etcd-test'),
+    });
+    const lease = await mine.acquire(['k'], call());
+    await mine.release(lease);
+    await mine.close();
+    await expect(raw.put(`${prefix}still-open`).value('1')).resolves.toBeDefined();
+    await raw.delete().key(`${prefix}still-open`);
+    expect(await leftKeys()).toEqual([]);
+  });
+
   it('an endpoint nobody listens on: a LockBackendError naming etcd, within the command timeout', async () => {
     const closed = await startEtcdCluster(1);
     const hosts = closed.hosts;
