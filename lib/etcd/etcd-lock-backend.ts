@@ -103,6 +103,11 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
   private readonly entering = new Map<string, Promise<void>>();
   /** Waiters of this process by the key they wait to see deleted. */
   private readonly successors = new Successors();
+  /**
+   * The keys this process has in etcd (held, waiting, kept for a minHold) and their session:
+   * every deletion of one goes through `gone`, so a waiter behind one needs no watch.
+   */
+  private readonly own = new Map<string, EtcdSession>();
   /** Timers that delete the keys of a `minHold` once it is over. */
   private readonly minHolds = new Set<NodeJS.Timeout>();
   private current?: Promise<EtcdSession>;
@@ -150,6 +155,7 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
       this.abandon(names, session);
       throw this.backendError(keys, error, 'acquire');
     }
+    for (const name of names) this.own.set(name, session);
     if (entry.mismatch) {
       this.discard(names, session);
       throw entry.mismatch;
@@ -215,12 +221,11 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
       this.abandon(names, session);
       throw this.backendError(keys, error, 'acquire');
     }
-    if (res.succeeded) {
-      return this.take(keys, names, session, res.header.revision, ttl, startedAt, true);
-    }
     const mine = res.responses[0]?.response_range?.kvs[0];
-    if (mine) return this.take(keys, names, session, mine.create_revision, ttl, startedAt, true);
-    return ttl;
+    if (!res.succeeded && !mine) return ttl;
+    for (const name of names) this.own.set(name, session);
+    const revision = mine ? mine.create_revision : res.header.revision;
+    return this.take(keys, names, session, revision, ttl, startedAt, true);
   }
 
   async tryAcquireAny(
@@ -272,17 +277,12 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
     if (!held) return;
     this.forget(held);
     try {
-      await this.remove(held.names);
+      // The waiters of this process right behind it go as soon as it is deleted, with no query
+      // if it was exclusive: alone in its line (a reader or a permit may leave others holding).
+      await this.remove(held.names, lease.share === undefined);
     } catch (error) {
       this.discard(held.names, held.session);
       throw this.backendError(lease.keys, error, 'release');
-    }
-    // Deleted: the waiters of this process right behind it go now (see waitForPredecessors).
-    // Only behind an exclusive hold: it was alone in its line, while a reader or a permit may
-    // leave others holding.
-    if (lease.share !== undefined) return;
-    for (const name of held.names) {
-      if (this.successors.wake(name)) this.stats.localHandoffs++;
     }
   }
 
@@ -366,6 +366,7 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
 
   /** The session's keys are gone or going: its waiters fail, its holders lose their locks. */
   sessionEnded(session: EtcdSession, cause: Error): void {
+    for (const [name, owner] of this.own) if (owner === session) this.own.delete(name);
     for (const wait of this.local.waits) {
       if (wait.session === session) {
         wait.cancel(this.backendError(wait.keys, new Error(ETCD_SESSION_LOST(cause)), 'acquire'));
@@ -574,11 +575,14 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
    * deleted it (nobody is left before the caller), false when the watch saw it go.
    */
   private predecessorGone(wait: EtcdWait, key: Buffer, from: string): Promise<boolean> {
+    const name = key.toString();
+    // A key of this process in the waiter's session: its deletion is heard here (`gone`).
+    const local = this.own.get(name) === wait.session;
     return this.deletion(
       wait,
-      (w) => w.key(key).startRevision(from),
+      local ? undefined : (w) => w.key(key).startRevision(from),
       () => true,
-      key.toString(),
+      name,
     );
   }
 
@@ -618,28 +622,30 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
    */
   private deletion(
     wait: EtcdWait,
-    build: (watch: WatchBuilder) => WatchBuilder,
+    build: ((watch: WatchBuilder) => WatchBuilder) | undefined,
     enough: (kv: IKeyValue) => boolean,
     predecessor?: string,
   ): Promise<boolean> {
     return new Promise<boolean>((resolve, reject) => {
-      const watcher = build(this.client.watch()).only('delete').watcher();
+      const watcher = build?.(this.client.watch()).only('delete').watcher();
       const done = (error?: unknown, handedOver = false) => {
         off();
-        if (predecessor !== undefined) this.successors.remove(predecessor, handOver);
-        watcher.removeAllListeners('delete');
-        void watcher.cancel().catch(() => undefined);
+        if (predecessor !== undefined) this.successors.remove(predecessor, heard);
+        if (watcher) {
+          watcher.removeAllListeners('delete');
+          void watcher.cancel().catch(() => undefined);
+        }
         if (error === undefined) resolve(handedOver);
         else reject(error);
       };
-      const handOver = () => done(undefined, true);
+      const heard = (handedOver: boolean) => done(undefined, handedOver);
       const off = wait.onCancel(done);
-      if (predecessor !== undefined) this.successors.add(predecessor, handOver);
-      watcher.on('delete', (kv) => {
+      if (predecessor !== undefined) this.successors.add(predecessor, heard);
+      watcher?.on('delete', (kv) => {
         this.stats.notifiedWakeups++;
         if (enough(kv)) done();
       });
-      watcher.on('error', (error) => done(error));
+      watcher?.on('error', (error) => done(error));
     });
   }
 
@@ -707,14 +713,27 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
     this.discard(held.names, held.session);
   }
 
-  private async remove(names: readonly string[]): Promise<void> {
+  /** Deletes keys of this process; `handedOver`: see `gone`. */
+  private async remove(names: readonly string[], handedOver = false): Promise<void> {
     if (names.length === 1) {
       await this.client.kv.deleteRange({ key: Buffer.from(names[0]) });
-      return;
+    } else {
+      await this.client.kv.txn({
+        success: names.map((name) => ({ request_delete_range: { key: Buffer.from(name) } })),
+      });
     }
-    await this.client.kv.txn({
-      success: names.map((name) => ({ request_delete_range: { key: Buffer.from(name) } })),
-    });
+    this.gone(names, handedOver);
+  }
+
+  /**
+   * Keys of this process are deleted: the waiters of this process behind them go on at once
+   * (see `predecessorGone`); `handedOver` when they were an exclusive hold's.
+   */
+  private gone(names: readonly string[], handedOver: boolean): void {
+    for (const name of names) {
+      this.own.delete(name);
+      if (this.successors.wake(name, handedOver) && handedOver) this.stats.localHandoffs++;
+    }
   }
 
   /**
@@ -734,16 +753,15 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
    */
   private abandon(names: readonly string[], session: EtcdSession): void {
     const mark = cancelMark(this.config.keyPrefix, names);
-    this.retry(
-      () =>
-        this.client.kv.txn({
-          success: [
-            put(mark, '', session.id),
-            ...names.map((name) => ({ request_delete_range: { key: Buffer.from(name) } })),
-          ],
-        }),
-      session,
-    );
+    this.retry(async () => {
+      await this.client.kv.txn({
+        success: [
+          put(mark, '', session.id),
+          ...names.map((name) => ({ request_delete_range: { key: Buffer.from(name) } })),
+        ],
+      });
+      this.gone(names, false);
+    }, session);
   }
 
   private retry(attempt: () => Promise<unknown>, session: EtcdSession | undefined): void {
@@ -778,15 +796,15 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
 
 /** Who waits for the deletion of which key, in this process. */
 class Successors {
-  private readonly byKey = new Map<string, (() => void)[]>();
+  private readonly byKey = new Map<string, ((handedOver: boolean) => void)[]>();
 
-  add(key: string, wake: () => void): void {
+  add(key: string, wake: (handedOver: boolean) => void): void {
     const list = this.byKey.get(key);
     if (list) list.push(wake);
     else this.byKey.set(key, [wake]);
   }
 
-  remove(key: string, wake: () => void): void {
+  remove(key: string, wake: (handedOver: boolean) => void): void {
     const list = this.byKey.get(key);
     const at = list ? list.indexOf(wake) : -1;
     if (at < 0) return;
@@ -795,10 +813,10 @@ class Successors {
   }
 
   /** Wakes every waiter of `key`; whether there was one. */
-  wake(key: string): boolean {
+  wake(key: string, handedOver: boolean): boolean {
     const list = this.byKey.get(key);
     if (!list) return false;
-    for (const wake of [...list]) wake();
+    for (const wake of [...list]) wake(handedOver);
     return true;
   }
 }

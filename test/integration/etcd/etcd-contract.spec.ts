@@ -138,6 +138,21 @@ describe('etcd backend: exclusion and FIFO', () => {
     await eventually(async () => (await leftKeys()).length === 0);
   });
 
+  it('a waiter behind a caller of its own process that gives up goes on waiting, then gets the key', async () => {
+    const [a, b] = [backend(), backend()];
+    const held = await a.acquire(['k'], call());
+    const quitter = b.acquire(['k'], call({ waitTimeout: 300 }));
+    await eventually(async () => (await leftKeys()).length === 2);
+    const patient = b.acquire(['k'], call());
+    await expect(quitter).rejects.toBeInstanceOf(LockNotAcquiredError);
+    await eventually(async () => (await leftKeys()).length === 2);
+    await a.release(held);
+    const lease = await patient;
+    expect(lease.fences[0]).toBeGreaterThan(held.fences[0]);
+    await b.release(lease);
+    expect(await leftKeys()).toEqual([]);
+  });
+
   it('a waiter whose signal aborts deletes its key', async () => {
     const a = backend();
     const b = backend();
