@@ -175,7 +175,7 @@ describe('etcd faults: 3-member cluster', () => {
         concurrency: 2,
         durationMs: ms,
         sectionMs: 5,
-        waitTimeout: 20_000,
+        waitTimeout: 4_000,
       }),
     );
     await Promise.all(workers.map((w) => w.ready));
@@ -213,7 +213,7 @@ describe('etcd faults: 3-member cluster', () => {
     expect(leader).toBeDefined();
     const { holds, errors, gap } = await underLoad(
       uniquePrefix('etcd-leader'),
-      5_000,
+      4_000,
       1_500,
       async () => leader!.kill(),
     );
@@ -233,7 +233,7 @@ describe('etcd faults: 3-member cluster', () => {
     try {
       const { holds, errors, gap } = await underLoad(
         uniquePrefix('etcd-stop'),
-        5_000,
+        4_000,
         1_000,
         async () => stopped.kill('SIGSTOP'),
       );
