@@ -24,8 +24,9 @@ export const LOCK_BACKEND_FAILED = (
   keys: readonly string[],
   op: string,
   failures: readonly Error[],
+  system = 'Redis',
 ) =>
-  `Could not ${op} lock ${list(keys)}: the lock server failed (${failures
+  `Could not ${op} lock ${list(keys)}: ${system} failed (${failures
     .map((f) => f.message)
     .slice(0, 3)
     .join('; ')}). Check that the lock servers are reachable.`;
@@ -652,11 +653,12 @@ export const SQL_FENCE_SEQUENCE_DENIED = (sequence: string, detail: string) =>
   `and UPDATE on it, or name another one with "fenceSequence".`;
 // --- nest-locked/etcd ---------------------------------------------------------------------------
 
-export const ETCD_FAILED = (error: Error) => `etcd: ${error.message}`;
-
 export const ETCD_SESSION_LOST = (cause?: Error) =>
   `the etcd session lease of this process was lost${cause ? ` (${cause.message})` : ''}; ` +
   'its holds and waiting places are gone, the next call opens a new session';
+
+export const ETCD_ACQUIRE_ABANDONED =
+  'the acquire was abandoned after an earlier try of it failed, before etcd applied it';
 
 export const ETCD_BAD_HOSTS = (hosts: unknown) =>
   `etcdBackend: hosts must be an etcd endpoint ("127.0.0.1:2379", "http://10.0.0.1:2379") or a ` +

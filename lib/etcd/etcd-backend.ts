@@ -36,6 +36,7 @@ export interface EtcdBackendOptions {
 
 const OPTION_NAMES = new Set(['hosts', 'client', 'sessionTtl', 'clientOptions']);
 const DEFAULT_SESSION_TTL = 10_000;
+const KEEPALIVE = { 'grpc.keepalive_time_ms': 5_000, 'grpc.keepalive_timeout_ms': 2_000 };
 
 /**
  * Locks on etcd (v3 API, through the `etcd3` driver, an optional peer: `npm install etcd3`).
@@ -64,6 +65,9 @@ export function etcdBackend(options: EtcdBackendOptions): LockBackendDefinition 
       const build = (endpoints: string | string[]) =>
         new Etcd3({
           ...clientOptions,
+          // A member that stops answering (stalled, cut off) fails its streams within ~7 s, so
+          // watches and the keep-alive move to another member; 5 s is etcd's shortest allowed.
+          grpcOptions: { ...KEEPALIVE, ...clientOptions?.grpcOptions },
           hosts: endpoints,
           // Streams (watches, keep-alives) stay open; every other call ends within commandTimeout.
           defaultCallOptions: (context) =>

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { Etcd3, IKeyValue, IRequestOp, ITxnResponse, WatchBuilder } from 'etcd3';
 import { LockBackendError, LockConfigError, LockNotAcquiredError } from '../errors';
 import { DeadlineTimer } from '../engine/deadline-timer';
-import { KeyCounts } from '../engine/key-counts';
+import { LocalLocks } from '../engine/local-locks';
 import { Lease, Leases } from '../engine/lease';
 import {
   type AcquireRequest,
@@ -14,12 +14,8 @@ import {
 } from '../engine/lock-backend';
 import { abortReason } from '../engine/wait-rules';
 import { settleTo } from '../settle-to';
-import {
-  ETCD_FAILED,
-  ETCD_SESSION_LOST,
-  MODE_MISMATCH,
-  PERMITS_MISMATCH,
-} from '../redlock.messages';
+import { ETCD_ACQUIRE_ABANDONED, ETCD_SESSION_LOST } from '../redlock.messages';
+import { shareMismatch } from '../engine/share-mismatch';
 import { kindValue, linePrefix, OTHER_PART, prefixEnd, READ_PART, shareOf } from './etcd-names';
 import { EtcdSession, type SessionListener } from './etcd-session';
 import { EtcdWait } from './etcd-wait';
@@ -83,8 +79,10 @@ export interface EtcdLockBackendConfig {
  *   transaction's revision) and a multi-key wait cannot deadlock.
  * - FIFO by create revision. A writer watches only the deletion of the last key created before
  *   its own, a reader only the last writer's; after that deletion it asks again (that key may
- *   have given up with others still before it). Permits of N watch the line's deletions and
- *   count the keys before them. No polling, and one watch per waiter on one shared stream.
+ *   have given up with others still before it). Behind a key of its own process it needs no
+ *   watch: the process hears of that deletion itself. Permits of N watch the line's deletions
+ *   and count the keys before them. No polling, and at most one watch per waiter, on one shared
+ *   stream. The entries of one process into a line keep the order they were asked in.
  * - Fence = the create revision of the hold's keys: strictly increasing across the cluster. A
  *   reader's is its own too, so it lies between the last writer's and the next one's.
  * - Lease: the call's `ttl` is kept by this process (the keys are deleted when it passes
@@ -102,11 +100,16 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
   readonly name: string;
   private readonly leases: Leases;
   private readonly held = new Map<Lease, Held>();
-  private readonly holding = new KeyCounts();
-  private readonly waiting = new KeyCounts();
-  private readonly waits = new Set<EtcdWait>();
+  private readonly local = new LocalLocks<EtcdWait>();
+  /** Per key, the last entry of this process into its line (see `inTurn`). */
+  private readonly entering = new Map<string, Promise<void>>();
   /** Waiters of this process by the key they wait to see deleted. */
   private readonly successors = new Successors();
+  /**
+   * The keys this process has in etcd (held, waiting, kept for a minHold) and their session:
+   * every deletion of one goes through `gone`, so a waiter behind one needs no watch.
+   */
+  private readonly own = new Map<string, EtcdSession>();
   /** Timers that delete the keys of a `minHold` once it is over. */
   private readonly minHolds = new Set<NodeJS.Timeout>();
   private current?: Promise<EtcdSession>;
@@ -122,19 +125,15 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
   }
 
   get queueCount(): number {
-    const keys = new Set<string>(this.holding.keys());
-    for (const key of this.waiting.keys()) keys.add(key);
-    return keys.size;
+    return this.local.keyCount;
   }
 
   queued(key: string): number {
-    let n = 0;
-    for (const wait of this.waits) if (wait.keys.includes(key)) n++;
-    return n;
+    return this.local.queued(key);
   }
 
   holds(key: string): boolean {
-    return this.holding.has(key);
+    return this.local.holds(key);
   }
 
   async start(): Promise<void> {
@@ -153,11 +152,12 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
     const names = lines.map((line) => session.name(line + part));
     let entry: Entry;
     try {
-      entry = await this.enter(keys, lines, names, session, share);
+      entry = await this.inTurn(keys, () => this.enter(keys, lines, names, session, share));
     } catch (error) {
-      this.discard(names, session);
+      this.abandon(names, session);
       throw this.backendError(keys, error, 'acquire');
     }
+    for (const name of names) this.own.set(name, session);
     if (entry.mismatch) {
       this.discard(names, session);
       throw entry.mismatch;
@@ -173,8 +173,7 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
     const timer = new DeadlineTimer(startedAt + waitTimeout, wait);
     const onAbort = () => wait.cancel(signal!.reason);
     signal?.addEventListener('abort', onAbort);
-    this.waits.add(wait);
-    for (const key of keys) this.waiting.add(key);
+    this.local.waitStarted(wait);
     try {
       await Promise.all(
         lines.map((line, i) =>
@@ -190,8 +189,7 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
     } finally {
       timer.cancel();
       signal?.removeEventListener('abort', onAbort);
-      this.waits.delete(wait);
-      for (const key of keys) this.waiting.remove(key);
+      this.local.waitEnded(wait);
     }
     this.stats.grants++;
     return this.take(keys, names, session, entry.revision, ttl, startedAt, false, share);
@@ -207,27 +205,29 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
     try {
       res = await this.client.kv.txn({
         // Every line empty (a compare over a range holds for a range with no keys).
-        compare: lines.map((line) => ({
-          key: Buffer.from(line),
-          range_end: prefixEnd(Buffer.from(line)),
-          target: 'Create',
-          result: 'Equal',
-          create_revision: 0,
-        })),
+        compare: [
+          notCancelled(this.config.keyPrefix, names),
+          ...lines.map((line) => ({
+            key: Buffer.from(line),
+            range_end: prefixEnd(Buffer.from(line)),
+            target: 'Create' as const,
+            result: 'Equal' as const,
+            create_revision: 0,
+          })),
+        ],
         success: names.map((name) => put(name, kindValue(undefined), session.id)),
         // A retry of a transaction whose answer was lost finds its own keys: they are ours.
         failure: [{ request_range: { key: Buffer.from(names[0]) } }],
       });
     } catch (error) {
-      this.discard(names, session);
+      this.abandon(names, session);
       throw this.backendError(keys, error, 'acquire');
     }
-    if (res.succeeded) {
-      return this.take(keys, names, session, res.header.revision, ttl, startedAt, true);
-    }
     const mine = res.responses[0]?.response_range?.kvs[0];
-    if (mine) return this.take(keys, names, session, mine.create_revision, ttl, startedAt, true);
-    return ttl;
+    if (!res.succeeded && !mine) return ttl;
+    for (const name of names) this.own.set(name, session);
+    const revision = mine ? mine.create_revision : res.header.revision;
+    return this.take(keys, names, session, revision, ttl, startedAt, true);
   }
 
   async tryAcquireAny(
@@ -279,17 +279,12 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
     if (!held) return;
     this.forget(held);
     try {
-      await this.remove(held.names);
+      // The waiters of this process right behind it go as soon as it is deleted, with no query
+      // if it was exclusive: alone in its line (a reader or a permit may leave others holding).
+      await this.remove(held.names, lease.share === undefined);
     } catch (error) {
       this.discard(held.names, held.session);
       throw this.backendError(lease.keys, error, 'release');
-    }
-    // Deleted: the waiters of this process right behind it go now (see waitForPredecessors).
-    // Only behind an exclusive hold: it was alone in its line, while a reader or a permit may
-    // leave others holding.
-    if (lease.share !== undefined) return;
-    for (const name of held.names) {
-      if (this.successors.wake(name)) this.stats.localHandoffs++;
     }
   }
 
@@ -341,7 +336,7 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
 
   abortWaits(): void {
     this.closed = true;
-    for (const wait of this.waits) wait.cancel(abortReason(wait.keys));
+    for (const wait of this.local.waits) wait.cancel(abortReason(wait.keys));
   }
 
   async health(timeout: number): Promise<BackendHealth> {
@@ -371,14 +366,10 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
 
   // ---------------------------------------------------------------- session
 
+  /** The session's keys are gone or going: its waiters fail, its holders lose their locks. */
   sessionEnded(session: EtcdSession, cause: Error): void {
-    if (this.current && !this.closed) {
-      // The next call opens a new session; this one's keys are gone or going.
-      void this.current.then((s) => {
-        if (s === session) this.current = undefined;
-      });
-    }
-    for (const wait of this.waits) {
+    for (const [name, owner] of this.own) if (owner === session) this.own.delete(name);
+    for (const wait of this.local.waits) {
       if (wait.session === session) {
         wait.cancel(this.backendError(wait.keys, new Error(ETCD_SESSION_LOST(cause)), 'acquire'));
       }
@@ -389,6 +380,7 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
       held.lease.end();
       held.lease.watcher?.leaseEnded();
     }
+    // Whatever is left of it in etcd goes now; the next call opens a new session.
     if (!this.closed) void session.revoke().catch(() => undefined);
   }
 
@@ -424,6 +416,31 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
   // ---------------------------------------------------------------- protocol
 
   /**
+   * Runs `enter` once the entries of this process for the same keys that started before it
+   * are answered. etcd serves concurrent requests in any order, so two callers of one process
+   * that ask a moment apart could otherwise swap places in a line; between processes, the
+   * order is the order etcd received them.
+   */
+  private async inTurn<T>(keys: readonly string[], enter: () => Promise<T>): Promise<T> {
+    const before: Promise<unknown>[] = [];
+    for (const key of keys) {
+      const pending = this.entering.get(key);
+      if (pending) before.push(pending);
+    }
+    const entered = (before.length === 0 ? enter() : Promise.all(before).then(enter)).finally(
+      () => {
+        for (const key of keys) if (this.entering.get(key) === settled) this.entering.delete(key);
+      },
+    );
+    const settled = entered.then(
+      () => undefined,
+      () => undefined,
+    );
+    for (const key of keys) this.entering.set(key, settled);
+    return entered;
+  }
+
+  /**
    * One transaction: puts the caller's key in the line of each lock key and reads, per line,
    * whether the caller is in already, the kind of the first holder (for a shared hold), and the
    * key a writer or a reader would wait for (the last one before it: Go asks for it in a second
@@ -452,7 +469,12 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
         ops.push(lineRange(lines[i], 'Ascend', share));
       }
     }
-    const res = await this.client.kv.txn({ success: ops });
+    const res = await this.client.kv.txn({
+      compare: [notCancelled(this.config.keyPrefix, names)],
+      success: ops,
+    });
+    // Cancelled (see `abandon`) before etcd applied it: as if it had failed.
+    if (!res.succeeded) throw new Error(ETCD_ACQUIRE_ABANDONED);
     // A retry of a transaction whose answer was lost: the keys were written by the first try,
     // and newer keys may be in the line now; the waits then ask who is before the caller.
     const prev = res.responses[0].response_put.prev_kv;
@@ -463,16 +485,18 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
     let mismatch: LockConfigError | undefined;
     for (let i = 0; i < lines.length; i++) {
       const kvs = res.responses[i * step + 1].response_range.kvs;
+      // A shared hold's first range starts with the line's first holder.
+      if (share !== undefined && kvs[0]) {
+        mismatch ??= shareMismatch(keys[i], share, shareOf(kvs[0].value.toString()));
+      }
       if (share === undefined) {
         granted.push(!prev && kvs.length === 1);
         before.push(prev ? undefined : kvs[1]?.key);
       } else if (share === 'read') {
-        mismatch ??= kindMismatch(keys[i], share, kvs[0]);
         const last = res.responses[i * step + 2].response_range.kvs[0];
         granted.push(!prev && !last);
         before.push(prev ? undefined : last?.key);
       } else {
-        mismatch ??= kindMismatch(keys[i], share, kvs[0]);
         granted.push(permitted(kvs, names[i], value));
         before.push(undefined);
       }
@@ -553,11 +577,14 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
    * deleted it (nobody is left before the caller), false when the watch saw it go.
    */
   private predecessorGone(wait: EtcdWait, key: Buffer, from: string): Promise<boolean> {
+    const name = key.toString();
+    // A key of this process in the waiter's session: its deletion is heard here (`gone`).
+    const local = this.own.get(name) === wait.session;
     return this.deletion(
       wait,
-      (w) => w.key(key).startRevision(from),
+      local ? undefined : (w) => w.key(key).startRevision(from),
       () => true,
-      key.toString(),
+      name,
     );
   }
 
@@ -597,28 +624,30 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
    */
   private deletion(
     wait: EtcdWait,
-    build: (watch: WatchBuilder) => WatchBuilder,
+    build: ((watch: WatchBuilder) => WatchBuilder) | undefined,
     enough: (kv: IKeyValue) => boolean,
     predecessor?: string,
   ): Promise<boolean> {
     return new Promise<boolean>((resolve, reject) => {
-      const watcher = build(this.client.watch()).only('delete').watcher();
+      const watcher = build?.(this.client.watch()).only('delete').watcher();
       const done = (error?: unknown, handedOver = false) => {
         off();
-        if (predecessor !== undefined) this.successors.remove(predecessor, handOver);
-        watcher.removeAllListeners('delete');
-        void watcher.cancel().catch(() => undefined);
+        if (predecessor !== undefined) this.successors.remove(predecessor, heard);
+        if (watcher) {
+          watcher.removeAllListeners('delete');
+          void watcher.cancel().catch(() => undefined);
+        }
         if (error === undefined) resolve(handedOver);
         else reject(error);
       };
-      const handOver = () => done(undefined, true);
+      const heard = (handedOver: boolean) => done(undefined, handedOver);
       const off = wait.onCancel(done);
-      if (predecessor !== undefined) this.successors.add(predecessor, handOver);
-      watcher.on('delete', (kv) => {
+      if (predecessor !== undefined) this.successors.add(predecessor, heard);
+      watcher?.on('delete', (kv) => {
         this.stats.notifiedWakeups++;
         if (enough(kv)) done();
       });
-      watcher.on('error', (error) => done(error));
+      watcher?.on('error', (error) => done(error));
     });
   }
 
@@ -651,7 +680,7 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
     lease.share = share;
     const held: Held = { lease, names, session, revision, expiresAt: start + ttl };
     this.held.set(lease, held);
-    for (const key of keys) this.holding.add(key);
+    this.local.held(keys);
     this.arm(held);
     return lease;
   }
@@ -677,7 +706,7 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
     if (this.held.get(held.lease) !== held) return;
     clearTimeout(held.timer);
     this.held.delete(held.lease);
-    for (const key of held.lease.keys) this.holding.remove(key);
+    this.local.released(held.lease.keys);
   }
 
   /** Forgets the hold and deletes its keys in the background. */
@@ -686,14 +715,27 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
     this.discard(held.names, held.session);
   }
 
-  private async remove(names: readonly string[]): Promise<void> {
+  /** Deletes keys of this process; `handedOver`: see `gone`. */
+  private async remove(names: readonly string[], handedOver = false): Promise<void> {
     if (names.length === 1) {
       await this.client.kv.deleteRange({ key: Buffer.from(names[0]) });
-      return;
+    } else {
+      await this.client.kv.txn({
+        success: names.map((name) => ({ request_delete_range: { key: Buffer.from(name) } })),
+      });
     }
-    await this.client.kv.txn({
-      success: names.map((name) => ({ request_delete_range: { key: Buffer.from(name) } })),
-    });
+    this.gone(names, handedOver);
+  }
+
+  /**
+   * Keys of this process are deleted: the waiters of this process behind them go on at once
+   * (see `predecessorGone`); `handedOver` when they were an exclusive hold's.
+   */
+  private gone(names: readonly string[], handedOver: boolean): void {
+    for (const name of names) {
+      this.own.delete(name);
+      if (this.successors.wake(name, handedOver) && handedOver) this.stats.localHandoffs++;
+    }
   }
 
   /**
@@ -701,17 +743,41 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
    * (once it ends, etcd deletes them), or a few times for keys with a lease of their own.
    */
   private discard(names: readonly string[], session: EtcdSession | undefined): void {
+    this.retry(() => this.remove(names), session);
+  }
+
+  /**
+   * An acquire whose answer never came (a timeout, a connection lost): etcd may still apply it
+   * later, after any delete of ours, and the keys would then wait in their lines for a caller
+   * that left. So one transaction deletes them and puts the call's cancel mark, bound to the
+   * session: the acquire's transaction requires that mark absent, so a late one does nothing.
+   * The mark is one small key outside every line; it goes with the session.
+   */
+  private abandon(names: readonly string[], session: EtcdSession): void {
+    const mark = cancelMark(this.config.keyPrefix, names);
+    this.retry(async () => {
+      await this.client.kv.txn({
+        success: [
+          put(mark, '', session.id),
+          ...names.map((name) => ({ request_delete_range: { key: Buffer.from(name) } })),
+        ],
+      });
+      this.gone(names, false);
+    }, session);
+  }
+
+  private retry(attempt: () => Promise<unknown>, session: EtcdSession | undefined): void {
     let tries = 0;
-    const attempt = (): void => {
-      this.remove(names).catch(() => {
+    const run = (): void => {
+      attempt().catch(() => {
         tries++;
         const more = session ? !session.ended : tries < MIN_HOLD_DELETE_TRIES;
         if (more && !(this.closed && this.config.ownsClient)) {
-          setTimeout(attempt, DISCARD_RETRY_MS).unref();
+          setTimeout(run, DISCARD_RETRY_MS).unref();
         }
       });
     };
-    attempt();
+    run();
   }
 
   private endpointClient(host: string): Etcd3 {
@@ -726,21 +792,21 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
     operation: string,
   ): LockBackendError {
     if (error instanceof LockBackendError) return error;
-    return new LockBackendError(keys, [new Error(ETCD_FAILED(toError(error)))], operation);
+    return new LockBackendError(keys, [toError(error)], operation, 'etcd');
   }
 }
 
 /** Who waits for the deletion of which key, in this process. */
 class Successors {
-  private readonly byKey = new Map<string, (() => void)[]>();
+  private readonly byKey = new Map<string, ((handedOver: boolean) => void)[]>();
 
-  add(key: string, wake: () => void): void {
+  add(key: string, wake: (handedOver: boolean) => void): void {
     const list = this.byKey.get(key);
     if (list) list.push(wake);
     else this.byKey.set(key, [wake]);
   }
 
-  remove(key: string, wake: () => void): void {
+  remove(key: string, wake: (handedOver: boolean) => void): void {
     const list = this.byKey.get(key);
     const at = list ? list.indexOf(wake) : -1;
     if (at < 0) return;
@@ -749,12 +815,30 @@ class Successors {
   }
 
   /** Wakes every waiter of `key`; whether there was one. */
-  wake(key: string): boolean {
+  wake(key: string, handedOver: boolean): boolean {
     const list = this.byKey.get(key);
     if (!list) return false;
-    for (const wake of [...list]) wake();
+    for (const wake of [...list]) wake(handedOver);
     return true;
   }
+}
+
+/**
+ * The cancel mark of the acquire that writes `names` (see `abandon`): `<keyPrefix>\0cancelled/`
+ * and the first name, outside every line (a line's prefix goes on with a digit, its length).
+ */
+function cancelMark(keyPrefix: string, names: readonly string[]): string {
+  return `${keyPrefix}\0cancelled/${names[0]}`;
+}
+
+/** Compare: the acquire that writes `names` was not abandoned. */
+function notCancelled(keyPrefix: string, names: readonly string[]) {
+  return {
+    key: Buffer.from(cancelMark(keyPrefix, names)),
+    target: 'Version' as const,
+    result: 'Equal' as const,
+    version: 0,
+  };
 }
 
 /** A put of `name` bound to `lease`. */
@@ -799,26 +883,6 @@ function permitted(first: readonly IKeyValue[], name: string, value: string): bo
     if (kv.value.toString() !== value) return false;
   }
   return false;
-}
-
-/** A shared hold asked while the line's first holder is of another shared kind. */
-function kindMismatch(
-  key: string,
-  share: Share | undefined,
-  owner: IKeyValue | undefined,
-): LockConfigError | undefined {
-  if (share === undefined || !owner) return undefined;
-  const held = shareOf(owner.value.toString());
-  if (held === undefined || held === share) return undefined;
-  if (share !== 'read' && held !== 'read') {
-    return new LockConfigError(PERMITS_MISMATCH(key, share, held), 'permits');
-  }
-  const asked = share === 'read' ? 'read' : `permits: ${share}`;
-  const holders = held === 'read' ? 'read' : `permits: ${held}`;
-  return new LockConfigError(
-    MODE_MISMATCH(key, asked, holders),
-    share === 'read' ? 'mode' : 'permits',
-  );
 }
 
 function toError(error: unknown): Error {

@@ -32,7 +32,7 @@ export class EtcdWait implements DeadlineListener {
     const waited = performance.now() - this.startedAt;
     this.cancel(
       this.outage
-        ? new LockBackendError(this.keys, [this.outage], 'acquire')
+        ? new LockBackendError(this.keys, [this.outage], 'acquire', 'etcd')
         : new LockNotAcquiredError(this.keys, waited, this.ttl),
     );
   }

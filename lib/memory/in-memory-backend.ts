@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { LockBackendError, LockConfigError, LockNotAcquiredError } from '../errors';
+import { LockBackendError, LockNotAcquiredError } from '../errors';
 import { DeadlineTimer } from '../engine/deadline-timer';
 import { type Lease, type LeaseTaker, Leases } from '../engine/lease';
 import {
@@ -12,7 +12,7 @@ import {
 } from '../engine/lock-backend';
 import { abortReason } from '../engine/wait-rules';
 import { settleTo } from '../settle-to';
-import { MODE_MISMATCH, PERMITS_MISMATCH } from '../redlock.messages';
+import { shareMismatch } from '../engine/share-mismatch';
 
 /** A lease held in memory, shared by every key it holds (several keys: all or nothing). */
 interface Held {
@@ -334,17 +334,8 @@ export class InMemoryBackend implements LockBackend {
     if (share === undefined) return;
     const now = performance.now();
     for (const key of keys) {
-      const held = this.heldAt(this.state(key), now)?.lease.share;
-      if (held === undefined || held === share) continue;
-      if (share !== 'read' && held !== 'read') {
-        throw new LockConfigError(PERMITS_MISMATCH(key, share, held), 'permits');
-      }
-      const asked = share === 'read' ? 'read' : `permits: ${share}`;
-      const holders = held === 'read' ? 'read' : `permits: ${held}`;
-      throw new LockConfigError(
-        MODE_MISMATCH(key, asked, holders),
-        share === 'read' ? 'mode' : 'permits',
-      );
+      const mismatch = shareMismatch(key, share, this.heldAt(this.state(key), now)?.lease.share);
+      if (mismatch) throw mismatch;
     }
   }
 

@@ -1,29 +1,11 @@
-import { Controller, Get, type INestApplication, Module } from '@nestjs/common';
-import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
+import type { INestApplication } from '@nestjs/common';
 import request from 'supertest';
-import { RedlockHealthIndicator, RedlockHealthModule } from 'nest-locked/health';
+import { RedlockHealthIndicator } from 'nest-locked/health';
+import { HealthModule } from '../support/health-app';
 import { createLockApp, sleep, uniquePrefix } from '../support/lock-app';
 import { type RedisServerHandle, startRedisServers, stopAll } from '../support/redis-server';
 
 jest.setTimeout(60_000);
-
-@Controller('health')
-class HealthController {
-  constructor(
-    private readonly health: HealthCheckService,
-    private readonly redlock: RedlockHealthIndicator,
-  ) {}
-
-  @Get()
-  @HealthCheck()
-  check() {
-    return this.health.check([() => this.redlock.isHealthy('redlock')]);
-  }
-}
-
-/** The module a user adds: Terminus, the indicator and a controller. */
-@Module({ imports: [TerminusModule, RedlockHealthModule], controllers: [HealthController] })
-class HealthModule {}
 
 describe('RedlockHealthIndicator against real redis-servers', () => {
   // servers[0]: the single-node group `default`; servers[1..3]: the quorum group `orders`.

@@ -12,6 +12,7 @@ import {
   SERVER_DIR_PREFIX,
   writePidRecord,
 } from './pid-registry';
+import { findBinary } from './redis-server';
 
 /**
  * Real etcd processes for the etcd suites: a single member or a 3-member cluster, every member
@@ -21,7 +22,6 @@ import {
  */
 
 const HOST = '127.0.0.1';
-const SEARCH_DIRS = ['/usr/bin', '/usr/local/bin', '/usr/sbin'];
 const READY_TIMEOUT_MS = 20_000;
 const STOP_GRACE_MS = 3_000;
 /** Raft timing of the test members, in ms. */
@@ -82,20 +82,6 @@ function lookUpEtcd(): string | Error {
   return findBinary('etcd') ?? new Error(NOT_INSTALLED);
 }
 
-function findBinary(name: string): string | undefined {
-  const dirs = [...(process.env.PATH ?? '').split(path.delimiter).filter(Boolean), ...SEARCH_DIRS];
-  for (const dir of dirs) {
-    const candidate = path.join(dir, name);
-    try {
-      fs.accessSync(candidate, fs.constants.X_OK);
-      if (fs.statSync(candidate).isFile()) return candidate;
-    } catch {
-      // Not here.
-    }
-  }
-  return undefined;
-}
-
 /**
  * Starts `size` members (1 or 3) as one new cluster; resolves once every member is healthy.
  *
@@ -129,7 +115,7 @@ export async function startEtcdCluster(size: 1 | 3 = 1): Promise<EtcdCluster> {
     leader: async () => {
       for (const member of members) {
         if (member.pid === undefined) continue;
-        const status = await postJson(member.clientPort, '/v3/maintenance/status', {}, 1_000);
+        const status = await requestJson(member.clientPort, '/v3/maintenance/status', 1_000, {});
         const header = status?.header as { member_id?: string } | undefined;
         if (status && header?.member_id === status.leader) return member;
       }
@@ -248,7 +234,7 @@ class Member implements EtcdMember {
   }
 
   private async healthy(): Promise<boolean> {
-    const health = await getJson(this.clientPort, '/health', 1_000);
+    const health = await requestJson(this.clientPort, '/health', 1_000);
     return health?.health === 'true';
   }
 }
@@ -271,31 +257,16 @@ async function freePorts(n: number): Promise<number[]> {
   }
 }
 
-async function getJson(
+/** One JSON request to a member (a GET, or a POST of `body`); undefined when it fails. */
+async function requestJson(
   port: number,
   url: string,
   timeout: number,
+  body?: unknown,
 ): Promise<Record<string, unknown> | undefined> {
   try {
     const res = await fetch(`http://${HOST}:${port}${url}`, {
-      signal: AbortSignal.timeout(timeout),
-    });
-    return (await res.json()) as Record<string, unknown>;
-  } catch {
-    return undefined;
-  }
-}
-
-async function postJson(
-  port: number,
-  url: string,
-  body: unknown,
-  timeout: number,
-): Promise<Record<string, unknown> | undefined> {
-  try {
-    const res = await fetch(`http://${HOST}:${port}${url}`, {
-      method: 'POST',
-      body: JSON.stringify(body),
+      ...(body === undefined ? {} : { method: 'POST', body: JSON.stringify(body) }),
       signal: AbortSignal.timeout(timeout),
     });
     return (await res.json()) as Record<string, unknown>;

@@ -91,7 +91,7 @@ export function processExists(pid: number): boolean {
 }
 
 /**
- * True only if `pid` is still the redis-server we recorded: the PID may have been reused by an
+ * True only if `pid` is still the redis-server (or etcd member) we recorded: the PID may have been reused by an
  * unrelated process since the record was written.
  */
 export function isRecordedRedisServer(record: PidRecord): boolean {
@@ -107,7 +107,9 @@ export function isRecordedRedisServer(record: PidRecord): boolean {
   // redis-server rewrites its title to "redis-server 127.0.0.1:<port> [cluster]" once it is up;
   // before that, the original "--port <port>" arguments are still there.
   const listens = new RegExp(`(127\\.0\\.0\\.1:|--port )${record.port}\\b`);
-  if (cmdline.includes('redis-server') && listens.test(cmdline)) return true;
+  if (cmdline.includes('redis-server')) return listens.test(cmdline);
   // A ZooKeeper member (test/support/zookeeper-server.ts): a JVM whose zoo.cfg is in `dir`.
-  return cmdline.includes('QuorumPeerMain') && cmdline.includes(`${record.dir}/`);
+  if (cmdline.includes('QuorumPeerMain')) return cmdline.includes(`${record.dir}/`);
+  // An etcd member of test/support/etcd-server.ts: its record's port is its client port.
+  return /(^|\/)etcd /.test(cmdline) && cmdline.includes(`http://127.0.0.1:${record.port} `);
 }

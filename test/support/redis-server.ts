@@ -157,7 +157,7 @@ function ensureRedisCliBinary(): string {
   );
 }
 
-function findBinary(name: string): string | undefined {
+export function findBinary(name: string): string | undefined {
   const dirs = [...(process.env.PATH ?? '').split(path.delimiter).filter(Boolean), ...SEARCH_DIRS];
   for (const dir of dirs) {
     const candidate = path.join(dir, name);

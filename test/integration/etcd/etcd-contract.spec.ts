@@ -110,6 +110,22 @@ describe('etcd backend: exclusion and FIFO', () => {
     expect(await leftKeys()).toEqual([]);
   });
 
+  it('callers of one process asking at once are granted in the order they asked', async () => {
+    const one = backend();
+    const first = await one.acquire(['k'], call());
+    const order: number[] = [];
+    const calls = Array.from({ length: 20 }, (_, i) =>
+      one.acquire(['k'], call()).then(async (lease) => {
+        order.push(i);
+        await one.release(lease);
+      }),
+    );
+    await eventually(async () => (await leftKeys()).length === 21);
+    await one.release(first);
+    await Promise.all(calls);
+    expect(order).toEqual(Array.from({ length: 20 }, (_, i) => i));
+  });
+
   it('a waiter that times out fails as busy and deletes its key', async () => {
     const a = backend();
     const b = backend();
@@ -120,6 +136,21 @@ describe('etcd backend: exclusion and FIFO', () => {
     await eventually(async () => (await leftKeys()).length === 1);
     await a.release(held);
     await eventually(async () => (await leftKeys()).length === 0);
+  });
+
+  it('a waiter behind a caller of its own process that gives up goes on waiting, then gets the key', async () => {
+    const [a, b] = [backend(), backend()];
+    const held = await a.acquire(['k'], call());
+    const quitter = b.acquire(['k'], call({ waitTimeout: 300 }));
+    await eventually(async () => (await leftKeys()).length === 2);
+    const patient = b.acquire(['k'], call());
+    await expect(quitter).rejects.toBeInstanceOf(LockNotAcquiredError);
+    await eventually(async () => (await leftKeys()).length === 2);
+    await a.release(held);
+    const lease = await patient;
+    expect(lease.fences[0]).toBeGreaterThan(held.fences[0]);
+    await b.release(lease);
+    expect(await leftKeys()).toEqual([]);
   });
 
   it('a waiter whose signal aborts deletes its key', async () => {
@@ -156,6 +187,34 @@ describe('etcd backend: leases', () => {
     await raw.delete().prefix(prefix);
     expect(await a.extend(lease, 10_000)).toBe(false);
     expect(lease.validAt(performance.now())).toBe(false);
+  });
+
+  it('the session lease revoked behind its back: every holder is told at once, waiters fail', async () => {
+    const a = backend({ sessionTtl: 3_000 });
+    const b = backend();
+    const held = await a.acquire(['k'], call());
+    let told = 0;
+    held.watcher = { leaseEnded: () => told++ };
+    const other = await b.acquire(['other'], call());
+    const waiting = a.acquire(['other'], call()).catch((e: unknown) => e);
+    await eventually(async () => (await leftKeys()).length === 3);
+    const [kv] = await raw
+      .getAll()
+      .prefix(prefix)
+      .exec()
+      .then((r) => r.kvs.filter((k) => k.key.toString().includes(':k/')));
+    await raw.leaseClient.leaseRevoke({ ID: kv.lease });
+    // etcd3 hears of it at the next keep-alive (a third of the TTL): well within the TTL.
+    await eventually(() => told === 1, 3_000);
+    expect(held.validAt(performance.now())).toBe(false);
+    expect(await waiting).toMatchObject({ name: 'LockBackendError' });
+    expect(await a.extend(held, 10_000)).toBe(false);
+    await b.release(other);
+    // The next call of that process opens a new session.
+    const again = await a.acquire(['k'], call());
+    expect(again.fences[0]).toBeGreaterThan(held.fences[0]);
+    await a.release(again);
+    expect(await leftKeys()).toEqual([]);
   });
 
   it('a hold not renewed within its ttl frees the key for the next caller', async () => {
@@ -305,6 +364,22 @@ describe('etcd backend: options and outages', () => {
     );
   });
 
+  it("uses a client of the user's as it is and never closes it", async () => {
+    const mine = etcdBackend({ client: raw }).create({
+      group: 'default',
+      keyPrefix: prefix,
+      driftFactor: 0.01,
+      commandTimeout: 2_000,
+      logger: new Logger('etcd-test'),
+    });
+    const lease = await mine.acquire(['k'], call());
+    await mine.release(lease);
+    await mine.close();
+    await expect(raw.put(`${prefix}still-open`).value('1')).resolves.toBeDefined();
+    await raw.delete().key(`${prefix}still-open`);
+    expect(await leftKeys()).toEqual([]);
+  });
+
   it('an endpoint nobody listens on: a LockBackendError naming etcd, within the command timeout', async () => {
     const closed = await startEtcdCluster(1);
     const hosts = closed.hosts;
@@ -321,7 +396,7 @@ describe('etcd backend: options and outages', () => {
     const error = await b.acquire(['k'], call()).catch((e: unknown) => e);
     expect(error).toMatchObject({
       name: 'LockBackendError',
-      message: expect.stringContaining('etcd'),
+      message: expect.stringContaining('etcd failed'),
     });
     expect(performance.now() - started).toBeLessThan(10_000);
   });

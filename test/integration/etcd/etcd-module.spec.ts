@@ -1,9 +1,9 @@
-import { Controller, Get, type INestApplication, Injectable, Module } from '@nestjs/common';
-import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
+import { type INestApplication, Injectable } from '@nestjs/common';
 import { Etcd3 } from 'etcd3';
 import { Locked, LockContext, LockService, LockNotAcquiredError } from 'nest-locked';
 import { etcdBackend } from 'nest-locked/etcd';
-import { RedlockHealthIndicator, RedlockHealthModule } from 'nest-locked/health';
+import { RedlockHealthIndicator } from 'nest-locked/health';
+import { HealthModule } from '../../support/health-app';
 import { LockConfigError } from '../../../lib/errors';
 import { startEtcdCluster, type EtcdCluster } from '../../support/etcd-server';
 import { createLockApp, sleep, uniquePrefix } from '../../support/lock-app';
@@ -45,23 +45,6 @@ class Orders {
     return LockContext.current()!.keys[0];
   }
 }
-
-@Controller('health')
-class HealthController {
-  constructor(
-    private readonly health: HealthCheckService,
-    private readonly redlock: RedlockHealthIndicator,
-  ) {}
-
-  @Get()
-  @HealthCheck()
-  check() {
-    return this.health.check([() => this.redlock.isHealthy('redlock')]);
-  }
-}
-
-@Module({ imports: [TerminusModule, RedlockHealthModule], controllers: [HealthController] })
-class HealthModule {}
 
 let etcd: EtcdCluster;
 let raw: Etcd3;

@@ -1,0 +1,286 @@
+import { Logger } from '@nestjs/common';
+import { etcdBackend } from 'nest-locked/etcd';
+import type { LockBackend } from '../../lib/engine/lock-backend';
+import type { EtcdWorkerConfig, EtcdWorkerLine } from '../fixtures/etcd-worker';
+import { startEtcdCluster, type EtcdCluster } from '../support/etcd-server';
+import { describeOverlaps, findOverlaps, now } from '../support/intervals';
+import { uniquePrefix } from '../support/lock-app';
+import { killWorkers, spawnWorker, type Worker } from '../support/workers';
+
+/**
+ * etcd broken on purpose, with holders as real OS processes (test/fixtures/etcd-worker.ts):
+ * a holder killed or stopped past its session lease, a leader killed and a member stopped
+ * under load in a 3-member cluster, a minority and a majority down. Every wait is bounded;
+ * every stopped process gets SIGCONT in a finally. Measured figures are printed (`[etcd
+ * faults]`) for the report, never asserted tightly.
+ */
+
+jest.setTimeout(90_000);
+
+/** The session lease of the workers: a dead holder's keys go this long after its last renewal. */
+const SESSION_TTL = 2_000;
+
+type Line<T extends EtcdWorkerLine['type']> = Extract<EtcdWorkerLine, { type: T }>;
+
+function worker(
+  etcd: EtcdCluster,
+  prefix: string,
+  job: Record<string, unknown>,
+): Worker<EtcdWorkerLine> {
+  const config = {
+    hosts: etcd.hosts,
+    sessionTtl: SESSION_TTL,
+    keyPrefix: prefix,
+    timeoutMs: 60_000,
+    ...job,
+  } as EtcdWorkerConfig;
+  return spawnWorker<EtcdWorkerConfig, EtcdWorkerLine>(config, 'etcd-worker');
+}
+
+function backend(etcd: EtcdCluster, prefix: string, commandTimeout = 1_000): LockBackend {
+  return etcdBackend({ hosts: etcd.hosts, sessionTtl: SESSION_TTL }).create({
+    group: 'default',
+    keyPrefix: prefix,
+    driftFactor: 0.01,
+    commandTimeout,
+    logger: new Logger('etcd-faults'),
+  });
+}
+
+async function lineOf<T extends EtcdWorkerLine['type']>(
+  w: Worker<EtcdWorkerLine>,
+  type: T,
+  ms = 20_000,
+): Promise<Line<T>> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const found = w.lines.find((l) => l.type === type);
+    if (found) return found as Line<T>;
+    if (Date.now() > deadline)
+      throw new Error(`no ${type} line within ${ms} ms: ${JSON.stringify(w.lines)}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+const report = (what: string, figures: Record<string, unknown>) =>
+  process.stdout.write(`[etcd faults] ${what}: ${JSON.stringify(figures)}\n`);
+
+afterEach(() => killWorkers());
+
+describe('etcd faults: one member, holders as processes', () => {
+  let etcd: EtcdCluster;
+  const backends: LockBackend[] = [];
+
+  beforeAll(async () => {
+    Logger.overrideLogger(false);
+    etcd = await startEtcdCluster(1);
+  });
+  afterAll(async () => {
+    await Promise.all(backends.map((b) => b.close()));
+    await etcd?.stop();
+  });
+
+  /** A worker process holding `k` under `prefix` (for a minute, or until its signal aborts). */
+  async function holding(prefix: string) {
+    const holder = worker(etcd, prefix, { scenario: 'hold', key: 'k', holdMs: 60_000 });
+    await holder.ready;
+    holder.go();
+    return { holder, acquired: await lineOf(holder, 'acquired') };
+  }
+
+  it('a holder SIGKILLed frees the lock when its session lease ends, to a larger fence', async () => {
+    const prefix = uniquePrefix('etcd-kill');
+    const { holder, acquired } = await holding(prefix);
+    const next = backend(etcd, prefix);
+    backends.push(next);
+    const waiting = next.acquire(['k'], { ttl: 10_000, waitTimeout: 30_000 });
+    const killedAt = now();
+    holder.kill();
+    const lease = await waiting;
+    const freedAfter = now() - killedAt;
+    report('holder SIGKILLed', { freedAfterMs: Math.round(freedAfter), sessionTtlMs: SESSION_TTL });
+    expect(lease.fences[0]).toBeGreaterThan(acquired.fence);
+    // Not before the lease could have run out on its own (etcd counts from the last renewal).
+    expect(freedAfter).toBeGreaterThan(SESSION_TTL / 3);
+    await next.release(lease);
+  });
+
+  it('a holder SIGSTOPped past its lease: the next fence is larger, its signal aborts on resume', async () => {
+    const prefix = uniquePrefix('etcd-stop');
+    const { holder, acquired } = await holding(prefix);
+    const next = backend(etcd, prefix);
+    backends.push(next);
+    const stoppedAt = now();
+    process.kill(holder.pid, 'SIGSTOP');
+    try {
+      const lease = await next.acquire(['k'], { ttl: 10_000, waitTimeout: 30_000 });
+      report('holder SIGSTOPped', { takenOverAfterMs: Math.round(now() - stoppedAt) });
+      expect(lease.fences[0]).toBeGreaterThan(acquired.fence);
+      await next.release(lease);
+    } finally {
+      process.kill(holder.pid, 'SIGCONT');
+    }
+    const aborted = await lineOf(holder, 'aborted');
+    report('stopped holder resumed', { reason: aborted.reason.slice(0, 80) });
+    expect(aborted.reason).toMatch(/LockLostError/);
+    await lineOf(holder, 'released');
+  });
+
+  it('an acquire cut off by a stalled etcd leaves nothing that blocks its line', async () => {
+    const prefix = uniquePrefix('etcd-cut');
+    const cut = etcdBackend({ hosts: etcd.hosts, sessionTtl: 20_000 }).create({
+      group: 'default',
+      keyPrefix: prefix,
+      driftFactor: 0.01,
+      commandTimeout: 300,
+      logger: new Logger('etcd-faults'),
+    });
+    backends.push(cut);
+    await cut.start?.();
+    const member = etcd.members[0];
+    member.kill('SIGSTOP');
+    let error: unknown;
+    try {
+      error = await cut
+        .acquire(['k'], { ttl: 10_000, waitTimeout: 5_000 })
+        .catch((e: unknown) => e);
+    } finally {
+      member.kill('SIGCONT');
+    }
+    expect(error).toMatchObject({ name: 'LockBackendError' });
+    // Whatever etcd does with the stalled put when it resumes, the line is free again well
+    // before the cut-off process's session (20 s) could end; the wait covers the 5 s etcd3's
+    // circuit breaker keeps that process's client off the member after three failures.
+    const next = backend(etcd, prefix);
+    backends.push(next);
+    const lease = await next.acquire(['k'], { ttl: 10_000, waitTimeout: 10_000 });
+    await next.release(lease);
+  });
+});
+
+describe('etcd faults: 3-member cluster', () => {
+  let etcd: EtcdCluster;
+
+  beforeAll(async () => {
+    etcd = await startEtcdCluster(3);
+  });
+  afterAll(() => etcd?.stop());
+
+  /** 3 processes x 2 callers hammering one key for `ms`; `fault` runs `atMs` in. */
+  async function underLoad(prefix: string, ms: number, atMs: number, fault: () => Promise<void>) {
+    const workers = [0, 1, 2].map(() =>
+      worker(etcd, prefix, {
+        scenario: 'load',
+        key: 'hot',
+        concurrency: 2,
+        durationMs: ms,
+        sectionMs: 5,
+        waitTimeout: 4_000,
+      }),
+    );
+    await Promise.all(workers.map((w) => w.ready));
+    workers.forEach((w) => w.go());
+    await new Promise((r) => setTimeout(r, atMs));
+    const faultAt = now();
+    await fault();
+    const results = await Promise.all(workers.map((w) => w.exited));
+    const holds = results.flatMap((r, i) =>
+      r.lines
+        .filter((l): l is Line<'hold'> => l.type === 'hold')
+        .map((h) => ({ ...h, by: `${i}.${h.by}` })),
+    );
+    const errors = results.flatMap((r) => r.lines.filter((l) => l.type === 'error'));
+    holds.sort((a, b) => a.start - b.start);
+    // Unavailability: the longest time with no section running after the fault.
+    let gap = 0;
+    for (let i = 1; i < holds.length; i++) {
+      if (holds[i].start < faultAt) continue;
+      gap = Math.max(gap, holds[i].start - Math.max(holds[i - 1].end, faultAt));
+    }
+    return { holds, errors, gap, results };
+  }
+
+  function checkHolds(holds: { key: string; start: number; end: number; fence: number }[]): void {
+    const overlaps = findOverlaps(holds);
+    expect(describeOverlaps(overlaps)).toBe('');
+    expect(overlaps).toHaveLength(0);
+    for (let i = 1; i < holds.length; i++)
+      expect(holds[i].fence).toBeGreaterThan(holds[i - 1].fence);
+  }
+
+  it('the leader SIGKILLed under load: zero overlaps, fences increasing, unavailability measured', async () => {
+    const leader = await etcd.leader();
+    expect(leader).toBeDefined();
+    const { holds, errors, gap } = await underLoad(
+      uniquePrefix('etcd-leader'),
+      4_000,
+      1_500,
+      async () => leader!.kill(),
+    );
+    report('leader SIGKILLed under load', {
+      sections: holds.length,
+      errors: errors.length,
+      unavailableMs: Math.round(gap),
+    });
+    expect(holds.length).toBeGreaterThan(10);
+    checkHolds(holds);
+    await leader!.restart();
+  });
+
+  it('a member SIGSTOPped (partitioned) under load: zero overlaps', async () => {
+    const leader = await etcd.leader();
+    const stopped = etcd.members.find((m) => m !== leader)!;
+    try {
+      const { holds, errors, gap } = await underLoad(
+        uniquePrefix('etcd-stop'),
+        4_000,
+        1_000,
+        async () => stopped.kill('SIGSTOP'),
+      );
+      report('member SIGSTOPped under load', {
+        sections: holds.length,
+        errors: errors.length,
+        unavailableMs: Math.round(gap),
+      });
+      expect(holds.length).toBeGreaterThan(10);
+      checkHolds(holds);
+    } finally {
+      stopped.kill('SIGCONT');
+    }
+  });
+
+  it('a minority down still locks; a majority down fails fast with LockBackendError, then recovers', async () => {
+    const prefix = uniquePrefix('etcd-quorum');
+    const b = backend(etcd, prefix);
+    try {
+      const [one, two] = etcd.members.slice(1);
+      one.kill();
+      const lease = await b.acquire(['k'], { ttl: 10_000, waitTimeout: 10_000 });
+      await b.release(lease);
+      two.kill();
+      const started = now();
+      const error = await b
+        .acquire(['q'], { ttl: 10_000, waitTimeout: 10_000 })
+        .catch((e: unknown) => e);
+      const failedAfter = now() - started;
+      report('majority down', {
+        failedAfterMs: Math.round(failedAfter),
+        error: String((error as Error).message).slice(0, 160),
+      });
+      expect(error).toMatchObject({ name: 'LockBackendError' });
+      // Well within the wait (10 s): the backend does not wait for a quorum that is gone.
+      expect(failedAfter).toBeLessThan(9_000);
+      await Promise.all([one.restart(), two.restart()]);
+      const recoveredAt = now();
+      let again: Awaited<ReturnType<LockBackend['acquire']>> | undefined;
+      while (!again) {
+        again = await b.acquire(['k'], { ttl: 10_000, waitTimeout: 10_000 }).catch(() => undefined);
+        if (now() - recoveredAt > 30_000) throw new Error('no recovery within 30 s');
+      }
+      report('majority back', { lockedAgainAfterMs: Math.round(now() - recoveredAt) });
+      await b.release(again);
+    } finally {
+      await b.close();
+    }
+  });
+});
