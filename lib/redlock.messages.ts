@@ -595,10 +595,6 @@ export const SQL_BAD_POOL_SIZE = (factory: string, field: string, value: unknown
   `${factory}: "${field}" must be an integer >= 1 (the lock's own pool: one connection per hold ` +
   `or wait in this process); got ${String(value)}.`;
 
-export const SQL_BAD_IDENTIFIER = (factory: string, field: string, value: unknown) =>
-  `${factory}: "${field}" must be a plain SQL name (letters, digits, _; optionally schema.name); ` +
-  `got ${JSON.stringify(value)}.`;
-
 export const SQL_SHARED_UNSUPPORTED = (kind: string, keys: readonly string[], shared: string) =>
   `Lock ${list(keys)}: ${shared} is not available on the ${kind} backend (it has no shared lock ` +
   `primitive). Use an exclusive lock, or put this lock group on Redis or PostgreSQL.`;
@@ -626,8 +622,3 @@ export const SQL_NO_ANSWER = (label: string, node: string, ms: number, what: str
 
 export const SQL_SESSION_LOST = (label: string, node: string, detail: string) =>
   `${label} at ${node} ended the lock's session (${detail}): the lock was freed with it.`;
-
-export const SQL_FENCE_SEQUENCE_DENIED = (sequence: string, detail: string) =>
-  `PostgreSQL: cannot create the fence sequence "${sequence}" (${detail}). Create it once as a ` +
-  `user allowed to (CREATE SEQUENCE IF NOT EXISTS ${sequence}) and grant the lock user USAGE ` +
-  `and UPDATE on it, or name another one with "fenceSequence".`;

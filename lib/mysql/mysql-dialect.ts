@@ -62,10 +62,6 @@ export class MysqlDialect implements SqlDialect<MysqlSession> {
     return keyDigest(key).toString('hex');
   }
 
-  async prepare(): Promise<void> {
-    // Nothing to create: fences need no table.
-  }
-
   async checkout(): Promise<MysqlSession> {
     const connection = await this.pool.getConnection();
     this.out++;

@@ -1,7 +1,7 @@
 import type { Pool, PoolConfig } from 'pg';
 import type { LockBackendDefinition } from '../interfaces/lock-backend-definition.interface';
 import { SqlLockBackend } from '../sql/sql-lock-backend';
-import { choosePool, loadDriver, sqlIdentifier } from '../sql/sql-pool-options';
+import { choosePool, loadDriver } from '../sql/sql-pool-options';
 import { sqlTarget } from '../sql/sql-target';
 import { PostgresDialect } from './postgres-dialect';
 
@@ -26,12 +26,6 @@ export interface PostgresBackendOptions extends PoolConfig {
    * @default 10
    */
   max?: number;
-  /**
-   * The sequence fences are drawn from, created at startup if missing (`CREATE SEQUENCE IF NOT
-   * EXISTS`); `schema.name` allowed.
-   * @default 'nest_locked_fence'
-   */
-  fenceSequence?: string;
 }
 
 const isPool = (value: unknown): value is Pool =>
@@ -40,8 +34,8 @@ const isPool = (value: unknown): value is Pool =>
 
 /**
  * A lock group on PostgreSQL (peer dependency: `pg`): session advisory locks on a connection held
- * for the hold, waiting in PostgreSQL's own lock queue, fences from a sequence in the lock's own
- * round trip, read locks (`pg_advisory_lock_shared`). See docs/backends/postgres.md.
+ * for the hold, waiting in PostgreSQL's own lock queue, fences from the server's clock in the lock's
+ * own round trip, read locks (`pg_advisory_lock_shared`). See docs/backends/postgres.md.
  *
  * @example
  * ```ts
@@ -54,25 +48,13 @@ const isPool = (value: unknown): value is Pool =>
  * // or a pool of your own (never closed by nest-locked):
  * RedlockModule.forRoot({ backend: postgresBackend({ pool }) });
  * ```
- * @throws LockConfigError `pool` together with connection settings, a bad `max` or
- *   `fenceSequence`, or `pg` not installed
+ * @throws LockConfigError `pool` together with connection settings, a bad `max`, or `pg` not
+ *   installed
  */
 export function postgresBackend(options: PostgresBackendOptions = {}): LockBackendDefinition {
   const factory = 'postgresBackend';
   const pg = loadDriver<typeof import('pg')>(factory, 'pg');
-  const { pool, config } = choosePool(
-    factory,
-    options,
-    ['fenceSequence'],
-    'max',
-    isPool,
-    'a pg Pool',
-  );
-  const sequence = sqlIdentifier(
-    factory,
-    'fenceSequence',
-    options.fenceSequence ?? 'nest_locked_fence',
-  );
+  const { pool, config } = choosePool(factory, options, [], 'max', isPool, 'a pg Pool');
   const supports = { read: true, permits: false } as const;
   return {
     kind: 'postgres',
@@ -105,7 +87,7 @@ export function postgresBackend(options: PostgresBackendOptions = {}): LockBacke
         },
       );
       const size = lockPool.options.max ?? POSTGRES_DEFAULT_POOL_SIZE;
-      const dialect = new PostgresDialect(lockPool, own, target, sequence, size);
+      const dialect = new PostgresDialect(lockPool, own, target, size);
       return new SqlLockBackend(group, dialect, {
         keyPrefix,
         driftFactor,

@@ -1,6 +1,5 @@
 import type { Pool, QueryConfig } from 'pg';
 import type { Share } from '../engine/lease';
-import { SQL_FENCE_SEQUENCE_DENIED } from '../redlock.messages';
 import { keyDigest } from '../sql/key-hash';
 import type { SqlDialect } from '../sql/sql-dialect';
 import {
@@ -22,6 +21,15 @@ const CODES: SqlErrorCodes = {
 const LOCK_NOT_AVAILABLE = '55P03';
 
 /**
+ * The fence: the server's clock in microseconds since 1970, read after every lock of the
+ * statement was granted. It needs no write (a sequence's `nextval` makes every 32nd lock wait for
+ * a WAL flush) and, as the Redis engine's fences, grows with every hold of a key as long as the
+ * server's clock does not step back: two holds of one key are at least a round trip apart. It
+ * stays a safe JavaScript integer until the year 2255.
+ */
+const FENCE = `(extract(epoch FROM clock_timestamp()) * 1000000)::bigint::text`;
+
+/**
  * The statements, as named prepared statements (parsed once per connection). Every one takes the
  * keys as a bigint array, in the caller's sorted order, and answers the fence as text, or NULL
  * for a try that found a key busy.
@@ -29,20 +37,18 @@ const LOCK_NOT_AVAILABLE = '55P03';
  * - Waiting: `set_config(..., true)` sets lock_timeout for this statement's implicit
  *   transaction only (a pooled connection of the application's keeps its own setting); the
  *   MATERIALIZED CTEs run in order (the timeout, every lock, then the fence), so the fence is
- *   drawn after every lock was granted.
- * - Fence: one `nextval` of one sequence for all keys: strictly increasing per key (and across
- *   keys), never rolled back, and crash-safe (PostgreSQL logs sequence values ahead).
+ *   read after every lock was granted.
+ * - One fence for all the keys of a hold.
  */
-function statements(sequence: string, lock: string, tryLock: string) {
-  const fence = `nextval('${sequence}')::text AS fence`;
+function statements(lock: string, tryLock: string) {
   return {
     wait:
       `WITH t AS MATERIALIZED (SELECT set_config('lock_timeout', $2, true)), ` +
       `l AS MATERIALIZED (SELECT ${lock}(k) FROM t, unnest($1::bigint[]) AS k) ` +
-      `SELECT ${fence} FROM (SELECT count(*) FROM l) AS c`,
+      `SELECT ${FENCE} AS fence FROM (SELECT count(*) FROM l) AS c`,
     try:
       `WITH l AS MATERIALIZED (SELECT bool_and(${tryLock}(k)) AS ok FROM unnest($1::bigint[]) AS k) ` +
-      `SELECT CASE WHEN ok THEN ${fence.replace(' AS fence', '')} END AS fence FROM l`,
+      `SELECT CASE WHEN ok THEN ${FENCE} END AS fence FROM l`,
   };
 }
 
@@ -70,7 +76,6 @@ export class PostgresDialect implements SqlDialect<PostgresSession> {
     /** Whether the backend created the pool (and ends it on close). */
     private readonly owned: boolean,
     private readonly target: SqlTarget,
-    private readonly sequence: string,
     /** The pool's size: every connection checked out means a checkout waits. */
     private readonly size: number,
   ) {
@@ -79,42 +84,12 @@ export class PostgresDialect implements SqlDialect<PostgresSession> {
       wait: { name: `nest-locked:${name}:wait`, text: s.wait },
       try: { name: `nest-locked:${name}:try`, text: s.try },
     });
-    this.exclusive = named(
-      `x:${sequence}`,
-      statements(sequence, 'pg_advisory_lock', 'pg_try_advisory_lock'),
-    );
-    this.shared = named(
-      `s:${sequence}`,
-      statements(sequence, 'pg_advisory_lock_shared', 'pg_try_advisory_lock_shared'),
-    );
+    this.exclusive = named('x', statements('pg_advisory_lock', 'pg_try_advisory_lock'));
+    this.shared = named('s', statements('pg_advisory_lock_shared', 'pg_try_advisory_lock_shared'));
   }
 
   lockName(key: string): string {
     return keyDigest(key).readBigInt64BE(0).toString();
-  }
-
-  async prepare(): Promise<void> {
-    const { rows } = await this.pool.query<{ found: string | null }>(
-      'SELECT to_regclass($1)::text AS found',
-      [this.sequence],
-    );
-    if (rows[0]?.found) return;
-    try {
-      await this.pool.query(`CREATE SEQUENCE IF NOT EXISTS ${this.sequence}`);
-    } catch (err) {
-      const code = (err as { code?: string }).code;
-      // Created at the same moment by another instance: there it is.
-      if (code === '23505' || code === '42P07') return;
-      if (code === '42501') {
-        throw Object.assign(
-          new Error(SQL_FENCE_SEQUENCE_DENIED(this.sequence, (err as Error).message)),
-          {
-            code,
-          },
-        );
-      }
-      throw err;
-    }
   }
 
   async checkout(): Promise<PostgresSession> {
@@ -130,19 +105,29 @@ export class PostgresDialect implements SqlDialect<PostgresSession> {
     names: readonly string[],
     share: Share | undefined,
     waitMs: number,
+    contended: boolean,
   ): Promise<number[] | undefined> {
     const s = share === 'read' ? this.shared : this.exclusive;
-    let fence: string | null;
-    try {
-      const { rows } = await session.client.query<{ fence: string | null }>(
-        waitMs > 0
-          ? { ...s.wait, values: [names, `${Math.ceil(waitMs)}ms`] }
-          : { ...s.try, values: [names] },
-      );
+    let fence: string | null = null;
+    // A key most likely free is tried first: the try is the plain statement, as cheap as the
+    // raw lock, and never passes a waiter (a try conflicts with requests already queued).
+    if (waitMs <= 0 || (!contended && names.length === 1)) {
+      const { rows } = await session.client.query<{ fence: string | null }>({
+        ...s.try,
+        values: [names],
+      });
       fence = rows[0].fence;
-    } catch (err) {
-      if ((err as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw err;
-      fence = null;
+    }
+    if (fence === null && waitMs > 0) {
+      try {
+        const { rows } = await session.client.query<{ fence: string | null }>({
+          ...s.wait,
+          values: [names, `${Math.ceil(waitMs)}ms`],
+        });
+        fence = rows[0].fence;
+      } catch (err) {
+        if ((err as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw err;
+      }
     }
     if (fence !== null) return names.map(() => Number(fence));
     // A multi-key wait or try may have taken some keys before the busy one.

@@ -102,8 +102,6 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
   private readonly holding = new KeyCounts();
   private readonly waiting = new KeyCounts();
   private readonly waits = new Set<SqlWait>();
-  private prepared = false;
-  private preparing?: Promise<void>;
   private closed = false;
   private tokens = 0;
 
@@ -217,9 +215,10 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
     for (const wait of this.waits) wait.abort(abortReason(wait.keys));
   }
 
+  /** Connects once, so the first lock does not pay for it and bad settings show at startup. */
   async start(): Promise<void> {
     try {
-      await this.prepare();
+      await within(this.dialect.ping(), this.timeout, 'a first query');
     } catch (err) {
       const described = this.dialect.describe(err);
       if (this.dialect.isConfigError(err)) throw new LockConfigError(described.message, this.name);
@@ -272,20 +271,6 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
     }
   }
 
-  /** Creates what the locks need on the server once; until that succeeds, at every call. */
-  private prepare(): Promise<void> {
-    this.preparing ??= this.dialect.prepare().then(
-      () => {
-        this.prepared = true;
-      },
-      (err: unknown) => {
-        this.preparing = undefined;
-        throw err;
-      },
-    );
-    return this.preparing;
-  }
-
   /** One acquire: a session, then the lock and fences in one round trip (per key on MySQL). */
   private async take(
     keys: readonly string[],
@@ -299,12 +284,12 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
     const left = () => Math.max(0, deadline - performance.now());
     const names = keys.map((key) => this.dialect.lockName(this.settings.keyPrefix + key));
     this.stats.attempts++;
+    const contended = keys.some((key) => this.holding.has(key) || this.waiting.has(key));
     const wait = new SqlWait(keys, signal);
     this.waits.add(wait);
     for (const key of keys) this.waiting.add(key);
     let session: S | undefined;
     try {
-      if (!this.prepared) await wait.bound(this.prepare(), this.timeout, 'the setup');
       // A pool with every connection in use makes the caller wait for one: part of its wait.
       session = await wait.bound(
         this.dialect.checkout(),
@@ -313,7 +298,7 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
         (late) => late.release(false),
       );
       const fences = await wait.bound(
-        this.dialect.lock(session, names, share, left()),
+        this.dialect.lock(session, names, share, left(), contended),
         left() + this.timeout,
         'a lock',
       );
