@@ -622,3 +622,7 @@ export const SQL_NO_ANSWER = (label: string, node: string, ms: number, what: str
 
 export const SQL_SESSION_LOST = (label: string, node: string, detail: string) =>
   `${label} at ${node} ended the lock's session (${detail}): the lock was freed with it.`;
+
+export const POSTGRES_PERMITS_ONE_KEY = (keys: number) =>
+  `permits on PostgreSQL take one key per call (each key's permits are advisory-lock slots); ` +
+  `got ${keys} keys. Take them in separate calls, or use Redis for permits over several keys.`;

@@ -35,7 +35,7 @@ const isPool = (value: unknown): value is Pool =>
 /**
  * A lock group on PostgreSQL (peer dependency: `pg`): session advisory locks on a connection held
  * for the hold, waiting in PostgreSQL's own lock queue, fences from the server's clock in the lock's
- * own round trip, read locks (`pg_advisory_lock_shared`). See docs/backends/postgres.md.
+ * own round trip, read locks (`pg_advisory_lock_shared`), permits (N advisory locks per key). See docs/backends/postgres.md.
  *
  * @example
  * ```ts
@@ -55,7 +55,7 @@ export function postgresBackend(options: PostgresBackendOptions = {}): LockBacke
   const factory = 'postgresBackend';
   const pg = loadDriver<typeof import('pg')>(factory, 'pg');
   const { pool, config } = choosePool(factory, options, [], 'max', isPool, 'a pg Pool');
-  const supports = { read: true, permits: false } as const;
+  const supports = { read: true, permits: true } as const;
   return {
     kind: 'postgres',
     supports,

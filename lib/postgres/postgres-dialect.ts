@@ -1,5 +1,7 @@
 import type { Pool, QueryConfig } from 'pg';
 import type { Share } from '../engine/lease';
+import { LockConfigError } from '../errors';
+import { POSTGRES_PERMITS_ONE_KEY } from '../redlock.messages';
 import { keyDigest } from '../sql/key-hash';
 import type { SqlDialect } from '../sql/sql-dialect';
 import {
@@ -53,6 +55,17 @@ function statements(lock: string, tryLock: string) {
 }
 
 /**
+ * A permit: the first free slot of the key, tried in the order given (a scan of the array stops
+ * at the first row LIMIT lets through, so no slot after it is taken); no row when all are held.
+ */
+const PERMIT_TRY = {
+  name: 'nest-locked:p:try',
+  text:
+    `SELECT ${FENCE} AS fence FROM unnest($1::bigint[]) AS s(k) ` +
+    `WHERE pg_try_advisory_lock(s.k) LIMIT 1`,
+};
+
+/**
  * PostgreSQL session advisory locks (`nest-locked/postgres`).
  *
  * - A key is one 64-bit advisory lock: the first 8 bytes of the SHA-256 of the key (with the
@@ -60,6 +73,9 @@ function statements(lock: string, tryLock: string) {
  * - Exclusive holds use `pg_advisory_lock`, read holds `pg_advisory_lock_shared`; waiting is the
  *   server's lock queue under `lock_timeout` (FIFO: a later shared request queues behind a
  *   waiting exclusive one).
+ * - Permits of N are N advisory locks per key ("slots", as segments are slices): a holder takes
+ *   the first free one from a starting slot that turns at every call, or waits in the queue of
+ *   one slot (so it may wait while another slot frees: FIFO per slot, not per key).
  * - A hold keeps its pooled connection until it is released (`pg_advisory_unlock_all()`: the
  *   session is the hold's alone).
  * @internal
@@ -68,6 +84,8 @@ export class PostgresDialect implements SqlDialect<PostgresSession> {
   readonly kind = 'postgres';
   readonly label = 'PostgreSQL';
   readonly node: string;
+  /** The slot the next permit starts from (holders spread over the slots). */
+  private turn = 0;
   private readonly exclusive: { wait: QueryConfig; try: QueryConfig };
   private readonly shared: { wait: QueryConfig; try: QueryConfig };
 
@@ -107,6 +125,7 @@ export class PostgresDialect implements SqlDialect<PostgresSession> {
     waitMs: number,
     contended: boolean,
   ): Promise<number[] | undefined> {
+    if (typeof share === 'number') return this.permit(session, names, share, waitMs);
     const s = share === 'read' ? this.shared : this.exclusive;
     let fence: string | null = null;
     // A key most likely free is tried first: the try is the plain statement, as cheap as the
@@ -133,6 +152,39 @@ export class PostgresDialect implements SqlDialect<PostgresSession> {
     // A multi-key wait or try may have taken some keys before the busy one.
     if (names.length > 1) await this.unlock(session);
     return undefined;
+  }
+
+  /** One of `permits` slots of the key, or undefined when all stayed held. */
+  private async permit(
+    session: PostgresSession,
+    names: readonly string[],
+    permits: number,
+    waitMs: number,
+  ): Promise<number[] | undefined> {
+    if (names.length !== 1) {
+      throw new LockConfigError(POSTGRES_PERMITS_ONE_KEY(names.length), 'permits');
+    }
+    const start = this.turn++ % permits;
+    const slots = Array.from({ length: permits }, (_, i) =>
+      this.lockName(`${names[0]}#permit:${(start + i) % permits}`),
+    );
+    const { rows } = await session.client.query<{ fence: string }>({
+      ...PERMIT_TRY,
+      values: [slots],
+    });
+    let fence = rows[0]?.fence ?? null;
+    if (fence === null && waitMs > 0) {
+      try {
+        const { rows: waited } = await session.client.query<{ fence: string }>({
+          ...this.exclusive.wait,
+          values: [[slots[0]], `${Math.ceil(waitMs)}ms`],
+        });
+        fence = waited[0].fence;
+      } catch (err) {
+        if ((err as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw err;
+      }
+    }
+    return fence === null ? undefined : [Number(fence)];
   }
 
   async unlock(session: PostgresSession): Promise<void> {

@@ -1,13 +1,18 @@
 import type { INestApplication } from '@nestjs/common';
 import { Pool } from 'pg';
-import { LockService, type RedlockModuleOptions } from 'nest-locked';
+import {
+  LockConfigError,
+  LockNotAcquiredError,
+  LockService,
+  type RedlockModuleOptions,
+} from 'nest-locked';
 import { postgresBackend } from 'nest-locked/postgres';
 import { createLockApp, uniquePrefix, within } from '../../support/lock-app';
 import { type PostgresServerHandle, startPostgres } from '../../support/postgres-server';
 import { waitFor } from '../../support/sql-backend-suite';
 
 /** What PostgreSQL gives beyond the shared SQL suite: read locks, its grant order, its settings. */
-describe('postgresBackend: read locks, session settings, pool size (real PostgreSQL)', () => {
+describe('postgresBackend: read locks, permits, session settings, pool size (real PostgreSQL)', () => {
   let pg: PostgresServerHandle;
   const apps: INestApplication[] = [];
   let prefix: string;
@@ -63,6 +68,26 @@ describe('postgresBackend: read locks, session settings, pool size (real Postgre
     expect(order).toEqual(['writer', 'late reader']);
     expect(rh.fence).toBeGreaterThan(wh.fence);
     await rh.release();
+  });
+
+  it('permits: 3 admits three holders across apps, the fourth waits (one key per call)', async () => {
+    const services = [await locks(), await locks(), await locks(), await locks()];
+    const held = await Promise.all(
+      services.slice(0, 3).map((s) => s.acquire('gateway', { permits: 3, waitTimeout: 5_000 })),
+    );
+    expect(new Set(held.map((h) => h.fence)).size).toBe(3);
+    await expect(
+      services[3].acquire('gateway', { permits: 3, waitTimeout: 0 }),
+    ).rejects.toBeInstanceOf(LockNotAcquiredError);
+    const fourth = services[3].acquire('gateway', { permits: 3, waitTimeout: 10_000 });
+    await waitFor(async () => (await waiting()) === 1);
+    for (const h of held) await h.release();
+    const h4 = await within(fourth, 10_000, 'the fourth permit');
+    expect(h4.fence).toBeGreaterThan(Math.max(...held.map((h) => h.fence)));
+    await h4.release();
+    await expect(services[0].acquire(['a', 'b'], { permits: 2 })).rejects.toBeInstanceOf(
+      LockConfigError,
+    );
   });
 
   it("leaves no lock_timeout behind on the application's pooled connection", async () => {
