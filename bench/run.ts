@@ -40,6 +40,7 @@ import {
   type RedisProcess,
   startRedis,
 } from '../scripts/redis';
+import { runBackends } from './backends/run-backends';
 import { writeReport } from './report';
 import { fmt } from './report-format';
 import {
@@ -71,6 +72,7 @@ const SCENARIOS = [
   'many',
   'holds',
   'waiters',
+  'backends',
 ] as const;
 
 /** Options set from a plain numeric flag. */
@@ -1293,6 +1295,19 @@ async function main(): Promise<void> {
   const wallStart = Date.now();
   const loadStart = os.loadavg();
   const options = parseArgs(process.argv.slice(2));
+  // Every backend side by side: its own servers, one at a time (bench/backends/).
+  const backends = () =>
+    runBackends({
+      rounds: options.quick ? 3 : 5,
+      cycles: options.quick ? 1_000 : 3_000,
+      roundMs: 3_000,
+      hotIterations: options.quick ? 10 : 20,
+      out: options.out,
+    });
+  if (options.only.length === 1 && options.only[0] === 'backends') {
+    await backends();
+    return;
+  }
   const cases = buildCases(options);
   const servers: RedisProcess[] = [];
   const conns: Redis[] = [];
@@ -1373,6 +1388,7 @@ async function main(): Promise<void> {
       },
     });
     console.log(`\n${fs.readFileSync(files.md, 'utf8')}`);
+    if (options.only.includes('backends')) await backends();
     console.log(`wrote ${files.md}, ${files.json}, ${files.svg}`);
     console.log(`wall time ${((Date.now() - wallStart) / 1000).toFixed(1)} s`);
   } finally {

@@ -1,4 +1,4 @@
-import type { LockBackendDefinition } from '../../lib/interfaces';
+import type { LockBackendDefinition, RedlockModuleOptions } from 'nest-locked';
 
 /**
  * One lock backend in `npm run bench -- --only backends`: the orchestrator
@@ -21,6 +21,8 @@ export interface BenchTarget {
 export interface BenchServer {
   /** A fresh definition for one Nest app (what `postgresBackend(...)` returns). */
   definition(): LockBackendDefinition;
+  /** The module options of the group instead, where it is no backend definition (Redis). */
+  moduleOptions?(): RedlockModuleOptions;
   /**
    * The raw floor: opens what one uncontended cycle needs (a pooled connection, a client, a
    * session) and returns the cycle itself, which takes and frees `key` with the system's own
