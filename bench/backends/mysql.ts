@@ -1,5 +1,5 @@
 import { createPool } from 'mysql2/promise';
-import { mysqlBackend } from '../../lib/mysql';
+import { mysqlBackend } from 'nest-locked/mysql';
 import { startMariadb } from '../../test/support/mariadb-server';
 import type { BenchTarget } from './bench-target';
 

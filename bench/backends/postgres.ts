@@ -1,5 +1,5 @@
 import { Pool } from 'pg';
-import { postgresBackend } from '../../lib/postgres';
+import { postgresBackend } from 'nest-locked/postgres';
 import { startPostgres } from '../../test/support/postgres-server';
 import type { BenchTarget } from './bench-target';
 

@@ -1,8 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import type { LoggerService } from '@nestjs/common';
 import { LockBackendError, LockConfigError, LockError, LockNotAcquiredError } from '../errors';
-import { KeyCounts } from '../engine/key-counts';
 import { Lease, Leases, type Share } from '../engine/lease';
+import { LocalLocks, type LocalWait } from '../engine/local-locks';
 import {
   type AcquireRequest,
   type BackendHealth,
@@ -33,7 +33,7 @@ interface SqlHold<S extends SqlSession> {
   readonly session: S;
   /** Frees the locks when the lease runs out unrenewed (watchdog off, maxHold, a stall). */
   timer?: NodeJS.Timeout;
-  /** Counted in `holding` (until released: a minHold keeps the session, not the count). */
+  /** Counted as held here (until released: a minHold keeps the session, not the count). */
   counted: boolean;
   ended: boolean;
 }
@@ -41,7 +41,7 @@ interface SqlHold<S extends SqlSession> {
 /**
  * One acquire in progress: a caller's signal or the shutdown (`abortWaits`) ends it early.
  */
-class SqlWait {
+class SqlWait implements LocalWait {
   aborted?: unknown;
   private stopNow?: (reason: unknown) => void;
 
@@ -99,9 +99,7 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
   readonly canTakeAny = false;
   private readonly leases: Leases;
   private readonly held = new Map<Lease, SqlHold<S>>();
-  private readonly holding = new KeyCounts();
-  private readonly waiting = new KeyCounts();
-  private readonly waits = new Set<SqlWait>();
+  private readonly local = new LocalLocks<SqlWait>();
   private closed = false;
   private tokens = 0;
 
@@ -114,17 +112,15 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
   }
 
   get queueCount(): number {
-    return new Set([...this.holding.keys(), ...this.waiting.keys()]).size;
+    return this.local.keyCount;
   }
 
   queued(key: string): number {
-    let n = 0;
-    for (const wait of this.waits) if (wait.keys.includes(key)) n++;
-    return n;
+    return this.local.queued(key);
   }
 
   holds(key: string): boolean {
-    return this.holding.has(key);
+    return this.local.holds(key);
   }
 
   async acquire(keys: readonly string[], request: AcquireRequest): Promise<Lease> {
@@ -201,7 +197,7 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
   }
 
   async isLocked(key: string): Promise<boolean> {
-    if (this.holding.has(key)) return true;
+    if (this.local.holds(key)) return true;
     try {
       const name = this.dialect.lockName(this.settings.keyPrefix + key);
       return await within(this.dialect.isLocked(name), this.timeout, 'a lock check');
@@ -212,7 +208,7 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
 
   abortWaits(): void {
     this.closed = true;
-    for (const wait of this.waits) wait.abort(abortReason(wait.keys));
+    for (const wait of this.local.waits) wait.abort(abortReason(wait.keys));
   }
 
   /** Connects once, so the first lock does not pay for it and bad settings show at startup. */
@@ -284,10 +280,9 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
     const left = () => Math.max(0, deadline - performance.now());
     const names = keys.map((key) => this.dialect.lockName(this.settings.keyPrefix + key));
     this.stats.attempts++;
-    const contended = keys.some((key) => this.holding.has(key) || this.waiting.has(key));
+    const contended = keys.some((key) => this.local.holds(key) || this.local.queued(key) > 0);
     const wait = new SqlWait(keys, signal);
-    this.waits.add(wait);
-    for (const key of keys) this.waiting.add(key);
+    this.local.waitStarted(wait);
     let session: S | undefined;
     try {
       // A pool with every connection in use makes the caller wait for one: part of its wait.
@@ -315,8 +310,7 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
       throw this.failure(err, wait, keys, startedAt, ttl);
     } finally {
       wait.end();
-      this.waits.delete(wait);
-      for (const key of keys) this.waiting.remove(key);
+      this.local.waitEnded(wait);
     }
   }
 
@@ -372,7 +366,7 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
     lease.share = share;
     const hold: SqlHold<S> = { lease, session, counted: true, ended: false };
     this.held.set(lease, hold);
-    for (const key of keys) this.holding.add(key);
+    this.local.held(keys);
     session.watch((cause) => this.sessionLost(hold, cause));
     this.arm(hold, ttl);
     return lease;
@@ -429,7 +423,7 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
   private uncount(hold: SqlHold<S>): void {
     if (!hold.counted) return;
     hold.counted = false;
-    for (const key of hold.lease.keys) this.holding.remove(key);
+    this.local.released(hold.lease.keys);
   }
 
   private debugFailure(what: string, err: unknown): void {
