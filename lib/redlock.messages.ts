@@ -211,9 +211,9 @@ export const BAD_NODE_ENTRY = (field: string, problem: string) =>
   `Redis or Cluster instance.`;
 
 export const REDLOCK_WITHOUT_REDIS = (name: string) =>
-  `@InjectRedlock('${name}'): the lock group "${name}" has no Redis behind it ` +
-  `(RedlockTestingModule keeps its locks in memory), so there is no Redlock instance to use. ` +
-  `Test code that needs it against a real Redis with RedlockModule.forRoot().`;
+  `@InjectRedlock('${name}'): the lock group "${name}" has no Redis behind it (another ` +
+  `backend, or RedlockTestingModule's memory), so there is no Redlock instance to use. Use ` +
+  `LockService, or put the group on Redis.`;
 
 export const UNKNOWN_CLIENT = (name: string, known: readonly string[]) =>
   `Unknown lock client group "${name}". Configured groups: ${list(known)}. ` +
