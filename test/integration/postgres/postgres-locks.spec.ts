@@ -107,6 +107,25 @@ describe('postgresBackend: read locks, permits, session settings, pool size (rea
     }
   });
 
+  it("waits for a full pool's connection as long as its waitTimeout, past pg's connection timeout", async () => {
+    const service = await locks({ commandTimeout: 300 });
+    const held = await service.acquire('queue');
+    const callers = Array.from({ length: 15 }, () =>
+      service
+        .using('queue', () => undefined, { waitTimeout: 20_000 })
+        .then(
+          () => 'ok',
+          (err: unknown) => String(err),
+        ),
+    );
+    // Longer than the pool's connection timeout (commandTimeout): the callers beyond the pool
+    // wait in its queue all that time.
+    await new Promise((r) => setTimeout(r, 1_000));
+    await held.release();
+    const outcomes = await within(Promise.all(callers), 30_000, 'the callers');
+    expect(outcomes.filter((o) => o !== 'ok')).toEqual([]);
+  });
+
   it('keeps at most its pool size of connections, however many callers wait', async () => {
     const service = await locks();
     const held = await service.acquire('crowd');
