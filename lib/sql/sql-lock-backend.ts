@@ -287,7 +287,7 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
     try {
       // A pool with every connection in use makes the caller wait for one: part of its wait.
       session = await wait.bound(
-        this.dialect.checkout(),
+        this.checkout(deadline),
         left() + this.timeout,
         'a connection',
         (late) => late.release(false),
@@ -311,6 +311,23 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
     } finally {
       wait.end();
       this.local.waitEnded(wait);
+    }
+  }
+
+  /**
+   * A connection of the pool. A pool whose every connection holds or waits for a lock makes the
+   * caller wait for one, as long as its own wait lasts: pg's pool gives up after its connection
+   * timeout, so a full pool is asked again until the deadline, then the caller is busy.
+   */
+  private async checkout(deadline: number): Promise<S> {
+    for (;;) {
+      try {
+        return await this.dialect.checkout();
+      } catch (err) {
+        if (!this.dialect.saturated()) throw err;
+        const now = performance.now();
+        if (now >= deadline) throw new SqlTimeoutError('a connection', now - deadline);
+      }
     }
   }
 
