@@ -17,6 +17,7 @@ import {
   sharedVerdicts,
 } from './demo-shared-holds';
 import { type BurstResult, burst, get, post } from './http';
+import { postgresRows } from './demo-postgres';
 import { ensureRedisServer, ping, type RedisProcess, startRedisServers } from './redis';
 import { repoRoot, type SampleCluster, startSampleCluster } from './sample-cluster';
 
@@ -42,6 +43,8 @@ interface Options {
   modes: Mode[];
   readers: number;
   payers: number;
+  /** `postgres`: the locked modes also run with the lock group on PostgreSQL. */
+  backend: 'redis' | 'postgres';
 }
 
 const USAGE = `Usage: npm run demo -- [options]
@@ -56,6 +59,8 @@ const USAGE = `Usage: npm run demo -- [options]
   --readers N      reads of one product per lock mode, a restock
                    after every 20; 0 skips them                  (default 200)
   --payers N       payments at once per guard; 0 skips them      (default 60)
+  --backend NAME   postgres: the locked modes once more with the
+                   locks in PostgreSQL, rows beside Redis's      (default redis)
   -h, --help       this text`;
 
 class UsageError extends Error {}
@@ -70,6 +75,7 @@ function parseArgs(argv: readonly string[]): Options | 'help' {
     modes: [...MODES],
     readers: 200,
     payers: 60,
+    backend: 'redis',
   };
   const int = (flag: string, raw: string | undefined, min: number, max: number): number => {
     const n = Number(raw);
@@ -108,6 +114,14 @@ function parseArgs(argv: readonly string[]): Options | 'help' {
       case '--payers':
         o.payers = int(flag, value(), 0, 5_000);
         break;
+      case '--backend': {
+        const raw = value();
+        if (raw !== 'redis' && raw !== 'postgres') {
+          throw new UsageError(`--backend takes redis or postgres, got ${raw ?? 'nothing'}.`);
+        }
+        o.backend = raw;
+        break;
+      }
       case '--redis-url': {
         const raw = value();
         if (!raw) throw new UsageError('--redis-url takes a URL, e.g. redis://127.0.0.1:6379.');
@@ -135,6 +149,8 @@ function parseArgs(argv: readonly string[]): Options | 'help' {
 /** Where a mode's burst ended up. */
 interface ModeResult extends ModeFigures {
   readonly mode: Mode;
+  /** The lock group's backend when it is not Redis (`postgres`). */
+  readonly backend?: string;
   readonly refused: number;
   readonly busy: number;
   readonly failed: number;
@@ -194,10 +210,13 @@ async function runMode(mode: Mode, cluster: SampleCluster, o: Options): Promise<
   };
 }
 
+/** `product`, or `product (postgres)` for a row of another backend than Redis. */
+const nameOf = (r: ModeResult): string => (r.backend ? `${r.mode} (${r.backend})` : r.mode);
+
 function table(rows: readonly ModeResult[]): string[] {
   const head = ['mode', 'requests', 'sold', 'final stock', 'oversold', 'throughput', 'p50', 'p99'];
   const cells = rows.map((r) => [
-    r.mode,
+    nameOf(r),
     String(r.requests),
     String(r.sold),
     String(r.finalStock),
@@ -221,8 +240,9 @@ function legend(modes: readonly Mode[]): string[] {
 
 /** One sentence per mode: what its figures mean. */
 function verdicts(rows: readonly ModeResult[], o: Options): string[] {
-  const product = rows.find((r) => r.mode === 'product');
   return rows.map((r) => {
+    const product = rows.find((p) => p.mode === 'product' && p.backend === r.backend);
+    const name = nameOf(r);
     const extra = [
       r.busy ? `${r.busy} gave up waiting for the lock (409 + Retry-After)` : '',
       r.failed ? `${r.failed} failed otherwise` : '',
@@ -230,7 +250,7 @@ function verdicts(rows: readonly ModeResult[], o: Options): string[] {
     const tail = extra.length ? `; ${extra.join(', ')}` : '';
     if (r.oversold > 0) {
       return (
-        `${r.mode}: ${r.sold} sold from a stock of ${o.stock}, oversold by ${r.oversold} ` +
+        `${name}: ${r.sold} sold from a stock of ${o.stock}, oversold by ${r.oversold} ` +
         `(concurrent buyers read the same stock)${tail}.`
       );
     }
@@ -238,7 +258,7 @@ function verdicts(rows: readonly ModeResult[], o: Options): string[] {
       r.mode === 'segmented' && product && product.throughput > 0
         ? `, ${(r.throughput / product.throughput).toFixed(1)}x the throughput of mode=product`
         : '';
-    return `${r.mode}: ${r.sold} sold, never oversold${speedup}${tail}.`;
+    return `${name}: ${r.sold} sold, never oversold${speedup}${tail}.`;
   });
 }
 
@@ -351,6 +371,15 @@ async function main(argv: readonly string[]): Promise<number> {
 
     const rows: ModeResult[] = [];
     for (const mode of opts.modes) rows.push(await runMode(mode, cluster, opts));
+    const onPostgres =
+      opts.backend === 'postgres'
+        ? await postgresRows(
+            { ...opts, runDir, redisUrls },
+            opts.modes,
+            (mode, pgCluster) => runMode(mode as Mode, pgCluster, opts),
+            say,
+          )
+        : [];
     const reads: ReadsResult[] = [];
     if (opts.readers > 0) {
       for (const v of READ_VARIANTS) reads.push(await runReads(v, cluster, opts.readers));
@@ -362,11 +391,11 @@ async function main(argv: readonly string[]): Promise<number> {
     const cron = cronSummary(dbPath, opts.instances);
 
     const tableLines = [
-      ...table(rows),
+      ...table([...rows, ...onPostgres]),
       ...(reads.length ? ['', ...readsTable(reads)] : []),
       ...(payments.length ? ['', ...paymentsTable(payments)] : []),
     ];
-    const notes = verdicts(rows, opts);
+    const notes = verdicts([...rows, ...onPostgres], opts);
     const shared = sharedVerdicts(reads, payments);
     say();
     for (const l of tableLines) say(l);
@@ -402,7 +431,7 @@ async function main(argv: readonly string[]): Promise<number> {
       { text: '' },
       ...notes.map((text, i) => ({
         text,
-        tone: rows[i].oversold > 0 ? ('bad' as const) : ('good' as const),
+        tone: [...rows, ...onPostgres][i].oversold > 0 ? ('bad' as const) : ('good' as const),
       })),
       ...shared.map((n) => ({ text: n.text, tone: n.good ? ('good' as const) : ('bad' as const) })),
       ...(cron ? [{ text: cron, tone: 'good' as const }] : []),
@@ -412,7 +441,7 @@ async function main(argv: readonly string[]): Promise<number> {
     ];
     fs.writeFileSync(path.join(outDir, 'demo-output.svg'), renderTerminal(picture));
 
-    const locked = rows.filter((r) => r.mode !== 'none');
+    const locked = [...rows, ...onPostgres].filter((r) => r.mode !== 'none');
     if (locked.some((r) => r.oversold > 0 || r.finalStock < 0)) {
       process.stderr.write('A locked mode oversold: that is a bug in nest-locked.\n');
       return 1;

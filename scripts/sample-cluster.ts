@@ -33,6 +33,8 @@ export interface SampleClusterOptions {
   readonly logDir?: string;
   /** @default 30_000 */
   readonly readyTimeoutMs?: number;
+  /** More environment for every instance (`SAMPLE_LOCK_POSTGRES_URL`...). */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 export interface SampleInstance {
@@ -136,6 +138,7 @@ async function startInstance(
     SAMPLE_LOCK_WAIT_MS: String(options.lockWaitMs ?? 10_000),
     SAMPLE_LOG: options.logLevels ?? 'warn,error',
     NO_COLOR: '1',
+    ...options.env,
   };
   const child = spawn(process.execPath, [main], {
     cwd: repoRoot(),
