@@ -5,6 +5,9 @@ import { choosePool, loadDriver } from '../sql/sql-pool-options';
 import { sqlTarget } from '../sql/sql-target';
 import { PostgresDialect } from './postgres-dialect';
 
+/** How long pg's pool may keep a caller queued or a connect pending (see `create`). */
+const POOL_QUEUE_TIMEOUT_MS = 30_000;
+
 /** Connections of the lock's own pool unless `max` says otherwise. */
 export const POSTGRES_DEFAULT_POOL_SIZE = 10;
 
@@ -68,7 +71,9 @@ export function postgresBackend(options: PostgresBackendOptions = {}): LockBacke
           application_name: 'nest-locked',
           // The OS notices a dead server or network between keep-alives.
           keepAlive: true,
-          connectionTimeoutMillis: commandTimeout,
+          // pg's pool applies this to a caller queued for a free connection too: long enough
+          // that a waiter keeps its place in the queue (every call is bounded by its own wait).
+          connectionTimeoutMillis: Math.max(commandTimeout, POOL_QUEUE_TIMEOUT_MS),
           ...(config as PoolConfig),
         });
       // An idle connection of our own pool that fails is dropped by pg; without a listener
