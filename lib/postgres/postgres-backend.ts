@@ -1,6 +1,6 @@
 import type { Pool, PoolConfig } from 'pg';
 import type { LockBackendDefinition } from '../interfaces/lock-backend-definition.interface';
-import { SqlLockBackend } from '../sql/sql-lock-backend';
+import { sqlBackendDefinition } from '../sql/sql-lock-backend';
 import { choosePool, loadDriver } from '../sql/sql-pool-options';
 import { sqlTarget } from '../sql/sql-target';
 import { PostgresDialect } from './postgres-dialect';
@@ -59,47 +59,36 @@ export function postgresBackend(options: PostgresBackendOptions = {}): LockBacke
   const pg = loadDriver<typeof import('pg')>(factory, 'pg');
   const { pool, config } = choosePool(factory, options, [], 'max', isPool, 'a pg Pool');
   const supports = { read: true, permits: true } as const;
-  return {
-    kind: 'postgres',
-    supports,
-    create: ({ group, keyPrefix, driftFactor, commandTimeout, logger }) => {
-      const own = !pool;
-      const lockPool =
-        pool ??
-        new pg.Pool({
-          max: POSTGRES_DEFAULT_POOL_SIZE,
-          application_name: 'nest-locked',
-          // The OS notices a dead server or network between keep-alives.
-          keepAlive: true,
-          // pg's pool applies this to a caller queued for a free connection too: long enough
-          // that a waiter keeps its place in the queue (every call is bounded by its own wait).
-          connectionTimeoutMillis: Math.max(commandTimeout, POOL_QUEUE_TIMEOUT_MS),
-          ...(config as PoolConfig),
-        });
-      // An idle connection of our own pool that fails is dropped by pg; without a listener
-      // its error would end the process.
-      if (own)
-        lockPool.on('error', (err) => logger.debug?.(`postgres pool (${group}): ${err.message}`));
-      const settings = { ...lockPool.options, ...config } as PoolConfig;
-      const target = sqlTarget(
-        'PostgreSQL',
-        { ...settings, url: settings.connectionString },
-        {
-          host: String(pg.defaults.host ?? 'localhost'),
-          port: Number(pg.defaults.port ?? 5432),
-          user: String(pg.defaults.user ?? process.env.USER ?? ''),
-          database: String(pg.defaults.database ?? pg.defaults.user ?? ''),
-        },
-      );
-      const size = lockPool.options.max ?? POSTGRES_DEFAULT_POOL_SIZE;
-      const dialect = new PostgresDialect(lockPool, own, target, size);
-      return new SqlLockBackend(group, dialect, {
-        keyPrefix,
-        driftFactor,
-        commandTimeout,
-        logger,
-        supports,
+  return sqlBackendDefinition('postgres', supports, ({ group, commandTimeout, logger }) => {
+    const own = !pool;
+    const lockPool =
+      pool ??
+      new pg.Pool({
+        max: POSTGRES_DEFAULT_POOL_SIZE,
+        application_name: 'nest-locked',
+        // The OS notices a dead server or network between keep-alives.
+        keepAlive: true,
+        // pg's pool applies this to a caller queued for a free connection too: long enough
+        // that a waiter keeps its place in the queue (every call is bounded by its own wait).
+        connectionTimeoutMillis: Math.max(commandTimeout, POOL_QUEUE_TIMEOUT_MS),
+        ...(config as PoolConfig),
       });
-    },
-  };
+    // An idle connection of our own pool that fails is dropped by pg; without a listener
+    // its error would end the process.
+    if (own)
+      lockPool.on('error', (err) => logger.debug?.(`postgres pool (${group}): ${err.message}`));
+    const settings = { ...lockPool.options, ...config } as PoolConfig;
+    const target = sqlTarget(
+      'PostgreSQL',
+      { ...settings, url: settings.connectionString },
+      {
+        host: String(pg.defaults.host ?? 'localhost'),
+        port: Number(pg.defaults.port ?? 5432),
+        user: String(pg.defaults.user ?? process.env.USER ?? ''),
+        database: String(pg.defaults.database ?? pg.defaults.user ?? ''),
+      },
+    );
+    const size = lockPool.options.max ?? POSTGRES_DEFAULT_POOL_SIZE;
+    return new PostgresDialect(lockPool, own, target, size);
+  });
 }

@@ -3,13 +3,8 @@ import type { Share } from '../engine/lease';
 import { LockConfigError } from '../errors';
 import { POSTGRES_PERMITS_ONE_KEY } from '../redlock.messages';
 import { keyDigest } from '../sql/key-hash';
-import type { SqlDialect } from '../sql/sql-dialect';
-import {
-  describeSqlError,
-  isSqlConfigError,
-  type SqlErrorCodes,
-  type SqlTarget,
-} from '../sql/sql-errors';
+import { SqlDialectBase } from '../sql/sql-dialect-base';
+import type { SqlErrorCodes, SqlTarget } from '../sql/sql-errors';
 import { PostgresSession } from './postgres-session';
 
 /** SQLSTATEs that mean a setting to fix. */
@@ -80,24 +75,15 @@ const PERMIT_TRY = {
  *   session is the hold's alone).
  * @internal
  */
-export class PostgresDialect implements SqlDialect<PostgresSession> {
+export class PostgresDialect extends SqlDialectBase<PostgresSession, Pool> {
   readonly kind = 'postgres';
-  readonly label = 'PostgreSQL';
-  readonly node: string;
   /** The slot the next permit starts from (holders spread over the slots). */
   private turn = 0;
   private readonly exclusive: { wait: QueryConfig; try: QueryConfig };
   private readonly shared: { wait: QueryConfig; try: QueryConfig };
 
-  constructor(
-    private readonly pool: Pool,
-    /** Whether the backend created the pool (and ends it on close). */
-    private readonly owned: boolean,
-    private readonly target: SqlTarget,
-    /** The pool's size: every connection checked out means a checkout waits. */
-    private readonly size: number,
-  ) {
-    this.node = target.node;
+  constructor(pool: Pool, owned: boolean, target: SqlTarget, size: number) {
+    super(pool, owned, target, CODES, size);
     const named = (name: string, s: { wait: string; try: string }) => ({
       wait: { name: `nest-locked:${name}:wait`, text: s.wait },
       try: { name: `nest-locked:${name}:try`, text: s.try },
@@ -209,21 +195,5 @@ export class PostgresDialect implements SqlDialect<PostgresSession> {
 
   async kill(id: number): Promise<void> {
     if (id > 0) await this.pool.query('SELECT pg_terminate_backend($1)', [id]);
-  }
-
-  async ping(): Promise<void> {
-    await this.pool.query('SELECT 1');
-  }
-
-  async close(): Promise<void> {
-    if (this.owned) await this.pool.end();
-  }
-
-  describe(error: unknown): Error {
-    return describeSqlError(this.target, CODES, error);
-  }
-
-  isConfigError(error: unknown): boolean {
-    return isSqlConfigError(CODES, error);
   }
 }

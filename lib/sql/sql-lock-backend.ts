@@ -11,7 +11,11 @@ import {
   noStats,
 } from '../engine/lock-backend';
 import { abortReason } from '../engine/wait-rules';
-import type { LockBackendSupports } from '../interfaces/lock-backend-definition.interface';
+import type {
+  LockBackendContext,
+  LockBackendDefinition,
+  LockBackendSupports,
+} from '../interfaces/lock-backend-definition.interface';
 import { SQL_SESSION_LOST, SQL_SHARED_UNSUPPORTED } from '../redlock.messages';
 import { settleTo } from '../settle-to';
 import type { SqlDialect, SqlSession } from './sql-dialect';
@@ -449,4 +453,22 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
       `${this.dialect.kind} ${what}: ${this.dialect.describe(err).message}`,
     );
   }
+}
+
+/**
+ * A backend definition over this engine: `dialect` builds the dialect of one group when the
+ * module starts (its pool included).
+ * @internal
+ */
+export function sqlBackendDefinition<S extends SqlSession>(
+  kind: string,
+  supports: LockBackendSupports,
+  dialect: (context: LockBackendContext) => SqlDialect<S>,
+): LockBackendDefinition {
+  return {
+    kind,
+    supports,
+    create: (context) =>
+      new SqlLockBackend(context.group, dialect(context), { ...context, supports }),
+  };
 }
