@@ -173,10 +173,13 @@ export function describeSqlBackend<Server extends DatabaseServerHandle>(
 
   it('the holder whose session the server ends learns it on its signal at once; the next fence is larger', async () => {
     const [a, b] = [(await app()).get(LockService), (await app()).get(LockService)];
+    const lost: string[][] = [];
+    a.on('lost', ({ keys }) => lost.push([...keys]));
     const handle = await a.acquire('victim', { ttl: 60_000 });
     await backend.killHolder(server, `${prefix}victim`);
     await waitFor(() => handle.signal.aborted);
     expect(handle.signal.reason).toBeInstanceOf(LockLostError);
+    expect(lost).toEqual([['victim']]);
     const next = await b.acquire('victim', { waitTimeout: 5_000 });
     expect(next.fence).toBeGreaterThan(handle.fence);
     await next.release();
@@ -222,8 +225,11 @@ export function describeSqlBackend<Server extends DatabaseServerHandle>(
     ];
     for (const [overrides, cause] of cases) {
       const locks = (await app(backend.definition(server, overrides))).get(LockService);
+      const told: unknown[] = [];
+      locks.on('error', ({ error }) => told.push(error));
       const error = await locks.acquire('x', { waitTimeout: 0 }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(LockBackendError);
+      expect(told).toEqual([error]);
       expect((error as LockBackendError).failures[0].message).toMatch(cause);
     }
   });
