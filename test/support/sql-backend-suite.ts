@@ -43,8 +43,13 @@ export interface SqlBackendUnderTest<Server extends DatabaseServerHandle> {
   readonly unknownDatabase: Record<string, unknown>;
 }
 
+/**
+ * The shared SQL suite over the server `serverOf` gives (started by the spec file, which adds the
+ * tests of its own backend on the same server).
+ */
 export function describeSqlBackend<Server extends DatabaseServerHandle>(
   backend: SqlBackendUnderTest<Server>,
+  serverOf: () => Server,
 ): void {
   let server: Server;
   const apps: INestApplication[] = [];
@@ -61,17 +66,12 @@ export function describeSqlBackend<Server extends DatabaseServerHandle>(
   };
   let prefix: string;
 
-  beforeAll(async () => {
-    server = await backend.start();
-  }, 60_000);
   beforeEach(() => {
+    server = serverOf();
     prefix = uniquePrefix(backend.name);
   });
   afterEach(async () => {
     await Promise.all(apps.splice(0).map((a) => a.close()));
-  });
-  afterAll(async () => {
-    await server?.stop();
   });
 
   it('excludes across two apps (two pools): the second waits in the server queue and gets a larger fence', async () => {
