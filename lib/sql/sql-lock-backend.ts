@@ -131,7 +131,14 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
     if (this.closed) throw abortReason(keys);
     if (request.signal?.aborted) throw request.signal.reason;
     this.refuseUnsupported(keys, request.share);
-    return this.take(keys, request.ttl, request.share, request.waitTimeout, request.signal);
+    return this.take(
+      keys,
+      request.ttl,
+      request.share,
+      request.waitTimeout,
+      request.signal,
+      request.seenBusy,
+    );
   }
 
   async tryAcquire(keys: readonly string[], ttl: number): Promise<Lease | number> {
@@ -278,13 +285,16 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
     share: Share | undefined,
     waitTimeout: number,
     signal?: AbortSignal,
+    seenBusy = false,
   ): Promise<Lease> {
     const startedAt = performance.now();
     const deadline = startedAt + waitTimeout;
     const left = () => Math.max(0, deadline - performance.now());
     const names = keys.map((key) => this.dialect.lockName(this.settings.keyPrefix + key));
     this.stats.attempts++;
-    const contended = keys.some((key) => this.local.holds(key) || this.local.queued(key) > 0);
+    // Busy here or just found busy (a segmented sweep): straight into the server's queue.
+    const contended =
+      seenBusy || keys.some((key) => this.local.holds(key) || this.local.queued(key) > 0);
     const wait = new SqlWait(keys, signal);
     this.local.waitStarted(wait);
     let session: S | undefined;
