@@ -216,9 +216,9 @@ export const BAD_NODE_ENTRY = (field: string, problem: string) =>
   `Redis or Cluster instance.`;
 
 export const REDLOCK_WITHOUT_REDIS = (name: string) =>
-  `@InjectRedlock('${name}'): the lock group "${name}" has no Redis behind it ` +
-  `(RedlockTestingModule keeps its locks in memory), so there is no Redlock instance to use. ` +
-  `Test code that needs it against a real Redis with RedlockModule.forRoot().`;
+  `@InjectRedlock('${name}'): the lock group "${name}" has no Redis behind it (another ` +
+  `backend, or RedlockTestingModule's memory), so there is no Redlock instance to use. Use ` +
+  `LockService, or put the group on Redis.`;
 
 export const UNKNOWN_CLIENT = (name: string, known: readonly string[]) =>
   `Unknown lock client group "${name}". Configured groups: ${list(known)}. ` +
@@ -615,10 +615,6 @@ export const SQL_BAD_POOL_SIZE = (factory: string, field: string, value: unknown
   `${factory}: "${field}" must be an integer >= 1 (the lock's own pool: one connection per hold ` +
   `or wait in this process); got ${String(value)}.`;
 
-export const SQL_BAD_IDENTIFIER = (factory: string, field: string, value: unknown) =>
-  `${factory}: "${field}" must be a plain SQL name (letters, digits, _; optionally schema.name); ` +
-  `got ${JSON.stringify(value)}.`;
-
 export const SQL_SHARED_UNSUPPORTED = (kind: string, keys: readonly string[], shared: string) =>
   `Lock ${list(keys)}: ${shared} is not available on the ${kind} backend (it has no shared lock ` +
   `primitive). Use an exclusive lock, or put this lock group on Redis or PostgreSQL.`;
@@ -647,10 +643,6 @@ export const SQL_NO_ANSWER = (label: string, node: string, ms: number, what: str
 export const SQL_SESSION_LOST = (label: string, node: string, detail: string) =>
   `${label} at ${node} ended the lock's session (${detail}): the lock was freed with it.`;
 
-export const SQL_FENCE_SEQUENCE_DENIED = (sequence: string, detail: string) =>
-  `PostgreSQL: cannot create the fence sequence "${sequence}" (${detail}). Create it once as a ` +
-  `user allowed to (CREATE SEQUENCE IF NOT EXISTS ${sequence}) and grant the lock user USAGE ` +
-  `and UPDATE on it, or name another one with "fenceSequence".`;
 // --- nest-locked/etcd ---------------------------------------------------------------------------
 
 export const ETCD_SESSION_LOST = (cause?: Error) =>
@@ -723,3 +715,6 @@ export const BOARD_RELEASE_UNCONFIRMED =
 
 export type TYPE_KEY_FUNCTION_THIS =
   "@Locked key function: its 'this' parameter is not the class of the decorated method";
+export const POSTGRES_PERMITS_ONE_KEY = (keys: number) =>
+  `permits on PostgreSQL take one key per call (each key's permits are advisory-lock slots); ` +
+  `got ${keys} keys. Take them in separate calls, or use Redis for permits over several keys.`;

@@ -2,6 +2,7 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { RedlockModule } from 'nest-locked';
 import { LockBoardModule, lockBoardBasicAuth } from 'nest-locked/board';
+import { postgresBackend } from 'nest-locked/postgres';
 import { AccountsModule } from './accounts/accounts.module';
 import { SAMPLE_CONFIG, type SampleConfig, loadSampleConfig } from './config/sample.config';
 import { SampleConfigModule } from './config/sample-config.module';
@@ -23,11 +24,14 @@ export class AppModule {
       imports: [
         SampleConfigModule.forRoot(config),
         // The async path, as with @nestjs/config: the factory gets its settings by injection.
-        // One URL is a single-node lock; several are a Redlock quorum over independent servers.
+        // One URL is a single-node lock; several are a Redlock quorum over independent servers;
+        // a PostgreSQL URL puts the locks in that database instead.
         RedlockModule.forRootAsync({
           inject: [SAMPLE_CONFIG],
           useFactory: (c: SampleConfig) => ({
-            clients: [...c.redisUrls],
+            ...(c.lockPostgresUrl
+              ? { backend: postgresBackend({ connectionString: c.lockPostgresUrl }) }
+              : { clients: [...c.redisUrls] }),
             waitTimeout: c.lockWaitMs,
             ttl: c.lockTtlMs,
           }),

@@ -18,6 +18,7 @@ import {
   sharedVerdicts,
 } from './demo-shared-holds';
 import { type BurstResult, burst, get, post } from './http';
+import { postgresRows } from './demo-postgres';
 import { ensureRedisServer, ping, type RedisProcess, startRedisServers } from './redis';
 import { keepBoardUnderLoad } from './demo-board';
 import { repoRoot, type SampleCluster, startSampleCluster } from './sample-cluster';
@@ -45,6 +46,8 @@ interface Options {
   readers: number;
   payers: number;
   board: boolean;
+  /** `postgres`: the locked modes also run with the lock group on PostgreSQL. */
+  backend: 'redis' | 'postgres';
 }
 
 const USAGE = `Usage: npm run demo -- [options]
@@ -62,6 +65,8 @@ const USAGE = `Usage: npm run demo -- [options]
   --chaos          the flash sale while things break, lock only vs fenced write
                    (its own options: npm run demo -- --chaos --help)
   --board          then keep the instances up under load and print the lock board's URL
+  --backend NAME   postgres: the locked modes once more with the
+                   locks in PostgreSQL, rows beside Redis's      (default redis)
   -h, --help       this text`;
 
 class UsageError extends Error {}
@@ -77,6 +82,7 @@ function parseArgs(argv: readonly string[]): Options | 'help' {
     readers: 200,
     payers: 60,
     board: false,
+    backend: 'redis',
   };
   const int = (flag: string, raw: string | undefined, min: number, max: number): number => {
     const n = Number(raw);
@@ -118,6 +124,14 @@ function parseArgs(argv: readonly string[]): Options | 'help' {
       case '--payers':
         o.payers = int(flag, value(), 0, 5_000);
         break;
+      case '--backend': {
+        const raw = value();
+        if (raw !== 'redis' && raw !== 'postgres') {
+          throw new UsageError(`--backend takes redis or postgres, got ${raw ?? 'nothing'}.`);
+        }
+        o.backend = raw;
+        break;
+      }
       case '--redis-url': {
         const raw = value();
         if (!raw) throw new UsageError('--redis-url takes a URL, e.g. redis://127.0.0.1:6379.');
@@ -145,6 +159,8 @@ function parseArgs(argv: readonly string[]): Options | 'help' {
 /** Where a mode's burst ended up. */
 interface ModeResult extends ModeFigures {
   readonly mode: Mode;
+  /** The lock group's backend when it is not Redis (`postgres`). */
+  readonly backend?: string;
   readonly refused: number;
   readonly busy: number;
   readonly failed: number;
@@ -204,10 +220,13 @@ async function runMode(mode: Mode, cluster: SampleCluster, o: Options): Promise<
   };
 }
 
+/** `product`, or `product (postgres)` for a row of another backend than Redis. */
+const nameOf = (r: ModeResult): string => (r.backend ? `${r.mode} (${r.backend})` : r.mode);
+
 function table(rows: readonly ModeResult[]): string[] {
   const head = ['mode', 'requests', 'sold', 'final stock', 'oversold', 'throughput', 'p50', 'p99'];
   const cells = rows.map((r) => [
-    r.mode,
+    nameOf(r),
     String(r.requests),
     String(r.sold),
     String(r.finalStock),
@@ -231,8 +250,9 @@ function legend(modes: readonly Mode[]): string[] {
 
 /** One sentence per mode: what its figures mean. */
 function verdicts(rows: readonly ModeResult[], o: Options): string[] {
-  const product = rows.find((r) => r.mode === 'product');
   return rows.map((r) => {
+    const product = rows.find((p) => p.mode === 'product' && p.backend === r.backend);
+    const name = nameOf(r);
     const extra = [
       r.busy ? `${r.busy} gave up waiting for the lock (409 + Retry-After)` : '',
       r.failed ? `${r.failed} failed otherwise` : '',
@@ -240,7 +260,7 @@ function verdicts(rows: readonly ModeResult[], o: Options): string[] {
     const tail = extra.length ? `; ${extra.join(', ')}` : '';
     if (r.oversold > 0) {
       return (
-        `${r.mode}: ${r.sold} sold from a stock of ${o.stock}, oversold by ${r.oversold} ` +
+        `${name}: ${r.sold} sold from a stock of ${o.stock}, oversold by ${r.oversold} ` +
         `(concurrent buyers read the same stock)${tail}.`
       );
     }
@@ -248,7 +268,7 @@ function verdicts(rows: readonly ModeResult[], o: Options): string[] {
       r.mode === 'segmented' && product && product.throughput > 0
         ? `, ${(r.throughput / product.throughput).toFixed(1)}x the throughput of mode=product`
         : '';
-    return `${r.mode}: ${r.sold} sold, never oversold${speedup}${tail}.`;
+    return `${name}: ${r.sold} sold, never oversold${speedup}${tail}.`;
   });
 }
 
@@ -362,6 +382,15 @@ async function main(argv: readonly string[]): Promise<number> {
 
     const rows: ModeResult[] = [];
     for (const mode of opts.modes) rows.push(await runMode(mode, cluster, opts));
+    const onPostgres =
+      opts.backend === 'postgres'
+        ? await postgresRows(
+            { ...opts, runDir, redisUrls },
+            opts.modes,
+            (mode, pgCluster) => runMode(mode as Mode, pgCluster, opts),
+            say,
+          )
+        : [];
     const reads: ReadsResult[] = [];
     if (opts.readers > 0) {
       for (const v of READ_VARIANTS) reads.push(await runReads(v, cluster, opts.readers));
@@ -373,11 +402,11 @@ async function main(argv: readonly string[]): Promise<number> {
     const cron = cronSummary(dbPath, opts.instances);
 
     const tableLines = [
-      ...table(rows),
+      ...table([...rows, ...onPostgres]),
       ...(reads.length ? ['', ...readsTable(reads)] : []),
       ...(payments.length ? ['', ...paymentsTable(payments)] : []),
     ];
-    const notes = verdicts(rows, opts);
+    const notes = verdicts([...rows, ...onPostgres], opts);
     const shared = sharedVerdicts(reads, payments);
     say();
     for (const l of tableLines) say(l);
@@ -414,7 +443,7 @@ async function main(argv: readonly string[]): Promise<number> {
       { text: '' },
       ...notes.map((text, i) => ({
         text,
-        tone: rows[i].oversold > 0 ? ('bad' as const) : ('good' as const),
+        tone: [...rows, ...onPostgres][i].oversold > 0 ? ('bad' as const) : ('good' as const),
       })),
       ...shared.map((n) => ({ text: n.text, tone: n.good ? ('good' as const) : ('bad' as const) })),
       ...(cron ? [{ text: cron, tone: 'good' as const }] : []),
@@ -424,7 +453,7 @@ async function main(argv: readonly string[]): Promise<number> {
     ];
     fs.writeFileSync(path.join(outDir, 'demo-output.svg'), renderTerminal(picture));
 
-    const locked = rows.filter((r) => r.mode !== 'none');
+    const locked = [...rows, ...onPostgres].filter((r) => r.mode !== 'none');
     if (locked.some((r) => r.oversold > 0 || r.finalStock < 0)) {
       process.stderr.write('A locked mode oversold: that is a bug in nest-locked.\n');
       return 1;

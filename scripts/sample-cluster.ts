@@ -37,6 +37,8 @@ export interface SampleClusterOptions {
   readonly logDir?: string;
   /** @default 30_000 */
   readonly readyTimeoutMs?: number;
+  /** More environment for every instance (`SAMPLE_LOCK_POSTGRES_URL`...). */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 export interface SampleInstance {
@@ -146,6 +148,7 @@ export async function startSampleInstance(
     SAMPLE_CHAOS_URL: options.chaosUrl ?? '',
     SAMPLE_LOG: options.logLevels ?? 'warn,error',
     NO_COLOR: '1',
+    ...options.env,
   };
   const child = spawn(process.execPath, [main], {
     cwd: repoRoot(),

@@ -59,6 +59,8 @@ function missingRedlock(name: string, why: string): Redlock {
       if (typeof prop === 'symbol' || PROBED.has(prop) || /^(on|before)[A-Z]/.test(prop)) {
         return undefined;
       }
+      // Scanners of every provider's methods (@nestjs/schedule) read Object.prototype's names.
+      if (prop in Object.prototype) return undefined;
       throw new LockConfigError(why, `@InjectRedlock('${name}')`);
     },
   });

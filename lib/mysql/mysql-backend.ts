@@ -1,9 +1,9 @@
 import type { Pool, PoolOptions } from 'mysql2/promise';
 import type { LockBackendDefinition } from '../interfaces/lock-backend-definition.interface';
-import { SqlLockBackend } from '../sql/sql-lock-backend';
+import { sqlBackendDefinition } from '../sql/sql-lock-backend';
 import { choosePool, loadDriver } from '../sql/sql-pool-options';
 import { sqlTarget } from '../sql/sql-target';
-import { MysqlDialect } from './mysql-dialect';
+import { MYSQL_ERROR_CODES, MysqlDialect } from './mysql-dialect';
 
 /** Connections of the lock's own pool unless `connectionLimit` says otherwise. */
 export const MYSQL_DEFAULT_POOL_SIZE = 10;
@@ -61,36 +61,25 @@ export function mysqlBackend(options: MysqlBackendOptions = {}): LockBackendDefi
     'a mysql2 promise Pool (mysql2/promise createPool)',
   );
   const supports = { read: false, permits: false } as const;
-  return {
-    kind: 'mysql',
-    supports,
-    create: ({ group, keyPrefix, driftFactor, commandTimeout, logger }) => {
-      const settings = {
-        connectionLimit: MYSQL_DEFAULT_POOL_SIZE,
-        connectTimeout: commandTimeout,
-        // The OS notices a dead server or network between keep-alives.
-        enableKeepAlive: true,
-        ...(config as PoolOptions),
-      };
-      const lockPool = pool ?? mysql.createPool(settings);
-      const target = sqlTarget(
-        'MySQL',
-        { ...(pool ? poolSettings(pool) : settings), url: settings.uri },
-        { host: 'localhost', port: 3306, user: '', database: '' },
-      );
-      const size = pool
-        ? (poolSettings(pool).connectionLimit ?? MYSQL_DEFAULT_POOL_SIZE)
-        : settings.connectionLimit;
-      const dialect = new MysqlDialect(lockPool, !pool, target, size);
-      return new SqlLockBackend(group, dialect, {
-        keyPrefix,
-        driftFactor,
-        commandTimeout,
-        logger,
-        supports,
-      });
-    },
-  };
+  return sqlBackendDefinition('mysql', supports, ({ commandTimeout }) => {
+    const settings = {
+      connectionLimit: MYSQL_DEFAULT_POOL_SIZE,
+      connectTimeout: commandTimeout,
+      // The OS notices a dead server or network between keep-alives.
+      enableKeepAlive: true,
+      ...(config as PoolOptions),
+    };
+    const lockPool = pool ?? mysql.createPool(settings);
+    const target = sqlTarget(
+      'MySQL',
+      { ...(pool ? poolSettings(pool) : settings), url: settings.uri },
+      { host: 'localhost', port: 3306, user: '', database: '' },
+    );
+    const size = pool
+      ? (poolSettings(pool).connectionLimit ?? MYSQL_DEFAULT_POOL_SIZE)
+      : settings.connectionLimit;
+    return new MysqlDialect(lockPool, !pool, target, MYSQL_ERROR_CODES, size);
+  });
 }
 
 /** A mysql2 pool's settings (its core pool's config), for messages: never the password. */

@@ -1,16 +1,12 @@
 import { performance } from 'node:perf_hooks';
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { keyDigest } from '../sql/key-hash';
-import type { SqlDialect } from '../sql/sql-dialect';
-import {
-  describeSqlError,
-  isSqlConfigError,
-  type SqlErrorCodes,
-  type SqlTarget,
-} from '../sql/sql-errors';
+import { SqlDialectBase } from '../sql/sql-dialect-base';
+import type { SqlErrorCodes } from '../sql/sql-errors';
 import { MysqlSession } from './mysql-session';
 
-const CODES: SqlErrorCodes = {
+/** mysql2 error codes that mean a setting to fix. @internal */
+export const MYSQL_ERROR_CODES: SqlErrorCodes = {
   auth: ['ER_ACCESS_DENIED_ERROR', 'ER_ACCESS_DENIED_NO_PASSWORD_ERROR'],
   // MySQL answers a database the user may not use the same whether or not it exists.
   unknownDatabase: ['ER_BAD_DB_ERROR', 'ER_DBACCESS_DENIED_ERROR'],
@@ -40,30 +36,15 @@ const LOCK = `SELECT IF(GET_LOCK(?, ?) = 1, (UUID_SHORT() & 0xFFFFFFFFFFFFFF) - 
  *   with what is left of the wait; a busy one frees those taken (`RELEASE_ALL_LOCKS()`).
  * @internal
  */
-export class MysqlDialect implements SqlDialect<MysqlSession> {
+export class MysqlDialect extends SqlDialectBase<MysqlSession, Pool> {
   readonly kind = 'mysql';
-  readonly label = 'MySQL';
-  readonly node: string;
   /** Connections checked out by this backend. */
   private out = 0;
   private readonly returned = () => this.out--;
 
-  constructor(
-    private readonly pool: Pool,
-    private readonly owned: boolean,
-    private readonly target: SqlTarget,
-    private readonly size: number,
-  ) {
-    this.node = target.node;
-  }
-
   lockName(key: string): string {
     if (key.length <= PLAIN_NAME_MAX && !/[A-Z]/.test(key)) return key;
     return keyDigest(key).toString('hex');
-  }
-
-  async prepare(): Promise<void> {
-    // Nothing to create: fences need no table.
   }
 
   async checkout(): Promise<MysqlSession> {
@@ -114,21 +95,5 @@ export class MysqlDialect implements SqlDialect<MysqlSession> {
 
   async kill(id: number): Promise<void> {
     if (id > 0) await this.pool.query(`KILL CONNECTION ${Math.trunc(id)}`);
-  }
-
-  async ping(): Promise<void> {
-    await this.pool.query('SELECT 1');
-  }
-
-  async close(): Promise<void> {
-    if (this.owned) await this.pool.end();
-  }
-
-  describe(error: unknown): Error {
-    return describeSqlError(this.target, CODES, error);
-  }
-
-  isConfigError(error: unknown): boolean {
-    return isSqlConfigError(CODES, error);
   }
 }

@@ -1,9 +1,12 @@
 import type { Pool, PoolConfig } from 'pg';
 import type { LockBackendDefinition } from '../interfaces/lock-backend-definition.interface';
-import { SqlLockBackend } from '../sql/sql-lock-backend';
-import { choosePool, loadDriver, sqlIdentifier } from '../sql/sql-pool-options';
+import { sqlBackendDefinition } from '../sql/sql-lock-backend';
+import { choosePool, loadDriver } from '../sql/sql-pool-options';
 import { sqlTarget } from '../sql/sql-target';
 import { PostgresDialect } from './postgres-dialect';
+
+/** How long pg's pool may keep a caller queued or a connect pending (see `create`). */
+const POOL_QUEUE_TIMEOUT_MS = 30_000;
 
 /** Connections of the lock's own pool unless `max` says otherwise. */
 export const POSTGRES_DEFAULT_POOL_SIZE = 10;
@@ -26,12 +29,6 @@ export interface PostgresBackendOptions extends PoolConfig {
    * @default 10
    */
   max?: number;
-  /**
-   * The sequence fences are drawn from, created at startup if missing (`CREATE SEQUENCE IF NOT
-   * EXISTS`); `schema.name` allowed.
-   * @default 'nest_locked_fence'
-   */
-  fenceSequence?: string;
 }
 
 const isPool = (value: unknown): value is Pool =>
@@ -40,8 +37,8 @@ const isPool = (value: unknown): value is Pool =>
 
 /**
  * A lock group on PostgreSQL (peer dependency: `pg`): session advisory locks on a connection held
- * for the hold, waiting in PostgreSQL's own lock queue, fences from a sequence in the lock's own
- * round trip, read locks (`pg_advisory_lock_shared`). See docs/backends/postgres.md.
+ * for the hold, waiting in PostgreSQL's own lock queue, fences from the server's clock in the lock's
+ * own round trip, read locks (`pg_advisory_lock_shared`), permits (N advisory locks per key). See docs/backends/postgres.md.
  *
  * @example
  * ```ts
@@ -54,65 +51,44 @@ const isPool = (value: unknown): value is Pool =>
  * // or a pool of your own (never closed by nest-locked):
  * RedlockModule.forRoot({ backend: postgresBackend({ pool }) });
  * ```
- * @throws LockConfigError `pool` together with connection settings, a bad `max` or
- *   `fenceSequence`, or `pg` not installed
+ * @throws LockConfigError `pool` together with connection settings, a bad `max`, or `pg` not
+ *   installed
  */
 export function postgresBackend(options: PostgresBackendOptions = {}): LockBackendDefinition {
   const factory = 'postgresBackend';
   const pg = loadDriver<typeof import('pg')>(factory, 'pg');
-  const { pool, config } = choosePool(
-    factory,
-    options,
-    ['fenceSequence'],
-    'max',
-    isPool,
-    'a pg Pool',
-  );
-  const sequence = sqlIdentifier(
-    factory,
-    'fenceSequence',
-    options.fenceSequence ?? 'nest_locked_fence',
-  );
-  const supports = { read: true, permits: false } as const;
-  return {
-    kind: 'postgres',
-    supports,
-    create: ({ group, keyPrefix, driftFactor, commandTimeout, logger }) => {
-      const own = !pool;
-      const lockPool =
-        pool ??
-        new pg.Pool({
-          max: POSTGRES_DEFAULT_POOL_SIZE,
-          application_name: 'nest-locked',
-          // The OS notices a dead server or network between keep-alives.
-          keepAlive: true,
-          connectionTimeoutMillis: commandTimeout,
-          ...(config as PoolConfig),
-        });
-      // An idle connection of our own pool that fails is dropped by pg; without a listener
-      // its error would end the process.
-      if (own)
-        lockPool.on('error', (err) => logger.debug?.(`postgres pool (${group}): ${err.message}`));
-      const settings = { ...lockPool.options, ...config } as PoolConfig;
-      const target = sqlTarget(
-        'PostgreSQL',
-        { ...settings, url: settings.connectionString },
-        {
-          host: String(pg.defaults.host ?? 'localhost'),
-          port: Number(pg.defaults.port ?? 5432),
-          user: String(pg.defaults.user ?? process.env.USER ?? ''),
-          database: String(pg.defaults.database ?? pg.defaults.user ?? ''),
-        },
-      );
-      const size = lockPool.options.max ?? POSTGRES_DEFAULT_POOL_SIZE;
-      const dialect = new PostgresDialect(lockPool, own, target, sequence, size);
-      return new SqlLockBackend(group, dialect, {
-        keyPrefix,
-        driftFactor,
-        commandTimeout,
-        logger,
-        supports,
+  const { pool, config } = choosePool(factory, options, [], 'max', isPool, 'a pg Pool');
+  const supports = { read: true, permits: true } as const;
+  return sqlBackendDefinition('postgres', supports, ({ group, commandTimeout, logger }) => {
+    const own = !pool;
+    const lockPool =
+      pool ??
+      new pg.Pool({
+        max: POSTGRES_DEFAULT_POOL_SIZE,
+        application_name: 'nest-locked',
+        // The OS notices a dead server or network between keep-alives.
+        keepAlive: true,
+        // pg's pool applies this to a caller queued for a free connection too: long enough
+        // that a waiter keeps its place in the queue (every call is bounded by its own wait).
+        connectionTimeoutMillis: Math.max(commandTimeout, POOL_QUEUE_TIMEOUT_MS),
+        ...(config as PoolConfig),
       });
-    },
-  };
+    // An idle connection of our own pool that fails is dropped by pg; without a listener
+    // its error would end the process.
+    if (own)
+      lockPool.on('error', (err) => logger.debug?.(`postgres pool (${group}): ${err.message}`));
+    const settings = { ...lockPool.options, ...config } as PoolConfig;
+    const target = sqlTarget(
+      'PostgreSQL',
+      { ...settings, url: settings.connectionString },
+      {
+        host: String(pg.defaults.host ?? 'localhost'),
+        port: Number(pg.defaults.port ?? 5432),
+        user: String(pg.defaults.user ?? process.env.USER ?? ''),
+        database: String(pg.defaults.database ?? pg.defaults.user ?? ''),
+      },
+    );
+    const size = lockPool.options.max ?? POSTGRES_DEFAULT_POOL_SIZE;
+    return new PostgresDialect(lockPool, own, target, size);
+  });
 }

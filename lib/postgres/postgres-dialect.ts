@@ -1,14 +1,10 @@
 import type { Pool, QueryConfig } from 'pg';
 import type { Share } from '../engine/lease';
-import { SQL_FENCE_SEQUENCE_DENIED } from '../redlock.messages';
+import { LockConfigError } from '../errors';
+import { POSTGRES_PERMITS_ONE_KEY } from '../redlock.messages';
 import { keyDigest } from '../sql/key-hash';
-import type { SqlDialect } from '../sql/sql-dialect';
-import {
-  describeSqlError,
-  isSqlConfigError,
-  type SqlErrorCodes,
-  type SqlTarget,
-} from '../sql/sql-errors';
+import { SqlDialectBase } from '../sql/sql-dialect-base';
+import type { SqlErrorCodes, SqlTarget } from '../sql/sql-errors';
 import { PostgresSession } from './postgres-session';
 
 /** SQLSTATEs that mean a setting to fix. */
@@ -22,6 +18,15 @@ const CODES: SqlErrorCodes = {
 const LOCK_NOT_AVAILABLE = '55P03';
 
 /**
+ * The fence: the server's clock in microseconds since 1970, read after every lock of the
+ * statement was granted. It needs no write (a sequence's `nextval` makes every 32nd lock wait for
+ * a WAL flush) and, as the Redis engine's fences, grows with every hold of a key as long as the
+ * server's clock does not step back: two holds of one key are at least a round trip apart. It
+ * stays a safe JavaScript integer until the year 2255.
+ */
+const FENCE = `(extract(epoch FROM clock_timestamp()) * 1000000)::bigint::text`;
+
+/**
  * The statements, as named prepared statements (parsed once per connection). Every one takes the
  * keys as a bigint array, in the caller's sorted order, and answers the fence as text, or NULL
  * for a try that found a key busy.
@@ -29,22 +34,31 @@ const LOCK_NOT_AVAILABLE = '55P03';
  * - Waiting: `set_config(..., true)` sets lock_timeout for this statement's implicit
  *   transaction only (a pooled connection of the application's keeps its own setting); the
  *   MATERIALIZED CTEs run in order (the timeout, every lock, then the fence), so the fence is
- *   drawn after every lock was granted.
- * - Fence: one `nextval` of one sequence for all keys: strictly increasing per key (and across
- *   keys), never rolled back, and crash-safe (PostgreSQL logs sequence values ahead).
+ *   read after every lock was granted.
+ * - One fence for all the keys of a hold.
  */
-function statements(sequence: string, lock: string, tryLock: string) {
-  const fence = `nextval('${sequence}')::text AS fence`;
+function statements(lock: string, tryLock: string) {
   return {
     wait:
       `WITH t AS MATERIALIZED (SELECT set_config('lock_timeout', $2, true)), ` +
       `l AS MATERIALIZED (SELECT ${lock}(k) FROM t, unnest($1::bigint[]) AS k) ` +
-      `SELECT ${fence} FROM (SELECT count(*) FROM l) AS c`,
+      `SELECT ${FENCE} AS fence FROM (SELECT count(*) FROM l) AS c`,
     try:
       `WITH l AS MATERIALIZED (SELECT bool_and(${tryLock}(k)) AS ok FROM unnest($1::bigint[]) AS k) ` +
-      `SELECT CASE WHEN ok THEN ${fence.replace(' AS fence', '')} END AS fence FROM l`,
+      `SELECT CASE WHEN ok THEN ${FENCE} END AS fence FROM l`,
   };
 }
+
+/**
+ * A permit: the first free slot of the key, tried in the order given (a scan of the array stops
+ * at the first row LIMIT lets through, so no slot after it is taken); no row when all are held.
+ */
+const PERMIT_TRY = {
+  name: 'nest-locked:p:try',
+  text:
+    `SELECT ${FENCE} AS fence FROM unnest($1::bigint[]) AS s(k) ` +
+    `WHERE pg_try_advisory_lock(s.k) LIMIT 1`,
+};
 
 /**
  * PostgreSQL session advisory locks (`nest-locked/postgres`).
@@ -54,67 +68,32 @@ function statements(sequence: string, lock: string, tryLock: string) {
  * - Exclusive holds use `pg_advisory_lock`, read holds `pg_advisory_lock_shared`; waiting is the
  *   server's lock queue under `lock_timeout` (FIFO: a later shared request queues behind a
  *   waiting exclusive one).
+ * - Permits of N are N advisory locks per key ("slots", as segments are slices): a holder takes
+ *   the first free one from a starting slot that turns at every call, or waits in the queue of
+ *   one slot (so it may wait while another slot frees: FIFO per slot, not per key).
  * - A hold keeps its pooled connection until it is released (`pg_advisory_unlock_all()`: the
  *   session is the hold's alone).
  * @internal
  */
-export class PostgresDialect implements SqlDialect<PostgresSession> {
+export class PostgresDialect extends SqlDialectBase<PostgresSession, Pool> {
   readonly kind = 'postgres';
-  readonly label = 'PostgreSQL';
-  readonly node: string;
+  /** The slot the next permit starts from (holders spread over the slots). */
+  private turn = 0;
   private readonly exclusive: { wait: QueryConfig; try: QueryConfig };
   private readonly shared: { wait: QueryConfig; try: QueryConfig };
 
-  constructor(
-    private readonly pool: Pool,
-    /** Whether the backend created the pool (and ends it on close). */
-    private readonly owned: boolean,
-    private readonly target: SqlTarget,
-    private readonly sequence: string,
-    /** The pool's size: every connection checked out means a checkout waits. */
-    private readonly size: number,
-  ) {
-    this.node = target.node;
+  constructor(pool: Pool, owned: boolean, target: SqlTarget, size: number) {
+    super(pool, owned, target, CODES, size);
     const named = (name: string, s: { wait: string; try: string }) => ({
       wait: { name: `nest-locked:${name}:wait`, text: s.wait },
       try: { name: `nest-locked:${name}:try`, text: s.try },
     });
-    this.exclusive = named(
-      `x:${sequence}`,
-      statements(sequence, 'pg_advisory_lock', 'pg_try_advisory_lock'),
-    );
-    this.shared = named(
-      `s:${sequence}`,
-      statements(sequence, 'pg_advisory_lock_shared', 'pg_try_advisory_lock_shared'),
-    );
+    this.exclusive = named('x', statements('pg_advisory_lock', 'pg_try_advisory_lock'));
+    this.shared = named('s', statements('pg_advisory_lock_shared', 'pg_try_advisory_lock_shared'));
   }
 
   lockName(key: string): string {
     return keyDigest(key).readBigInt64BE(0).toString();
-  }
-
-  async prepare(): Promise<void> {
-    const { rows } = await this.pool.query<{ found: string | null }>(
-      'SELECT to_regclass($1)::text AS found',
-      [this.sequence],
-    );
-    if (rows[0]?.found) return;
-    try {
-      await this.pool.query(`CREATE SEQUENCE IF NOT EXISTS ${this.sequence}`);
-    } catch (err) {
-      const code = (err as { code?: string }).code;
-      // Created at the same moment by another instance: there it is.
-      if (code === '23505' || code === '42P07') return;
-      if (code === '42501') {
-        throw Object.assign(
-          new Error(SQL_FENCE_SEQUENCE_DENIED(this.sequence, (err as Error).message)),
-          {
-            code,
-          },
-        );
-      }
-      throw err;
-    }
   }
 
   async checkout(): Promise<PostgresSession> {
@@ -130,24 +109,68 @@ export class PostgresDialect implements SqlDialect<PostgresSession> {
     names: readonly string[],
     share: Share | undefined,
     waitMs: number,
+    contended: boolean,
   ): Promise<number[] | undefined> {
+    if (typeof share === 'number') return this.permit(session, names, share, waitMs);
     const s = share === 'read' ? this.shared : this.exclusive;
-    let fence: string | null;
-    try {
-      const { rows } = await session.client.query<{ fence: string | null }>(
-        waitMs > 0
-          ? { ...s.wait, values: [names, `${Math.ceil(waitMs)}ms`] }
-          : { ...s.try, values: [names] },
-      );
+    let fence: string | null = null;
+    // A key most likely free is tried first: the try is the plain statement, as cheap as the
+    // raw lock, and never passes a waiter (a try conflicts with requests already queued).
+    if (waitMs <= 0 || (!contended && names.length === 1)) {
+      const { rows } = await session.client.query<{ fence: string | null }>({
+        ...s.try,
+        values: [names],
+      });
       fence = rows[0].fence;
-    } catch (err) {
-      if ((err as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw err;
-      fence = null;
+    }
+    if (fence === null && waitMs > 0) {
+      try {
+        const { rows } = await session.client.query<{ fence: string | null }>({
+          ...s.wait,
+          values: [names, `${Math.ceil(waitMs)}ms`],
+        });
+        fence = rows[0].fence;
+      } catch (err) {
+        if ((err as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw err;
+      }
     }
     if (fence !== null) return names.map(() => Number(fence));
     // A multi-key wait or try may have taken some keys before the busy one.
     if (names.length > 1) await this.unlock(session);
     return undefined;
+  }
+
+  /** One of `permits` slots of the key, or undefined when all stayed held. */
+  private async permit(
+    session: PostgresSession,
+    names: readonly string[],
+    permits: number,
+    waitMs: number,
+  ): Promise<number[] | undefined> {
+    if (names.length !== 1) {
+      throw new LockConfigError(POSTGRES_PERMITS_ONE_KEY(names.length), 'permits');
+    }
+    const start = this.turn++ % permits;
+    const slots = Array.from({ length: permits }, (_, i) =>
+      this.lockName(`${names[0]}#permit:${(start + i) % permits}`),
+    );
+    const { rows } = await session.client.query<{ fence: string }>({
+      ...PERMIT_TRY,
+      values: [slots],
+    });
+    let fence = rows[0]?.fence ?? null;
+    if (fence === null && waitMs > 0) {
+      try {
+        const { rows: waited } = await session.client.query<{ fence: string }>({
+          ...this.exclusive.wait,
+          values: [[slots[0]], `${Math.ceil(waitMs)}ms`],
+        });
+        fence = waited[0].fence;
+      } catch (err) {
+        if ((err as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw err;
+      }
+    }
+    return fence === null ? undefined : [Number(fence)];
   }
 
   async unlock(session: PostgresSession): Promise<void> {
@@ -172,21 +195,5 @@ export class PostgresDialect implements SqlDialect<PostgresSession> {
 
   async kill(id: number): Promise<void> {
     if (id > 0) await this.pool.query('SELECT pg_terminate_backend($1)', [id]);
-  }
-
-  async ping(): Promise<void> {
-    await this.pool.query('SELECT 1');
-  }
-
-  async close(): Promise<void> {
-    if (this.owned) await this.pool.end();
-  }
-
-  describe(error: unknown): Error {
-    return describeSqlError(this.target, CODES, error);
-  }
-
-  isConfigError(error: unknown): boolean {
-    return isSqlConfigError(CODES, error);
   }
 }

@@ -30,8 +30,6 @@ export interface SqlDialect<S extends SqlSession = SqlSession> {
   readonly node: string;
   /** The server-side name of a key (with the module's keyPrefix), computed once per acquire. */
   lockName(key: string): string;
-  /** Creates what fences need (a sequence), if anything; called until it succeeds once. */
-  prepare(): Promise<void>;
   /** A connection for one hold. */
   checkout(): Promise<S>;
   /** Whether every connection of the pool is checked out (a checkout waits for a release). */
@@ -39,13 +37,15 @@ export interface SqlDialect<S extends SqlSession = SqlSession> {
   /**
    * Takes every name, in the order given, waiting up to `waitMs` in the server's own lock queue
    * (0: one try). The fence of each name, each taken after its lock was granted; undefined when
-   * still busy, with nothing left held by the session.
+   * still busy, with nothing left held by the session. `contended`: this process holds or waits
+   * for one of the keys (a first try would most likely fail).
    */
   lock(
     session: S,
     names: readonly string[],
     share: Share | undefined,
     waitMs: number,
+    contended: boolean,
   ): Promise<number[] | undefined>;
   /** Frees every lock of the session (the session is this hold's alone). */
   unlock(session: S): Promise<void>;

@@ -1,8 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import type { LoggerService } from '@nestjs/common';
 import { LockBackendError, LockConfigError, LockError, LockNotAcquiredError } from '../errors';
-import { KeyCounts } from '../engine/key-counts';
 import { Lease, Leases, type Share } from '../engine/lease';
+import { LocalLocks, type LocalWait } from '../engine/local-locks';
 import {
   type AcquireRequest,
   type BackendHealth,
@@ -11,7 +11,11 @@ import {
   noStats,
 } from '../engine/lock-backend';
 import { abortReason } from '../engine/wait-rules';
-import type { LockBackendSupports } from '../interfaces/lock-backend-definition.interface';
+import type {
+  LockBackendContext,
+  LockBackendDefinition,
+  LockBackendSupports,
+} from '../interfaces/lock-backend-definition.interface';
 import { SQL_SESSION_LOST, SQL_SHARED_UNSUPPORTED } from '../redlock.messages';
 import { settleTo } from '../settle-to';
 import type { SqlDialect, SqlSession } from './sql-dialect';
@@ -33,7 +37,7 @@ interface SqlHold<S extends SqlSession> {
   readonly session: S;
   /** Frees the locks when the lease runs out unrenewed (watchdog off, maxHold, a stall). */
   timer?: NodeJS.Timeout;
-  /** Counted in `holding` (until released: a minHold keeps the session, not the count). */
+  /** Counted as held here (until released: a minHold keeps the session, not the count). */
   counted: boolean;
   ended: boolean;
 }
@@ -41,7 +45,7 @@ interface SqlHold<S extends SqlSession> {
 /**
  * One acquire in progress: a caller's signal or the shutdown (`abortWaits`) ends it early.
  */
-class SqlWait {
+class SqlWait implements LocalWait {
   aborted?: unknown;
   private stopNow?: (reason: unknown) => void;
 
@@ -99,11 +103,7 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
   readonly canTakeAny = false;
   private readonly leases: Leases;
   private readonly held = new Map<Lease, SqlHold<S>>();
-  private readonly holding = new KeyCounts();
-  private readonly waiting = new KeyCounts();
-  private readonly waits = new Set<SqlWait>();
-  private prepared = false;
-  private preparing?: Promise<void>;
+  private readonly local = new LocalLocks<SqlWait>();
   private closed = false;
   private tokens = 0;
 
@@ -116,24 +116,29 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
   }
 
   get queueCount(): number {
-    return new Set([...this.holding.keys(), ...this.waiting.keys()]).size;
+    return this.local.keyCount;
   }
 
   queued(key: string): number {
-    let n = 0;
-    for (const wait of this.waits) if (wait.keys.includes(key)) n++;
-    return n;
+    return this.local.queued(key);
   }
 
   holds(key: string): boolean {
-    return this.holding.has(key);
+    return this.local.holds(key);
   }
 
   async acquire(keys: readonly string[], request: AcquireRequest): Promise<Lease> {
     if (this.closed) throw abortReason(keys);
     if (request.signal?.aborted) throw request.signal.reason;
     this.refuseUnsupported(keys, request.share);
-    return this.take(keys, request.ttl, request.share, request.waitTimeout, request.signal);
+    return this.take(
+      keys,
+      request.ttl,
+      request.share,
+      request.waitTimeout,
+      request.signal,
+      request.seenBusy,
+    );
   }
 
   async tryAcquire(keys: readonly string[], ttl: number): Promise<Lease | number> {
@@ -167,7 +172,12 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
       await within(this.dialect.keepAlive(hold.session), this.timeout, 'a keep-alive');
     } catch (err) {
       if (hold.ended) return false;
-      throw new LockBackendError(lease.keys, [this.dialect.describe(err)], 'extend');
+      throw new LockBackendError(
+        lease.keys,
+        [this.dialect.describe(err)],
+        'extend',
+        this.dialect.label,
+      );
     }
     if (hold.ended) return false;
     lease.renewed(start, ttl, this.leases.drift(ttl));
@@ -203,23 +213,24 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
   }
 
   async isLocked(key: string): Promise<boolean> {
-    if (this.holding.has(key)) return true;
+    if (this.local.holds(key)) return true;
     try {
       const name = this.dialect.lockName(this.settings.keyPrefix + key);
       return await within(this.dialect.isLocked(name), this.timeout, 'a lock check');
     } catch (err) {
-      throw new LockBackendError([key], [this.dialect.describe(err)], 'check');
+      throw new LockBackendError([key], [this.dialect.describe(err)], 'check', this.dialect.label);
     }
   }
 
   abortWaits(): void {
     this.closed = true;
-    for (const wait of this.waits) wait.abort(abortReason(wait.keys));
+    for (const wait of this.local.waits) wait.abort(abortReason(wait.keys));
   }
 
+  /** Connects once, so the first lock does not pay for it and bad settings show at startup. */
   async start(): Promise<void> {
     try {
-      await this.prepare();
+      await within(this.dialect.ping(), this.timeout, 'a first query');
     } catch (err) {
       const described = this.dialect.describe(err);
       if (this.dialect.isConfigError(err)) throw new LockConfigError(described.message, this.name);
@@ -272,20 +283,6 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
     }
   }
 
-  /** Creates what the locks need on the server once; until that succeeds, at every call. */
-  private prepare(): Promise<void> {
-    this.preparing ??= this.dialect.prepare().then(
-      () => {
-        this.prepared = true;
-      },
-      (err: unknown) => {
-        this.preparing = undefined;
-        throw err;
-      },
-    );
-    return this.preparing;
-  }
-
   /** One acquire: a session, then the lock and fences in one round trip (per key on MySQL). */
   private async take(
     keys: readonly string[],
@@ -293,27 +290,29 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
     share: Share | undefined,
     waitTimeout: number,
     signal?: AbortSignal,
+    seenBusy = false,
   ): Promise<Lease> {
     const startedAt = performance.now();
     const deadline = startedAt + waitTimeout;
     const left = () => Math.max(0, deadline - performance.now());
     const names = keys.map((key) => this.dialect.lockName(this.settings.keyPrefix + key));
     this.stats.attempts++;
+    // Busy here or just found busy (a segmented sweep): straight into the server's queue.
+    const contended =
+      seenBusy || keys.some((key) => this.local.holds(key) || this.local.queued(key) > 0);
     const wait = new SqlWait(keys, signal);
-    this.waits.add(wait);
-    for (const key of keys) this.waiting.add(key);
+    this.local.waitStarted(wait);
     let session: S | undefined;
     try {
-      if (!this.prepared) await wait.bound(this.prepare(), this.timeout, 'the setup');
       // A pool with every connection in use makes the caller wait for one: part of its wait.
       session = await wait.bound(
-        this.dialect.checkout(),
+        this.checkout(deadline),
         left() + this.timeout,
         'a connection',
         (late) => late.release(false),
       );
       const fences = await wait.bound(
-        this.dialect.lock(session, names, share, left()),
+        this.dialect.lock(session, names, share, left(), contended),
         left() + this.timeout,
         'a lock',
       );
@@ -330,8 +329,24 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
       throw this.failure(err, wait, keys, startedAt, ttl);
     } finally {
       wait.end();
-      this.waits.delete(wait);
-      for (const key of keys) this.waiting.remove(key);
+      this.local.waitEnded(wait);
+    }
+  }
+
+  /**
+   * A connection of the pool. A pool whose every connection holds or waits for a lock makes the
+   * caller wait for one, as long as its own wait lasts: pg's pool gives up after its connection
+   * timeout, so a full pool is asked again until the deadline, then the caller is busy.
+   */
+  private async checkout(deadline: number): Promise<S> {
+    for (;;) {
+      try {
+        return await this.dialect.checkout();
+      } catch (err) {
+        if (!this.dialect.saturated()) throw err;
+        const now = performance.now();
+        if (now >= deadline) throw new SqlTimeoutError('a connection', now - deadline);
+      }
     }
   }
 
@@ -360,7 +375,7 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
       // Every connection of the pool holds or waits for a lock: contention, not an outage.
       return new LockNotAcquiredError(keys, performance.now() - startedAt, ttl);
     }
-    return new LockBackendError(keys, [this.dialect.describe(err)], 'acquire');
+    return new LockBackendError(keys, [this.dialect.describe(err)], 'acquire', this.dialect.label);
   }
 
   private hold(
@@ -387,7 +402,7 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
     lease.share = share;
     const hold: SqlHold<S> = { lease, session, counted: true, ended: false };
     this.held.set(lease, hold);
-    for (const key of keys) this.holding.add(key);
+    this.local.held(keys);
     session.watch((cause) => this.sessionLost(hold, cause));
     this.arm(hold, ttl);
     return lease;
@@ -426,7 +441,12 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
       await within(this.dialect.unlock(hold.session), this.timeout, 'an unlock');
     } catch (err) {
       hold.session.release(true);
-      throw new LockBackendError(hold.lease.keys, [this.dialect.describe(err)], 'release');
+      throw new LockBackendError(
+        hold.lease.keys,
+        [this.dialect.describe(err)],
+        'release',
+        this.dialect.label,
+      );
     }
     hold.session.release(false);
   }
@@ -444,7 +464,7 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
   private uncount(hold: SqlHold<S>): void {
     if (!hold.counted) return;
     hold.counted = false;
-    for (const key of hold.lease.keys) this.holding.remove(key);
+    this.local.released(hold.lease.keys);
   }
 
   private debugFailure(what: string, err: unknown): void {
@@ -453,4 +473,22 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
       `${this.dialect.kind} ${what}: ${this.dialect.describe(err).message}`,
     );
   }
+}
+
+/**
+ * A backend definition over this engine: `dialect` builds the dialect of one group when the
+ * module starts (its pool included).
+ * @internal
+ */
+export function sqlBackendDefinition<S extends SqlSession>(
+  kind: string,
+  supports: LockBackendSupports,
+  dialect: (context: LockBackendContext) => SqlDialect<S>,
+): LockBackendDefinition {
+  return {
+    kind,
+    supports,
+    create: (context) =>
+      new SqlLockBackend(context.group, dialect(context), { ...context, supports }),
+  };
 }

@@ -1,7 +1,6 @@
 import { LockConfigError } from '../errors';
 import { loadOptionalPeer } from '../optional-peer';
 import {
-  SQL_BAD_IDENTIFIER,
   SQL_BAD_POOL_SIZE,
   SQL_NOT_A_POOL,
   SQL_PEER_MISSING,
@@ -46,17 +45,6 @@ export function choosePool<P>(
     throw new LockConfigError(SQL_BAD_POOL_SIZE(factory, sizeField, size), sizeField);
   }
   return { config };
-}
-
-/** A plain SQL name (`name` or `schema.name`), checked because it is written into statements. */
-export function sqlIdentifier(factory: string, field: string, value: unknown): string {
-  if (
-    typeof value === 'string' &&
-    /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$/.test(value)
-  ) {
-    return value;
-  }
-  throw new LockConfigError(SQL_BAD_IDENTIFIER(factory, field, value), field);
 }
 
 /**

@@ -11,6 +11,11 @@ export interface SampleConfig {
   readonly instance: string;
   /** `REDIS_URL`: one URL, or a comma-separated list for a Redlock quorum over N servers. */
   readonly redisUrls: readonly string[];
+  /**
+   * `SAMPLE_LOCK_POSTGRES_URL`: when set, the locks live in this PostgreSQL database
+   * (`nest-locked/postgres`) instead of Redis (the gateway's counter stays in Redis).
+   */
+  readonly lockPostgresUrl?: string;
   /** `SAMPLE_DB_PATH`: the SQLite file every instance shares. */
   readonly dbPath: string;
   /**
@@ -104,6 +109,7 @@ export function loadSampleConfig(env: Env = process.env): SampleConfig {
     port: int(env, 'PORT', 3000, 0, 65535),
     instance: env.SAMPLE_INSTANCE || `sample-${process.pid}`,
     redisUrls,
+    lockPostgresUrl: env.SAMPLE_LOCK_POSTGRES_URL?.trim() || undefined,
     dbPath: path.resolve(env.SAMPLE_DB_PATH || path.join('sample', 'data', 'shop.sqlite')),
     dbLatencyMs: int(env, 'SAMPLE_DB_LATENCY_MS', 5, 0, 10_000),
     cron: cronScheduleFromEnv(env),

@@ -43,8 +43,13 @@ export interface SqlBackendUnderTest<Server extends DatabaseServerHandle> {
   readonly unknownDatabase: Record<string, unknown>;
 }
 
+/**
+ * The shared SQL suite over the server `serverOf` gives (started by the spec file, which adds the
+ * tests of its own backend on the same server).
+ */
 export function describeSqlBackend<Server extends DatabaseServerHandle>(
   backend: SqlBackendUnderTest<Server>,
+  serverOf: () => Server,
 ): void {
   let server: Server;
   const apps: INestApplication[] = [];
@@ -61,17 +66,12 @@ export function describeSqlBackend<Server extends DatabaseServerHandle>(
   };
   let prefix: string;
 
-  beforeAll(async () => {
-    server = await backend.start();
-  }, 60_000);
   beforeEach(() => {
+    server = serverOf();
     prefix = uniquePrefix(backend.name);
   });
   afterEach(async () => {
     await Promise.all(apps.splice(0).map((a) => a.close()));
-  });
-  afterAll(async () => {
-    await server?.stop();
   });
 
   it('excludes across two apps (two pools): the second waits in the server queue and gets a larger fence', async () => {
@@ -173,10 +173,13 @@ export function describeSqlBackend<Server extends DatabaseServerHandle>(
 
   it('the holder whose session the server ends learns it on its signal at once; the next fence is larger', async () => {
     const [a, b] = [(await app()).get(LockService), (await app()).get(LockService)];
+    const lost: string[][] = [];
+    a.on('lost', ({ keys }) => lost.push([...keys]));
     const handle = await a.acquire('victim', { ttl: 60_000 });
     await backend.killHolder(server, `${prefix}victim`);
     await waitFor(() => handle.signal.aborted);
     expect(handle.signal.reason).toBeInstanceOf(LockLostError);
+    expect(lost).toEqual([['victim']]);
     const next = await b.acquire('victim', { waitTimeout: 5_000 });
     expect(next.fence).toBeGreaterThan(handle.fence);
     await next.release();
@@ -222,8 +225,11 @@ export function describeSqlBackend<Server extends DatabaseServerHandle>(
     ];
     for (const [overrides, cause] of cases) {
       const locks = (await app(backend.definition(server, overrides))).get(LockService);
+      const told: unknown[] = [];
+      locks.on('error', ({ error }) => told.push(error));
       const error = await locks.acquire('x', { waitTimeout: 0 }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(LockBackendError);
+      expect(told).toEqual([error]);
       expect((error as LockBackendError).failures[0].message).toMatch(cause);
     }
   });

@@ -1,6 +1,3 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import * as path from 'node:path';
-import { createInterface } from 'node:readline';
 import type { INestApplication } from '@nestjs/common';
 import {
   LockBackendError,
@@ -14,8 +11,14 @@ import type { DatabaseServerHandle } from './database-server';
 import { describeOverlaps, findOverlaps, type Interval, now } from './intervals';
 import { createLockApp, uniquePrefix, within } from './lock-app';
 import { type SqlBackendUnderTest, waitFor } from './sql-backend-suite';
+import { killWorkers, spawnWorker } from './workers';
 
-const ROOT = path.resolve(__dirname, '../..');
+/** The holder's one line: it holds the key, under this fence. */
+interface HolderLine {
+  type: 'ready';
+  fence: number;
+}
+
 const COMMAND_TIMEOUT = 1_000;
 
 /**
@@ -30,7 +33,6 @@ export function describeSqlFaults<Server extends DatabaseServerHandle>(
   let server: Server;
   let prefix: string;
   const apps: INestApplication[] = [];
-  const children: ChildProcess[] = [];
   const measured: Record<string, number | string> = {};
   const locks = async (options: Partial<RedlockModuleOptions> = {}): Promise<LockService> => {
     const app = await createLockApp({
@@ -51,7 +53,7 @@ export function describeSqlFaults<Server extends DatabaseServerHandle>(
   beforeEach(() => (prefix = uniquePrefix(`${backend.name}-f`)));
   afterEach(async () => {
     server?.signal('SIGCONT');
-    for (const child of children.splice(0)) child.kill('SIGKILL');
+    await killWorkers();
     await Promise.all(apps.splice(0).map((a) => a.close()));
   });
   afterAll(async () => {
@@ -67,41 +69,21 @@ export function describeSqlFaults<Server extends DatabaseServerHandle>(
       key: 'killed',
       timeoutMs: 120_000,
     };
-    const child = spawn(
-      process.execPath,
-      [
-        '-r',
-        'ts-node/register/transpile-only',
-        'test/fixtures/sql-holder.ts',
-        JSON.stringify(config),
-      ],
-      { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    children.push(child);
-    const acquired = await within(
-      new Promise<number>((resolve, reject) => {
-        child.once('exit', (code) => reject(new Error(`the holder exited (${code})`)));
-        createInterface({ input: child.stdout! }).on('line', (line) => {
-          const parsed = JSON.parse(line) as { type: string; fence?: number; message?: string };
-          if (parsed.type === 'acquired') resolve(parsed.fence!);
-          if (parsed.type === 'error') reject(new Error(parsed.message));
-        });
-      }),
-      90_000,
-      'the holder process',
-    );
+    const holder = spawnWorker<SqlHolderConfig, HolderLine>(config, 'sql-holder');
+    await within(holder.ready, 60_000, 'the holder process');
+    const acquired = holder.lines.find((l) => l.type === 'ready')!.fence;
     const service = await locks();
     const waiter = service.acquire('killed', { waitTimeout: 30_000, ttl: 30_000 });
     await waitFor(async () => (await backend.waiting(server)) === 1);
     const killedAt = performance.now();
-    child.kill('SIGKILL');
+    holder.kill();
     const handle = await within(waiter, 30_000, 'the waiter');
     measured.sigkillToGrantMs = Math.round(performance.now() - killedAt);
     expect(handle.fence).toBeGreaterThan(acquired);
     // "At once": nowhere near the lease (30 s) a crashed Redis holder would leave behind.
     expect(performance.now() - killedAt).toBeLessThan(10_000);
     await handle.release();
-  }, 150_000);
+  }, 90_000);
 
   it("the holder's session killed on the server aborts its signal; the next holder's fence is larger", async () => {
     const [a, b] = [await locks(), await locks()];
