@@ -54,8 +54,6 @@ export interface BackendNodeHealth {
   readonly latencyMs?: number;
   /** Why it is down: the driver's error, or no answer in time. */
   readonly error?: string;
-  /** Whether it leads its cluster (consensus backends: etcd, ZooKeeper), when it says so. */
-  readonly leader?: boolean;
   /** Its role in its ensemble when the backend can tell (`leader`, `follower`, `standalone`). */
   readonly role?: string;
 }

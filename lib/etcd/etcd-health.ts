@@ -5,7 +5,7 @@ import { HEALTH_PING_TIMED_OUT } from '../redlock.messages';
 
 /**
  * Asks each endpoint for its status (Maintenance.Status, answered by that member alone) within
- * `timeout` ms: up with the round trip, and whether it is the leader; or down with the error.
+ * `timeout` ms: up with the round trip, and its role (leader or follower); or down with the error.
  * @internal
  */
 export function checkEndpoints(
@@ -31,7 +31,7 @@ async function checkEndpoint(
     ]);
     const latencyMs = Math.round((performance.now() - started) * 100) / 100;
     const leader = status.leader === status.header.member_id;
-    return { node, status: 'up', latencyMs, leader };
+    return { node, status: 'up', latencyMs, role: leader ? 'leader' : 'follower' };
   } catch (error) {
     return { node, status: 'down', error: error instanceof Error ? error.message : String(error) };
   } finally {

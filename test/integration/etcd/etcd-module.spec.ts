@@ -160,7 +160,7 @@ describe('nest-locked on etcd', () => {
       backend: 'etcd',
       quorum: 1,
       reachable: 1,
-      nodes: [{ node: etcd.hosts[0], status: 'up', latencyMs: expect.any(Number), leader: true }],
+      nodes: [{ node: etcd.hosts[0], status: 'up', latencyMs: expect.any(Number), role: 'leader' }],
     });
   });
 });
