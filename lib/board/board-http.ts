@@ -200,6 +200,7 @@ export class BoardHttp {
         ? this.board.keyPage(query.get('group') ?? '', query.get('key') ?? '')
         : this.overview(query);
     const tick = async () => {
+      const started = Date.now();
       try {
         const data = JSON.stringify(await read());
         // `now` changes every time: compare without it.
@@ -217,7 +218,9 @@ export class BoardHttp {
           `event: failure\ndata: ${JSON.stringify({ message: (err as Error).message })}\n\n`,
         );
       }
-      if (open) timer = setTimeout(tick, this.options.refreshInterval);
+      // The interval counts from the start of this view: a slow read does not add to it.
+      const wait = Math.max(50, this.options.refreshInterval - (Date.now() - started));
+      if (open) timer = setTimeout(tick, wait);
     };
     req.on('close', () => {
       open = false;

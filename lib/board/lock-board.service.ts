@@ -38,8 +38,6 @@ import { RedisBoardStore, type ScanResult } from './redis-board-store';
 
 /** How long node checks are reused, ms. */
 const NODES_TTL = 5_000;
-/** How long a scan of a group's keys is reused, ms: many open pages cost one scan. */
-const SCAN_TTL = 1_000;
 /** Events read per group for a key's page. */
 const KEY_EVENTS_READ = 500;
 
@@ -291,7 +289,8 @@ export class LockBoardService {
   private scan(group: BoardGroup, search: string): Promise<ScanResult> {
     const id = `${group.name}\n${search}`;
     const cached = this.scans.get(id);
-    if (cached && Date.now() - cached.at < SCAN_TTL) return cached.value;
+    // Reused within one refresh: many open pages cost one scan, each refresh sees new keys.
+    if (cached && Date.now() - cached.at < this.options.refreshInterval * 0.8) return cached.value;
     if (this.scans.size > 100) this.scans.clear();
     const value = group.store!.scan(search, this.options.maxScan);
     value.catch(() => this.scans.delete(id));
