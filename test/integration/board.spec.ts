@@ -162,15 +162,16 @@ describe('lock board', () => {
     const b = await boardApp(prefix, 'goes', 'express');
     try {
       await overviewUntil(a, (o) => o.instances.length === 2);
-      // Many held keys (written straight into Redis as a holder would).
+      // 10,000 held keys (written straight into Redis as holders would): pages and a search.
       const multi = redis.multi();
-      for (let i = 0; i < 120; i++) multi.set(`${prefix}{bulk:${i}}`, `x.${i}`, 'PX', 60_000);
+      for (let i = 0; i < 10_000; i++) multi.set(`${prefix}{bulk:${i}}`, `x.${i}`, 'PX', 60_000);
       await multi.exec();
-      const page2 = await overviewUntil(a, (o) => o.held.total === 120, '?q=bulk:&page=2');
+      const page2 = await overviewUntil(a, (o) => o.held.total === 10_000, '?q=bulk:&page=2');
       expect(page2.held.rows).toHaveLength(50);
       expect(page2.held.page).toBe(2);
-      const one = await overviewUntil(a, (o) => o.held.total === 1, '?q=bulk:119');
-      expect(one.held.rows[0].key).toBe('bulk:119');
+      expect(page2.held.pages).toBe(200);
+      const one = await overviewUntil(a, (o) => o.held.total === 1, '?q=bulk:9999');
+      expect(one.held.rows[0].key).toBe('bulk:9999');
       await b.close();
       await overviewUntil(a, (o) => o.instances.map((i) => i.name).join() === 'stays');
     } finally {
