@@ -1,5 +1,5 @@
 import type { LockBackend } from '../engine/lock-backend';
-import type { BoardEvent } from './board-recorder';
+import type { BoardEvent, BoardEventType } from './board-recorder';
 import { type HoldMode, type HoldView, type InstanceView, modeOf } from './instance-view';
 import { STEP_MS, type StepCounts } from './key-rates';
 import type { RedisBoardStore, ScanResult, StoredLine, StoredLock } from './redis-board-store';
@@ -408,15 +408,30 @@ export async function linesOfRedis(
   return lines.filter((l) => keep.has(l.key) || pageKeys.has(l.key));
 }
 
+/**
+ * Which events a list shows: `problems` (lost, expired, error, forced: the default, busy answers
+ * are counted in the charts), `all`, or one type.
+ */
+export type EventFilter = 'problems' | 'all' | BoardEventType;
+
+/** Whether `filter` shows events of `type`. */
+export function shows(filter: EventFilter, type: BoardEventType): boolean {
+  if (filter === 'all') return true;
+  if (filter === 'problems') return type !== 'busy';
+  return filter === type;
+}
+
 /** Events of several groups, newest first. */
 export function newestEvents(
   lists: ReadonlyArray<readonly BoardEvent[]>,
+  filter: EventFilter,
   key?: string,
   limit = EVENTS_SHOWN,
 ): BoardEvent[] {
   return lists
     .flat()
     .filter((e) => key === undefined || e.key.split(', ').includes(key))
+    .filter((e) => shows(filter, e.type))
     .sort((a, b) => b.t - a.t)
     .slice(0, limit);
 }

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as path from 'node:path';
 import { BOARD_RELEASE_UNCONFIRMED, BOARD_UNSUPPORTED_PLATFORM } from '../redlock.messages';
+import type { EventFilter } from './board-data';
 import type { ResolvedLockBoardOptions } from './lock-board-options.interface';
 import type { LockBoardService } from './lock-board.service';
 
@@ -179,6 +180,7 @@ export class BoardHttp {
       search: query.get('q') ?? '',
       group: query.get('group') || undefined,
       page: Number(query.get('page')) || 1,
+      events: eventFilter(query.get('events')),
     });
   }
 
@@ -273,4 +275,19 @@ export class BoardHttp {
     });
     res.end(JSON.stringify(body));
   }
+}
+
+const FILTERS: readonly EventFilter[] = [
+  'problems',
+  'all',
+  'lost',
+  'expired',
+  'busy',
+  'error',
+  'forced',
+];
+
+/** The `events` parameter, or the default for anything else. */
+function eventFilter(raw: string | null): EventFilter {
+  return FILTERS.find((f) => f === raw) ?? 'problems';
 }

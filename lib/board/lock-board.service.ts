@@ -18,6 +18,7 @@ import {
   type BoardLine,
   type BoardNode,
   type BoardOverview,
+  type EventFilter,
   type GroupSources,
   heldFromRedis,
   heldFromViews,
@@ -47,6 +48,8 @@ export interface OverviewQuery {
   readonly group?: string;
   /** 1-based. */
   readonly page?: number;
+  /** Which events to list. @default 'problems' */
+  readonly events?: EventFilter;
 }
 
 /** The outcome of a force release. */
@@ -184,7 +187,8 @@ export class LockBoardService {
         lines.push(...linesFromViews(group.name, views, now).filter((l) => l.key.includes(search)));
       }
     }
-    const events = await Promise.all(groups.map((g) => this.events(g, 100)));
+    const filter = query.events ?? 'problems';
+    const events = await Promise.all(groups.map((g) => this.events(g, 100, filter)));
     return {
       now,
       self: this.options.instance,
@@ -200,7 +204,7 @@ export class LockBoardService {
         ),
         keys: hotKeys(sources, now),
       },
-      events: newestEvents(events),
+      events: newestEvents(events, filter),
       nodes: await this.nodeChecks(),
     };
   }
@@ -239,7 +243,7 @@ export class LockBoardService {
         views.map((v) => v.rates.keys[key]),
         now,
       ),
-      events: newestEvents([await this.events(group, KEY_EVENTS_READ)], key, 100),
+      events: newestEvents([await this.events(group, KEY_EVENTS_READ, 'all')], 'all', key, 100),
     };
   }
 
@@ -281,9 +285,11 @@ export class LockBoardService {
     return { group, views: [mine, ...published.filter((v) => v.id !== this.id)], serverNow };
   }
 
-  private async events(group: BoardGroup, count: number) {
-    if (group.store) return group.store.events(count);
-    return this.recorder.events().filter((e) => e.group === group.name);
+  private async events(group: BoardGroup, count: number, filter: EventFilter) {
+    if (!group.store) return this.recorder.events().filter((e) => e.group === group.name);
+    const streams: Array<'events' | 'busy'> =
+      filter === 'busy' ? ['busy'] : filter === 'all' ? ['events', 'busy'] : ['events'];
+    return group.store.events(count, streams);
   }
 
   private scan(group: BoardGroup, search: string): Promise<ScanResult> {

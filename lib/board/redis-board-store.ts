@@ -75,11 +75,14 @@ export class RedisBoardStore {
     multi.set(this.names.instance(view.id), JSON.stringify(view), 'PX', expiry);
     multi.zadd(this.names.instances, now + expiry, view.id);
     multi.zremrangebyscore(this.names.instances, '-inf', now);
+    const streams = new Set<string>();
     for (const e of events) {
-      multi.xadd(this.names.events, 'MAXLEN', '~', eventsKept, '*', 'e', JSON.stringify(e));
+      const stream = e.type === 'busy' ? this.names.busy : this.names.events;
+      streams.add(stream);
+      multi.xadd(stream, 'MAXLEN', '~', eventsKept, '*', 'e', JSON.stringify(e));
     }
     // Events outlive the instance that wrote them (a lost lease last night), not the group.
-    if (events.length) multi.pexpire(this.names.events, 24 * 3_600_000);
+    for (const stream of streams) multi.pexpire(stream, 24 * 3_600_000);
     await multi.exec();
   }
 
@@ -99,10 +102,12 @@ export class RedisBoardStore {
     return raw.flatMap((r) => (r ? [JSON.parse(r) as InstanceView] : []));
   }
 
-  /** The group's last `count` events, newest first. */
-  async events(count: number): Promise<BoardEvent[]> {
-    const entries = await this.node.xrevrange(this.names.events, '+', '-', 'COUNT', count);
-    return entries.flatMap(([, fields]) => {
+  /** The group's last `count` events of each stream asked for, newest first. */
+  async events(count: number, streams: ReadonlyArray<'events' | 'busy'>): Promise<BoardEvent[]> {
+    const read = await Promise.all(
+      streams.map((s) => this.node.xrevrange(this.names[s], '+', '-', 'COUNT', count)),
+    );
+    return read.flat().flatMap(([, fields]) => {
       const at = fields.indexOf('e');
       return at < 0 ? [] : [JSON.parse(fields[at + 1]) as BoardEvent];
     });

@@ -4,7 +4,7 @@ import uPlot from './uPlot.esm.js';
 
 const view = document.getElementById('view');
 const status = document.getElementById('status');
-const state = { q: '', group: '', page: 1, eventType: '' };
+const state = { q: '', group: '', page: 1, events: 'problems' };
 let source;
 let charts = [];
 let last;
@@ -57,7 +57,13 @@ function connect() {
   const params = new URLSearchParams(
     r.view === 'key'
       ? { view: 'key', group: r.group, key: r.key }
-      : { view: 'overview', q: state.q, group: state.group, page: String(state.page) },
+      : {
+          view: 'overview',
+          q: state.q,
+          group: state.group,
+          page: String(state.page),
+          events: state.events,
+        },
   );
   source = new EventSource(`api/stream?${params}`);
   source.onopen = () => (status.textContent = 'Live');
@@ -159,13 +165,14 @@ function skeletonOverview() {
         <select id="grp"><option value="">all</option></select>
       </div>
       <div id="held"></div>
+      <p class="muted">Fence, held for and renewals come from the holder's instance, which publishes them every second: “—” until it has.</p>
       <nav class="pager" id="pager" aria-label="Pages of held locks"></nav>
     </section>
     <section class="panel" aria-labelledby="h-lines"><h2 id="h-lines">Waiting lines</h2><div id="lines"></div></section>
     <section class="panel" aria-labelledby="h-events">
       <h2 id="h-events">Recent events</h2>
       <div class="tools"><label for="etype">Show</label>
-        <select id="etype"><option value="">all</option><option>lost</option><option>expired</option><option>busy</option><option>error</option><option>forced</option></select>
+        <select id="etype"><option value="problems">lost, expired, errors, forced</option><option value="all">all, with busy</option><option>lost</option><option>expired</option><option>busy</option><option>error</option><option>forced</option></select>
       </div>
       <div id="events"></div>
     </section>
@@ -187,10 +194,10 @@ function skeletonOverview() {
     state.page = 1;
     connect();
   });
-  document.getElementById('etype').value = state.eventType;
+  document.getElementById('etype').value = state.events;
   document.getElementById('etype').addEventListener('change', (e) => {
-    state.eventType = e.target.value;
-    if (last) renderEvents(last.events, document.getElementById('events'), true);
+    state.events = e.target.value;
+    connect();
   });
   makeCharts(document.getElementById('hot'));
 }
@@ -238,12 +245,11 @@ function lineHtml(line, withKey = true) {
   return `${title}<ol class="line" aria-label="Waiting for ${esc(line.key)}, first in line first">${items}</ol>${more}`;
 }
 
-function renderEvents(events, host, force) {
-  const shown = state.eventType ? events.filter((e) => e.type === state.eventType) : events;
+function renderEvents(events, host) {
   const html = table(
     'Newest first',
     ['Time', 'Event', 'Instance', 'Key', 'Detail'],
-    shown.map((e) => [
+    events.map((e) => [
       td(esc(time(e.t))),
       td(tag(e.type)),
       td(esc(e.instance)),
@@ -252,7 +258,7 @@ function renderEvents(events, host, force) {
     ]),
     'No events yet.',
   );
-  if (force || host.dataset.html !== html) {
+  if (host.dataset.html !== html) {
     host.innerHTML = html;
     host.dataset.html = html;
   }
