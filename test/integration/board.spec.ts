@@ -89,10 +89,8 @@ describe('lock board', () => {
         expect(refused.headers['www-authenticate']).toMatch(/^Basic/);
         const page = await request(http).get('/locks/').set('authorization', AUTH);
         expect(page.status).toBe(200);
-        expect(page.text).toContain('assets/board.js');
-        const chart = await request(http)
-          .get('/locks/assets/uPlot.esm.js')
-          .set('authorization', AUTH);
+        expect(page.text).toContain('assets/board.mjs');
+        const chart = await request(http).get('/locks/assets/uPlot.mjs').set('authorization', AUTH);
         expect(chart.status).toBe(200);
 
         // beta holds product:1; alpha and then gamma wait for it.

@@ -1,6 +1,6 @@
 /* global document, window, location, EventSource, URLSearchParams, fetch, setTimeout, clearTimeout */
 // The lock board's page: one EventSource per view, rendered with plain DOM; charts by uPlot.
-import uPlot from './uPlot.esm.js';
+import uPlot from './uPlot.mjs';
 
 const view = document.getElementById('view');
 const status = document.getElementById('status');
