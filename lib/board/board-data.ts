@@ -328,7 +328,7 @@ export function seriesOf(
     const seconds = Math.max(1, Math.min(STEP_MS, now - t)) / 1000;
     const answers = m.acquires + m.busy;
     series.t.push(t / 1000);
-    series.acquiresPerSec.push(Math.round((m.acquires / seconds) * 10) / 10);
+    series.acquiresPerSec.push(Math.round((m.acquires / seconds) * 100) / 100);
     series.busyRate.push(answers ? m.busy / answers : null);
     series.p50.push(quantile(m.waits, 0.5));
     series.p99.push(quantile(m.waits, 0.99));
@@ -356,7 +356,7 @@ export function hotKeys(sources: readonly GroupSources[], now: number, limit = 1
       out.push({
         group: group.name,
         key,
-        acquiresPerSec: Math.round((total.acquires / seconds) * 10) / 10,
+        acquiresPerSec: Math.round((total.acquires / seconds) * 100) / 100,
         busyRate: answers ? total.busy / answers : null,
         p50: quantile(total.waits, 0.5),
         p99: quantile(total.waits, 0.99),

@@ -110,7 +110,7 @@ function makeCharts(host) {
         { label: 'acquires/s', stroke: '#0b5cad', width: 2 },
         { label: 'busy %', stroke: '#a3161b', width: 2, scale: 'pct' },
       ],
-      axes: [{}, {}, { scale: 'pct', side: 1, grid: { show: false } }],
+      axes: [{}, { size: 64 }, { scale: 'pct', side: 1, grid: { show: false } }],
     },
     [[], [], []],
     host.querySelector('.c-rate'),
@@ -124,6 +124,8 @@ function makeCharts(host) {
         { label: 'p50 ms', stroke: '#1d6b2f', width: 2 },
         { label: 'p99 ms', stroke: '#7a4b00', width: 2 },
       ],
+      // Room for "10,000" on the axis.
+      axes: [{}, { size: 64 }],
     },
     [[], [], []],
     host.querySelector('.c-wait'),
