@@ -37,6 +37,10 @@ import { InstanceViews } from './instance-view';
 import type { ResolvedLockBoardOptions } from './lock-board-options.interface';
 import { RedisBoardStore, type ScanResult } from './redis-board-store';
 
+/** How often instances publish while a page is open, ms (at most; `publishInterval` if less). */
+const WATCHED_PUBLISH_MS = 250;
+/** How long one look at the board keeps instances publishing often, ms. */
+const WATCHED_FOR_MS = 3_000;
 /** How long node checks are reused, ms. */
 const NODES_TTL = 5_000;
 /** Events read per group for a key's page. */
@@ -72,6 +76,10 @@ export class LockBoardService {
   private readonly failing = new Set<string>();
   private nodes?: { at: number; value: Promise<BoardNode[]> };
   private readonly scans = new Map<string, { at: number; value: Promise<ScanResult> }>();
+  /** Whether a page was open at the last publish (then publishing is faster). */
+  private watched = false;
+  /** When this instance last told the others a page is open. */
+  private watchSent = 0;
 
   constructor(
     readonly options: ResolvedLockBoardOptions,
@@ -101,7 +109,9 @@ export class LockBoardService {
     this.recorder.start();
     const tick = () => {
       this.publishing = this.publish().finally(() => {
-        if (this.timer) this.timer = setTimeout(tick, this.options.publishInterval).unref();
+        const { publishInterval } = this.options;
+        const next = this.watched ? Math.min(publishInterval, WATCHED_PUBLISH_MS) : publishInterval;
+        if (this.timer) this.timer = setTimeout(tick, next).unref();
       });
     };
     this.timer = setTimeout(tick, 0).unref();
@@ -118,12 +128,13 @@ export class LockBoardService {
   /** Publishes this instance's view and new events to every Redis group. */
   async publish(): Promise<void> {
     const { expiry, eventsKept } = this.options;
+    let watched = false;
     await Promise.all(
       this.groups.map(async (g) => {
         if (!g.store) return;
         const events = this.recorder.takeUnpublished(g.name);
         try {
-          await g.store.publish(this.view(g), events, expiry, eventsKept);
+          watched = (await g.store.publish(this.view(g), events, expiry, eventsKept)) || watched;
           this.failing.delete(g.name);
         } catch (err) {
           if (!this.failing.has(g.name)) {
@@ -133,6 +144,18 @@ export class LockBoardService {
         }
       }),
     );
+    this.watched = watched;
+  }
+
+  /**
+   * A page is open here: the instances publish every `WATCHED_PUBLISH_MS` for a while, so the
+   * fence and age of young holds show sooner (one write per group every second at most).
+   */
+  private watch(groups: readonly BoardGroup[]): void {
+    const now = Date.now();
+    if (now - this.watchSent < 1_000) return;
+    this.watchSent = now;
+    for (const g of groups) void g.store?.watch(WATCHED_FOR_MS).catch(() => undefined);
   }
 
   /** Everything the overview page shows. */
@@ -140,6 +163,7 @@ export class LockBoardService {
     const now = Date.now();
     const search = query.search ?? '';
     const groups = this.groups.filter((g) => !query.group || g.name === query.group);
+    this.watch(groups);
     const sources = await Promise.all(groups.map((g) => this.sources(g)));
     // Held keys of every group, sorted, then one page of them read in detail.
     const listed: Array<{ source: GroupSources; key: string }> = [];
@@ -213,6 +237,7 @@ export class LockBoardService {
   async keyPage(groupName: string, key: string): Promise<BoardKeyPage | undefined> {
     const group = this.groups.find((g) => g.name === groupName);
     if (!group) return undefined;
+    this.watch([group]);
     const now = Date.now();
     const { views, serverNow } = await this.sources(group);
     let held: BoardHeld[];

@@ -63,13 +63,16 @@ export class RedisBoardStore {
     this.names = space.boardKeys(group);
   }
 
-  /** Publishes this instance's view (living `expiry` ms) and its new events. */
+  /**
+   * Publishes this instance's view (living `expiry` ms) and its new events; answers whether a
+   * page of the board is open (read in the same round trip).
+   */
   async publish(
     view: InstanceView,
     events: readonly BoardEvent[],
     expiry: number,
     eventsKept: number,
-  ): Promise<void> {
+  ): Promise<boolean> {
     const now = Date.now();
     const multi = this.node.multi();
     multi.set(this.names.instance(view.id), JSON.stringify(view), 'PX', expiry);
@@ -83,7 +86,14 @@ export class RedisBoardStore {
     }
     // Events outlive the instance that wrote them (a lost lease last night), not the group.
     for (const stream of streams) multi.pexpire(stream, 24 * 3_600_000);
-    await multi.exec();
+    multi.exists(this.names.watched);
+    const replies = await multi.exec();
+    return replies?.[replies.length - 1]?.[1] === 1;
+  }
+
+  /** Tells the instances a page is open for the next `ms`. */
+  async watch(ms: number): Promise<void> {
+    await this.node.set(this.names.watched, '1', 'PX', ms);
   }
 
   /** Drops this instance's view at once (a clean shutdown). */

@@ -19,6 +19,8 @@
  *                                           stream, expires when idle)
  *   `<prefix>board:{<group>}:busy`          recent busy events, apart: a storm of them must not
  *                                           push the rare ones out
+ *   `<prefix>board:{<group>}:watched`       set (with a short PX) while a page is open: instances
+ *                                           then publish more often
  * Channels: `<prefix>{<key>}:rel` carries `r` when a release frees a key racing waiters wait for;
  * `nest-locked:g:<token prefix>` carries `g <token> <fence> <spare>[:<server ms>] <lock key>` when a release
  * grants a key to a token the process with that token prefix queued, and `w <lock key>` when a
@@ -124,6 +126,7 @@ export class KeySpace {
     instances: string;
     events: string;
     busy: string;
+    watched: string;
     instance(id: string): string;
   } {
     const base = `${this.prefix}board:{${group}}`;
@@ -131,6 +134,7 @@ export class KeySpace {
       instances: `${base}:instances`,
       events: `${base}:events`,
       busy: `${base}:busy`,
+      watched: `${base}:watched`,
       instance: (id) => `${base}:i:${id}`,
     };
   }
