@@ -167,7 +167,7 @@ function skeletonOverview() {
         <select id="grp"><option value="">all</option></select>
       </div>
       <div id="held"></div>
-      <p class="muted">Fence, held for and renewals come from the holder's instance, which publishes them every second: “—” until it has.</p>
+      <p class="muted">Fence, held for and renewals come from the holder's instance: “—” until it has published them (every 250 ms while a page is open).</p>
       <nav class="pager" id="pager" aria-label="Pages of held locks"></nav>
     </section>
     <section class="panel" aria-labelledby="h-lines"><h2 id="h-lines">Waiting lines</h2><div id="lines"></div></section>
