@@ -125,7 +125,10 @@ export interface BoardKeyPage {
   readonly held: BoardHeld[];
   readonly line: BoardLine | null;
   readonly series: BoardSeries;
+  /** Its lost, expired, error and forced events, newest first. */
   readonly events: BoardEvent[];
+  /** Its last busy answers, newest first. */
+  readonly busy: BoardEvent[];
 }
 
 /** What one group's data comes from on this request. */

@@ -239,6 +239,7 @@ export class LockBoardService {
     if (!group) return undefined;
     this.watch([group]);
     const now = Date.now();
+    const all = await this.events(group, KEY_EVENTS_READ, 'all');
     const { views, serverNow } = await this.sources(group);
     let held: BoardHeld[];
     let line: BoardLine | null = null;
@@ -268,7 +269,8 @@ export class LockBoardService {
         views.map((v) => v.rates.keys[key]),
         now,
       ),
-      events: newestEvents([await this.events(group, KEY_EVENTS_READ, 'all')], 'all', key, 100),
+      events: newestEvents([all], 'problems', key),
+      busy: newestEvents([all], 'busy', key, 10),
     };
   }
 

@@ -375,7 +375,7 @@ function skeletonKey(r) {
   <div class="grid">
     <section class="panel wide" aria-labelledby="h-kheld"><h2 id="h-kheld">Held</h2><div id="kheld"></div><div id="kaction"></div></section>
     <section class="panel" aria-labelledby="h-kline"><h2 id="h-kline">Waiting line</h2><div id="kline"></div></section>
-    <section class="panel" aria-labelledby="h-kevents"><h2 id="h-kevents">Events of this key</h2><div id="kevents"></div></section>
+    <section class="panel" aria-labelledby="h-kevents"><h2 id="h-kevents">Events of this key</h2><div id="kevents"></div><h3>Last busy answers</h3><div id="kbusy"></div></section>
     <section class="panel wide" aria-labelledby="h-khot" id="hot"><h2 id="h-khot">Activity (last 5 minutes)</h2>${chartBlock()}</section>
   </div>`;
   makeCharts(document.getElementById('hot'));
@@ -397,6 +397,7 @@ function renderKey(d) {
       : '<p class="empty">Nobody waits.</p>',
   );
   renderEvents(d.events, document.getElementById('kevents'));
+  renderEvents(d.busy, document.getElementById('kbusy'));
   updateCharts(d.series, document.querySelector('#hot .chart-summary'));
 }
 
