@@ -164,16 +164,23 @@ export class LockBoardService {
     const search = query.search ?? '';
     const groups = this.groups.filter((g) => !query.group || g.name === query.group);
     this.watch(groups);
+    // Independent reads go out together: the views, the scans, the events and the node checks.
+    const filter = query.events ?? 'problems';
+    const eventsRead = Promise.all(groups.map((g) => this.events(g, 100, filter)));
+    const nodesRead = this.nodeChecks();
+    const scansRead = Promise.all(groups.map((g) => (g.store ? this.scan(g, search) : undefined)));
+    for (const read of [eventsRead, nodesRead, scansRead]) read.catch(() => undefined);
     const sources = await Promise.all(groups.map((g) => this.sources(g)));
+    const scanned = await scansRead;
     // Held keys of every group, sorted, then one page of them read in detail.
     const listed: Array<{ source: GroupSources; key: string }> = [];
     const scans = new Map<string, ScanResult>();
     let complete = true;
     const localRows = new Map<string, BoardHeld>();
-    for (const source of sources) {
+    for (const [i, source] of sources.entries()) {
       const { group } = source;
-      if (group.store) {
-        const scan = await this.scan(group, search);
+      const scan = scanned[i];
+      if (scan) {
         scans.set(group.name, scan);
         complete &&= scan.complete;
         for (const key of scan.locks) listed.push({ source, key });
@@ -195,15 +202,15 @@ export class LockBoardService {
       const keys = shown.filter((s) => s.source === source).map((s) => s.key);
       if (group.store) {
         const holders = new Holders(views);
-        const locks = await group.store.locks(keys);
+        const [locks, stored] = await Promise.all([
+          group.store.locks(keys),
+          group.queued ? linesOfRedis(group.store, scans.get(group.name)!, new Set(keys)) : [],
+        ]);
         for (const lock of locks) {
           const row = heldFromRedis(group.name, lock, holders, serverNow, now);
           if (row) rows.push(row);
         }
-        if (group.queued) {
-          const stored = await linesOfRedis(group.store, scans.get(group.name)!, new Set(keys));
-          lines.push(...stored.map((l) => lineFromRedis(group.name, l, holders, serverNow)));
-        }
+        lines.push(...stored.map((l) => lineFromRedis(group.name, l, holders, serverNow)));
       } else {
         for (const key of keys) rows.push(localRows.get(`${group.name}\n${key}`)!);
       }
@@ -211,8 +218,7 @@ export class LockBoardService {
         lines.push(...linesFromViews(group.name, views, now).filter((l) => l.key.includes(search)));
       }
     }
-    const filter = query.events ?? 'problems';
-    const events = await Promise.all(groups.map((g) => this.events(g, 100, filter)));
+    const events = await eventsRead;
     return {
       now,
       self: this.options.instance,
@@ -229,7 +235,7 @@ export class LockBoardService {
         keys: hotKeys(sources, now),
       },
       events: newestEvents(events, filter),
-      nodes: await this.nodeChecks(),
+      nodes: await nodesRead,
     };
   }
 
