@@ -23,6 +23,8 @@ export interface BoardGroup {
   readonly store?: RedisBoardStore;
   /** Redis groups on one node queue their waiters in Redis (quorums race). */
   readonly queued: boolean;
+  /** Redis groups: the prefix of this process's tokens (it names the instance in queues). */
+  readonly tokenPrefix?: string;
 }
 
 /** A held key, one row. */

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as path from 'node:path';
+import { LockConfigError } from '../errors';
 import { BOARD_RELEASE_UNCONFIRMED, BOARD_UNSUPPORTED_PLATFORM } from '../redlock.messages';
 import type { EventFilter } from './board-data';
 import type { ResolvedLockBoardOptions } from './lock-board-options.interface';
@@ -99,7 +100,7 @@ export class BoardHttp {
         fastify.route({ method: ['GET', 'POST'], url, handler });
       }
     } else {
-      throw new Error(BOARD_UNSUPPORTED_PLATFORM(type));
+      throw new LockConfigError(BOARD_UNSUPPORTED_PLATFORM(type), 'LockBoardModule');
     }
   }
 

@@ -44,7 +44,7 @@ const WATCHED_FOR_MS = 3_000;
 /** How long node checks are reused, ms. */
 const NODES_TTL = 5_000;
 /** Events read per group for a key's page. */
-const KEY_EVENTS_READ = 500;
+const KEY_EVENTS_READ = 200;
 
 /** What the overview is asked for. */
 export interface OverviewQuery {
@@ -98,6 +98,7 @@ export class LockBoardService {
         client,
         store: new RedisBoardStore(name, node, space),
         queued: client.nodes.length === 1 && !isCluster(node),
+        tokenPrefix: client.tokenPrefix,
       });
     }
     for (const [name, { client, kind }] of registry.backends()) {
@@ -303,8 +304,7 @@ export class LockBoardService {
 
   /** This instance's view of a group, fresh. */
   private view(g: BoardGroup) {
-    const prefix = g.store ? (g.client as { tokenPrefix?: string }).tokenPrefix : undefined;
-    return this.views.of(g.name, g.backend, g.client, prefix);
+    return this.views.of(g.name, g.backend, g.client, g.tokenPrefix);
   }
 
   /** The views of a group's instances (this one's fresh), and the clock its times are on. */
