@@ -154,6 +154,40 @@ describe('lock board', () => {
     },
   );
 
+  it('a group on another backend shows what this instance holds and waits for', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        RedlockModule.forRoot({ backend: 'memory' }),
+        LockBoardModule.forRoot({ public: true, instance: 'solo' }),
+      ],
+    }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+    const release: Array<() => void> = [];
+    try {
+      const locks = app.get(LockService);
+      await new Promise<void>(
+        (held) =>
+          void locks.using('job:1', () => {
+            held();
+            return new Promise<void>((done) => release.push(done));
+          }),
+      );
+      const waiting = locks.using('job:1', () => undefined, { waitTimeout: 20_000 });
+      const o = await overviewUntil(app, (o) => o.lines.some((l) => l.key === 'job:1'));
+      expect(o.groups).toEqual([{ name: 'default', backend: 'memory' }]);
+      expect(o.held.rows).toMatchObject([{ key: 'job:1', instance: 'solo', mode: 'exclusive' }]);
+      expect(o.held.rows[0].fence).toEqual(expect.any(Number));
+      expect(o.lines[0].waiters).toMatchObject([{ instance: 'solo', mode: 'exclusive' }]);
+      expect(o.lines[0].waiters[0].deadlineInMs).toBeGreaterThan(0);
+      release.forEach((done) => done());
+      await waiting;
+    } finally {
+      release.forEach((done) => done());
+      await app.close();
+    }
+  });
+
   it('an instance that stops disappears; search and pages bound what is read', async () => {
     const prefix = uniquePrefix('board-gone');
     const a = await boardApp(prefix, 'stays', 'express');
