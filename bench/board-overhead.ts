@@ -12,6 +12,7 @@ import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { LockService, RedlockModule } from 'nest-locked';
 import { LockBoardModule } from 'nest-locked/board';
+import { KeyRates } from '../lib/board/key-rates';
 import { startRedisServer } from '../test/support/redis-server';
 
 const UNCONTENDED_CYCLES = 3_000;
@@ -53,7 +54,19 @@ async function hot(locks: LockService): Promise<number> {
   return HOT_CYCLES / ((performance.now() - start) / 1000);
 }
 
+/** What the lock path pays per event with the board imported: one KeyRates.record, in ns. */
+function recordCost(): number {
+  const rates = new KeyRates();
+  const keys = Array.from({ length: 1_000 }, (_, i) => [`k:${i}`]);
+  const n = 2_000_000;
+  for (let i = 0; i < n / 10; i++) rates.record('g', keys[i % 1_000], i % 7, false); // warm-up
+  const start = performance.now();
+  for (let i = 0; i < n; i++) rates.record('g', keys[i % 1_000], i % 7, i % 50 === 0);
+  return ((performance.now() - start) * 1e6) / n;
+}
+
 async function main(): Promise<void> {
+  process.stdout.write(`KeyRates.record: ${recordCost().toFixed(0)} ns per event\n`);
   const rounds = Number(process.argv[process.argv.indexOf('--rounds') + 1]) || 5;
   const redis = await startRedisServer();
   const results: Record<string, { uncontended: number[]; hot: number[] }> = {

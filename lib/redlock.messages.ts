@@ -710,6 +710,8 @@ export const BOARD_PUBLISH_FAILED = (group: string, reason: string) =>
 export const BOARD_RELEASE_NOT_HELD = (key: string) => `"${key}" is not held: nothing to release.`;
 export const BOARD_RELEASE_UNSUPPORTED = (group: string, backend: string) =>
   `Group "${group}" runs on ${backend}: the board force-releases Redis locks only.`;
+export const BOARD_EMPTY_PASSWORD =
+  'lockBoardBasicAuth: the password is empty; set it (from an environment variable or a secret) so the board is not open to anyone.';
 export const BOARD_RELEASE_UNCONFIRMED =
   'Force release needs confirm=<the key>, the key typed again.';
 

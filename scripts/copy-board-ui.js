@@ -9,9 +9,12 @@ fs.mkdirSync(out, { recursive: true });
 const ui = path.join(root, 'lib', 'board', 'ui');
 for (const file of fs.readdirSync(ui)) fs.copyFileSync(path.join(ui, file), path.join(out, file));
 const uplot = path.dirname(require.resolve('uplot/package.json'));
-for (const file of ['uPlot.esm.js', 'uPlot.min.css', 'LICENSE']) {
-  fs.copyFileSync(
-    path.join(uplot, file === 'LICENSE' ? '' : 'dist', file),
-    path.join(out, file === 'LICENSE' ? 'uPlot.LICENSE' : file),
-  );
+// Source in uplot -> name in dist/board/ui (scripts are .mjs: see ASSETS in board-http.ts).
+const vendored = {
+  'dist/uPlot.esm.js': 'uPlot.mjs',
+  'dist/uPlot.min.css': 'uPlot.min.css',
+  LICENSE: 'uPlot.LICENSE',
+};
+for (const [from, to] of Object.entries(vendored)) {
+  fs.copyFileSync(path.join(uplot, from), path.join(out, to));
 }

@@ -1,5 +1,5 @@
 import type { LockBackend } from '../engine/lock-backend';
-import type { BoardEvent } from './board-recorder';
+import type { BoardEvent, BoardEventType } from './board-recorder';
 import { type HoldMode, type HoldView, type InstanceView, modeOf } from './instance-view';
 import { STEP_MS, type StepCounts } from './key-rates';
 import type { RedisBoardStore, ScanResult, StoredLine, StoredLock } from './redis-board-store';
@@ -23,6 +23,8 @@ export interface BoardGroup {
   readonly store?: RedisBoardStore;
   /** Redis groups on one node queue their waiters in Redis (quorums race). */
   readonly queued: boolean;
+  /** Redis groups: the prefix of this process's tokens (it names the instance in queues). */
+  readonly tokenPrefix?: string;
 }
 
 /** A held key, one row. */
@@ -125,7 +127,10 @@ export interface BoardKeyPage {
   readonly held: BoardHeld[];
   readonly line: BoardLine | null;
   readonly series: BoardSeries;
+  /** Its lost, expired, error and forced events, newest first. */
   readonly events: BoardEvent[];
+  /** Its last busy answers, newest first. */
+  readonly busy: BoardEvent[];
 }
 
 /** What one group's data comes from on this request. */
@@ -328,7 +333,7 @@ export function seriesOf(
     const seconds = Math.max(1, Math.min(STEP_MS, now - t)) / 1000;
     const answers = m.acquires + m.busy;
     series.t.push(t / 1000);
-    series.acquiresPerSec.push(Math.round((m.acquires / seconds) * 10) / 10);
+    series.acquiresPerSec.push(Math.round((m.acquires / seconds) * 100) / 100);
     series.busyRate.push(answers ? m.busy / answers : null);
     series.p50.push(quantile(m.waits, 0.5));
     series.p99.push(quantile(m.waits, 0.99));
@@ -356,7 +361,7 @@ export function hotKeys(sources: readonly GroupSources[], now: number, limit = 1
       out.push({
         group: group.name,
         key,
-        acquiresPerSec: Math.round((total.acquires / seconds) * 10) / 10,
+        acquiresPerSec: Math.round((total.acquires / seconds) * 100) / 100,
         busyRate: answers ? total.busy / answers : null,
         p50: quantile(total.waits, 0.5),
         p99: quantile(total.waits, 0.99),
@@ -408,15 +413,30 @@ export async function linesOfRedis(
   return lines.filter((l) => keep.has(l.key) || pageKeys.has(l.key));
 }
 
+/**
+ * Which events a list shows: `problems` (lost, expired, error, forced: the default, busy answers
+ * are counted in the charts), `all`, or one type.
+ */
+export type EventFilter = 'problems' | 'all' | BoardEventType;
+
+/** Whether `filter` shows events of `type`. */
+export function shows(filter: EventFilter, type: BoardEventType): boolean {
+  if (filter === 'all') return true;
+  if (filter === 'problems') return type !== 'busy';
+  return filter === type;
+}
+
 /** Events of several groups, newest first. */
 export function newestEvents(
   lists: ReadonlyArray<readonly BoardEvent[]>,
+  filter: EventFilter,
   key?: string,
   limit = EVENTS_SHOWN,
 ): BoardEvent[] {
   return lists
     .flat()
     .filter((e) => key === undefined || e.key.split(', ').includes(key))
+    .filter((e) => shows(filter, e.type))
     .sort((a, b) => b.t - a.t)
     .slice(0, limit);
 }

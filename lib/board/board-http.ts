@@ -1,16 +1,21 @@
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as path from 'node:path';
+import { LockConfigError } from '../errors';
 import { BOARD_RELEASE_UNCONFIRMED, BOARD_UNSUPPORTED_PLATFORM } from '../redlock.messages';
+import type { EventFilter } from './board-data';
 import type { ResolvedLockBoardOptions } from './lock-board-options.interface';
 import type { LockBoardService } from './lock-board.service';
 
-/** The page's files: name in the URL -> where it is and its type. */
+/**
+ * The page's files: name in the URL -> where it is and its type. Scripts are `.mjs`: the package
+ * check wants a source map beside every `.js` of dist/.
+ */
 const ASSETS: Record<string, { file: string; vendor?: string; type: string }> = {
-  'board.js': { file: 'board.js', type: 'text/javascript; charset=utf-8' },
+  'board.mjs': { file: 'board.mjs', type: 'text/javascript; charset=utf-8' },
   'board.css': { file: 'board.css', type: 'text/css; charset=utf-8' },
-  'uPlot.esm.js': {
-    file: 'uPlot.esm.js',
+  'uPlot.mjs': {
+    file: 'uPlot.mjs',
     vendor: 'uplot/dist/uPlot.esm.js',
     type: 'text/javascript; charset=utf-8',
   },
@@ -95,7 +100,7 @@ export class BoardHttp {
         fastify.route({ method: ['GET', 'POST'], url, handler });
       }
     } else {
-      throw new Error(BOARD_UNSUPPORTED_PLATFORM(type));
+      throw new LockConfigError(BOARD_UNSUPPORTED_PLATFORM(type), 'LockBoardModule');
     }
   }
 
@@ -179,6 +184,7 @@ export class BoardHttp {
       search: query.get('q') ?? '',
       group: query.get('group') || undefined,
       page: Number(query.get('page')) || 1,
+      events: eventFilter(query.get('events')),
     });
   }
 
@@ -200,6 +206,7 @@ export class BoardHttp {
         ? this.board.keyPage(query.get('group') ?? '', query.get('key') ?? '')
         : this.overview(query);
     const tick = async () => {
+      const started = Date.now();
       try {
         const data = JSON.stringify(await read());
         // `now` changes every time: compare without it.
@@ -217,7 +224,9 @@ export class BoardHttp {
           `event: failure\ndata: ${JSON.stringify({ message: (err as Error).message })}\n\n`,
         );
       }
-      if (open) timer = setTimeout(tick, this.options.refreshInterval);
+      // The interval counts from the start of this view: a slow read does not add to it.
+      const wait = Math.max(50, this.options.refreshInterval - (Date.now() - started));
+      if (open) timer = setTimeout(tick, wait);
     };
     req.on('close', () => {
       open = false;
@@ -270,4 +279,19 @@ export class BoardHttp {
     });
     res.end(JSON.stringify(body));
   }
+}
+
+const FILTERS: readonly EventFilter[] = [
+  'problems',
+  'all',
+  'lost',
+  'expired',
+  'busy',
+  'error',
+  'forced',
+];
+
+/** The `events` parameter, or the default for anything else. */
+function eventFilter(raw: string | null): EventFilter {
+  return FILTERS.find((f) => f === raw) ?? 'problems';
 }

@@ -25,8 +25,8 @@ export interface BoardEvent {
 
 /** Events kept in memory for the local view, per process. */
 const LOCAL_EVENTS = 200;
-/** `busy` events recorded per publish at most: under a storm the counts stay exact, the list not. */
-const BUSY_PER_ROUND = 20;
+/** `busy` events listed per second at most: under a storm the counts stay exact, the list not. */
+const BUSY_PER_SECOND = 20;
 
 /**
  * Listens to `LockService` events for the board: counts acquires, busy answers and waits per key
@@ -41,12 +41,18 @@ export class BoardRecorder {
   private readonly recent: BoardEvent[] = [];
   /** Events not yet published, per group. */
   private readonly unpublished = new Map<string, BoardEvent[]>();
-  private busyThisRound = 0;
+  private busyThisSecond = 0;
+  private busySecond = 0;
   private readonly listeners = {
     acquired: (e: LockAcquiredEvent) => this.rates.record(e.client, e.keys, e.waitedMs, false),
     busy: (e: LockBusyEvent) => {
       this.rates.record(e.client, e.keys, e.waitedMs, true);
-      if (this.busyThisRound++ < BUSY_PER_ROUND) {
+      const second = Math.floor(Date.now() / 1000);
+      if (second !== this.busySecond) {
+        this.busySecond = second;
+        this.busyThisSecond = 0;
+      }
+      if (this.busyThisSecond++ < BUSY_PER_SECOND) {
         this.add('busy', e.client, e.keys, `gave up after ${Math.round(e.waitedMs)} ms`);
       }
     },
@@ -104,9 +110,8 @@ export class BoardRecorder {
     return [...this.recent].reverse();
   }
 
-  /** The events of `group` since the last call, for its stream; starts a new busy budget. */
+  /** The events of `group` since the last call, for its stream. */
   takeUnpublished(group: string): BoardEvent[] {
-    this.busyThisRound = 0;
     const pending = this.unpublished.get(group) ?? [];
     this.unpublished.delete(group);
     return pending;

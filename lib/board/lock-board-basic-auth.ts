@@ -1,4 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
+import { LockConfigError } from '../errors';
+import { BOARD_EMPTY_PASSWORD } from '../redlock.messages';
 import type { LockBoardGuard } from './lock-board-options.interface';
 
 function same(a: string, b: string): boolean {
@@ -17,13 +19,16 @@ function same(a: string, b: string): boolean {
  *   guard: lockBoardBasicAuth({ user: 'ops', password: process.env.LOCK_BOARD_PASSWORD! }),
  * });
  * ```
+ * @throws LockConfigError for an empty password (an unset environment variable, usually)
  * @publicApi
  */
 export function lockBoardBasicAuth(credentials: {
   user: string;
   password: string;
 }): LockBoardGuard {
-  if (!credentials.password) throw new Error('lockBoardBasicAuth: give a non-empty password.');
+  if (!credentials.password) {
+    throw new LockConfigError(BOARD_EMPTY_PASSWORD, 'lockBoardBasicAuth');
+  }
   return ({ headers }) => {
     const header = headers.authorization ?? '';
     if (!header.startsWith('Basic ')) return false;

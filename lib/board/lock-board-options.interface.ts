@@ -17,14 +17,27 @@ export interface LockBoardRequest {
  *
  * @example
  * ```ts
- * const guard: LockBoardGuard = (req) => req.headers['x-admin-token'] === process.env.ADMIN_TOKEN;
+ * const token = process.env.ADMIN_TOKEN ?? '';
+ * // Never compare with an unset variable: undefined === undefined would let everyone in.
+ * const guard: LockBoardGuard = (req) => token !== '' && req.headers['x-admin-token'] === token;
  * ```
  */
 export type LockBoardGuard = (
   request: LockBoardRequest,
 ) => boolean | string | Promise<boolean | string>;
 
-/** Options of `LockBoardModule.forRoot`. */
+/**
+ * Options of `LockBoardModule.forRoot`.
+ *
+ * @example
+ * ```ts
+ * const options: LockBoardOptions = {
+ *   path: '/admin/locks',
+ *   guard: lockBoardBasicAuth({ user: 'admin', password: process.env.LOCK_BOARD_PASSWORD ?? '' }),
+ *   actions: true,
+ * };
+ * ```
+ */
 export interface LockBoardOptions {
   /** Where the page and its endpoints live. @default '/locks' */
   path?: string;

@@ -18,6 +18,7 @@ import {
   type BoardLine,
   type BoardNode,
   type BoardOverview,
+  type EventFilter,
   type GroupSources,
   heldFromRedis,
   heldFromViews,
@@ -36,12 +37,14 @@ import { InstanceViews } from './instance-view';
 import type { ResolvedLockBoardOptions } from './lock-board-options.interface';
 import { RedisBoardStore, type ScanResult } from './redis-board-store';
 
+/** How often instances publish while a page is open, ms (at most; `publishInterval` if less). */
+const WATCHED_PUBLISH_MS = 250;
+/** How long one look at the board keeps instances publishing often, ms. */
+const WATCHED_FOR_MS = 3_000;
 /** How long node checks are reused, ms. */
 const NODES_TTL = 5_000;
-/** How long a scan of a group's keys is reused, ms: many open pages cost one scan. */
-const SCAN_TTL = 1_000;
 /** Events read per group for a key's page. */
-const KEY_EVENTS_READ = 500;
+const KEY_EVENTS_READ = 200;
 
 /** What the overview is asked for. */
 export interface OverviewQuery {
@@ -49,6 +52,8 @@ export interface OverviewQuery {
   readonly group?: string;
   /** 1-based. */
   readonly page?: number;
+  /** Which events to list. @default 'problems' */
+  readonly events?: EventFilter;
 }
 
 /** The outcome of a force release. */
@@ -71,6 +76,10 @@ export class LockBoardService {
   private readonly failing = new Set<string>();
   private nodes?: { at: number; value: Promise<BoardNode[]> };
   private readonly scans = new Map<string, { at: number; value: Promise<ScanResult> }>();
+  /** Whether a page was open at the last publish (then publishing is faster). */
+  private watched = false;
+  /** When this instance last told the others a page is open. */
+  private watchSent = 0;
 
   constructor(
     readonly options: ResolvedLockBoardOptions,
@@ -89,6 +98,7 @@ export class LockBoardService {
         client,
         store: new RedisBoardStore(name, node, space),
         queued: client.nodes.length === 1 && !isCluster(node),
+        tokenPrefix: client.tokenPrefix,
       });
     }
     for (const [name, { client, kind }] of registry.backends()) {
@@ -100,7 +110,9 @@ export class LockBoardService {
     this.recorder.start();
     const tick = () => {
       this.publishing = this.publish().finally(() => {
-        if (this.timer) this.timer = setTimeout(tick, this.options.publishInterval).unref();
+        const { publishInterval } = this.options;
+        const next = this.watched ? Math.min(publishInterval, WATCHED_PUBLISH_MS) : publishInterval;
+        if (this.timer) this.timer = setTimeout(tick, next).unref();
       });
     };
     this.timer = setTimeout(tick, 0).unref();
@@ -117,12 +129,13 @@ export class LockBoardService {
   /** Publishes this instance's view and new events to every Redis group. */
   async publish(): Promise<void> {
     const { expiry, eventsKept } = this.options;
+    let watched = false;
     await Promise.all(
       this.groups.map(async (g) => {
         if (!g.store) return;
         const events = this.recorder.takeUnpublished(g.name);
         try {
-          await g.store.publish(this.view(g), events, expiry, eventsKept);
+          watched = (await g.store.publish(this.view(g), events, expiry, eventsKept)) || watched;
           this.failing.delete(g.name);
         } catch (err) {
           if (!this.failing.has(g.name)) {
@@ -132,6 +145,18 @@ export class LockBoardService {
         }
       }),
     );
+    this.watched = watched;
+  }
+
+  /**
+   * A page is open here: the instances publish every `WATCHED_PUBLISH_MS` for a while, so the
+   * fence and age of young holds show sooner (one write per group every second at most).
+   */
+  private watch(groups: readonly BoardGroup[]): void {
+    const now = Date.now();
+    if (now - this.watchSent < 1_000) return;
+    this.watchSent = now;
+    for (const g of groups) void g.store?.watch(WATCHED_FOR_MS).catch(() => undefined);
   }
 
   /** Everything the overview page shows. */
@@ -139,16 +164,24 @@ export class LockBoardService {
     const now = Date.now();
     const search = query.search ?? '';
     const groups = this.groups.filter((g) => !query.group || g.name === query.group);
+    this.watch(groups);
+    // Independent reads go out together: the views, the scans, the events and the node checks.
+    const filter = query.events ?? 'problems';
+    const eventsRead = Promise.all(groups.map((g) => this.events(g, 100, filter)));
+    const nodesRead = this.nodeChecks();
+    const scansRead = Promise.all(groups.map((g) => (g.store ? this.scan(g, search) : undefined)));
+    for (const read of [eventsRead, nodesRead, scansRead]) read.catch(() => undefined);
     const sources = await Promise.all(groups.map((g) => this.sources(g)));
+    const scanned = await scansRead;
     // Held keys of every group, sorted, then one page of them read in detail.
     const listed: Array<{ source: GroupSources; key: string }> = [];
     const scans = new Map<string, ScanResult>();
     let complete = true;
     const localRows = new Map<string, BoardHeld>();
-    for (const source of sources) {
+    for (const [i, source] of sources.entries()) {
       const { group } = source;
-      if (group.store) {
-        const scan = await this.scan(group, search);
+      const scan = scanned[i];
+      if (scan) {
         scans.set(group.name, scan);
         complete &&= scan.complete;
         for (const key of scan.locks) listed.push({ source, key });
@@ -170,15 +203,15 @@ export class LockBoardService {
       const keys = shown.filter((s) => s.source === source).map((s) => s.key);
       if (group.store) {
         const holders = new Holders(views);
-        const locks = await group.store.locks(keys);
+        const [locks, stored] = await Promise.all([
+          group.store.locks(keys),
+          group.queued ? linesOfRedis(group.store, scans.get(group.name)!, new Set(keys)) : [],
+        ]);
         for (const lock of locks) {
           const row = heldFromRedis(group.name, lock, holders, serverNow, now);
           if (row) rows.push(row);
         }
-        if (group.queued) {
-          const stored = await linesOfRedis(group.store, scans.get(group.name)!, new Set(keys));
-          lines.push(...stored.map((l) => lineFromRedis(group.name, l, holders, serverNow)));
-        }
+        lines.push(...stored.map((l) => lineFromRedis(group.name, l, holders, serverNow)));
       } else {
         for (const key of keys) rows.push(localRows.get(`${group.name}\n${key}`)!);
       }
@@ -186,7 +219,7 @@ export class LockBoardService {
         lines.push(...linesFromViews(group.name, views, now).filter((l) => l.key.includes(search)));
       }
     }
-    const events = await Promise.all(groups.map((g) => this.events(g, 100)));
+    const events = await eventsRead;
     return {
       now,
       self: this.options.instance,
@@ -202,8 +235,8 @@ export class LockBoardService {
         ),
         keys: hotKeys(sources, now),
       },
-      events: newestEvents(events),
-      nodes: await this.nodeChecks(),
+      events: newestEvents(events, filter),
+      nodes: await nodesRead,
     };
   }
 
@@ -211,7 +244,9 @@ export class LockBoardService {
   async keyPage(groupName: string, key: string): Promise<BoardKeyPage | undefined> {
     const group = this.groups.find((g) => g.name === groupName);
     if (!group) return undefined;
+    this.watch([group]);
     const now = Date.now();
+    const all = await this.events(group, KEY_EVENTS_READ, 'all');
     const { views, serverNow } = await this.sources(group);
     let held: BoardHeld[];
     let line: BoardLine | null = null;
@@ -241,7 +276,8 @@ export class LockBoardService {
         views.map((v) => v.rates.keys[key]),
         now,
       ),
-      events: newestEvents([await this.events(group, KEY_EVENTS_READ)], key, 100),
+      events: newestEvents([all], 'problems', key),
+      busy: newestEvents([all], 'busy', key, 10),
     };
   }
 
@@ -268,8 +304,7 @@ export class LockBoardService {
 
   /** This instance's view of a group, fresh. */
   private view(g: BoardGroup) {
-    const prefix = g.store ? (g.client as { tokenPrefix?: string }).tokenPrefix : undefined;
-    return this.views.of(g.name, g.backend, g.client, prefix);
+    return this.views.of(g.name, g.backend, g.client, g.tokenPrefix);
   }
 
   /** The views of a group's instances (this one's fresh), and the clock its times are on. */
@@ -283,15 +318,18 @@ export class LockBoardService {
     return { group, views: [mine, ...published.filter((v) => v.id !== this.id)], serverNow };
   }
 
-  private async events(group: BoardGroup, count: number) {
-    if (group.store) return group.store.events(count);
-    return this.recorder.events().filter((e) => e.group === group.name);
+  private async events(group: BoardGroup, count: number, filter: EventFilter) {
+    if (!group.store) return this.recorder.events().filter((e) => e.group === group.name);
+    const streams: Array<'events' | 'busy'> =
+      filter === 'busy' ? ['busy'] : filter === 'all' ? ['events', 'busy'] : ['events'];
+    return group.store.events(count, streams);
   }
 
   private scan(group: BoardGroup, search: string): Promise<ScanResult> {
     const id = `${group.name}\n${search}`;
     const cached = this.scans.get(id);
-    if (cached && Date.now() - cached.at < SCAN_TTL) return cached.value;
+    // Reused within one refresh: many open pages cost one scan, each refresh sees new keys.
+    if (cached && Date.now() - cached.at < this.options.refreshInterval * 0.8) return cached.value;
     if (this.scans.size > 100) this.scans.clear();
     const value = group.store!.scan(search, this.options.maxScan);
     value.catch(() => this.scans.delete(id));

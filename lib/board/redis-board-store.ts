@@ -63,24 +63,37 @@ export class RedisBoardStore {
     this.names = space.boardKeys(group);
   }
 
-  /** Publishes this instance's view (living `expiry` ms) and its new events. */
+  /**
+   * Publishes this instance's view (living `expiry` ms) and its new events; answers whether a
+   * page of the board is open (read in the same round trip).
+   */
   async publish(
     view: InstanceView,
     events: readonly BoardEvent[],
     expiry: number,
     eventsKept: number,
-  ): Promise<void> {
+  ): Promise<boolean> {
     const now = Date.now();
     const multi = this.node.multi();
     multi.set(this.names.instance(view.id), JSON.stringify(view), 'PX', expiry);
     multi.zadd(this.names.instances, now + expiry, view.id);
     multi.zremrangebyscore(this.names.instances, '-inf', now);
+    const streams = new Set<string>();
     for (const e of events) {
-      multi.xadd(this.names.events, 'MAXLEN', '~', eventsKept, '*', 'e', JSON.stringify(e));
+      const stream = e.type === 'busy' ? this.names.busy : this.names.events;
+      streams.add(stream);
+      multi.xadd(stream, 'MAXLEN', '~', eventsKept, '*', 'e', JSON.stringify(e));
     }
     // Events outlive the instance that wrote them (a lost lease last night), not the group.
-    if (events.length) multi.pexpire(this.names.events, 24 * 3_600_000);
-    await multi.exec();
+    for (const stream of streams) multi.pexpire(stream, 24 * 3_600_000);
+    multi.exists(this.names.watched);
+    const replies = await multi.exec();
+    return replies?.[replies.length - 1]?.[1] === 1;
+  }
+
+  /** Tells the instances a page is open for the next `ms`. */
+  async watch(ms: number): Promise<void> {
+    await this.node.set(this.names.watched, '1', 'PX', ms);
   }
 
   /** Drops this instance's view at once (a clean shutdown). */
@@ -99,10 +112,12 @@ export class RedisBoardStore {
     return raw.flatMap((r) => (r ? [JSON.parse(r) as InstanceView] : []));
   }
 
-  /** The group's last `count` events, newest first. */
-  async events(count: number): Promise<BoardEvent[]> {
-    const entries = await this.node.xrevrange(this.names.events, '+', '-', 'COUNT', count);
-    return entries.flatMap(([, fields]) => {
+  /** The group's last `count` events of each stream asked for, newest first. */
+  async events(count: number, streams: ReadonlyArray<'events' | 'busy'>): Promise<BoardEvent[]> {
+    const read = await Promise.all(
+      streams.map((s) => this.node.xrevrange(this.names[s], '+', '-', 'COUNT', count)),
+    );
+    return read.flat().flatMap(([, fields]) => {
       const at = fields.indexOf('e');
       return at < 0 ? [] : [JSON.parse(fields[at + 1]) as BoardEvent];
     });

@@ -16,7 +16,12 @@
  * The lock board (`nest-locked/board`, only when imported) keeps per group, under one hash tag:
  *   `<prefix>board:{<group>}:instances`     instances publishing: id -> expiry in ms (zset)
  *   `<prefix>board:{<group>}:i:<instance>`  one instance's view, JSON, with a PX expiry
- *   `<prefix>board:{<group>}:events`        recent events (capped stream, expires when idle)
+ *   `<prefix>board:{<group>}:events`        recent lost / expired / error / forced events (capped
+ *                                           stream, expires when idle)
+ *   `<prefix>board:{<group>}:busy`          recent busy events, apart: a storm of them must not
+ *                                           push the rare ones out
+ *   `<prefix>board:{<group>}:watched`       set (with a short PX) while a page is open: instances
+ *                                           then publish more often
  * Channels: `<prefix>{<key>}:rel` carries `r` when a release frees a key racing waiters wait for;
  * `nest-locked:g:<token prefix>` carries `g <token> <fence> <spare>[:<server ms>] <lock key>` when a release
  * grants a key to a token the process with that token prefix queued, and `w <lock key>` when a
@@ -126,11 +131,19 @@ export class KeySpace {
   }
 
   /** The lock board's names of a client group (see the file's header). */
-  boardKeys(group: string): { instances: string; events: string; instance(id: string): string } {
+  boardKeys(group: string): {
+    instances: string;
+    events: string;
+    busy: string;
+    watched: string;
+    instance(id: string): string;
+  } {
     const base = `${this.prefix}board:{${group}}`;
     return {
       instances: `${base}:instances`,
       events: `${base}:events`,
+      busy: `${base}:busy`,
+      watched: `${base}:watched`,
       instance: (id) => `${base}:i:${id}`,
     };
   }

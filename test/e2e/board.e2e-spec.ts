@@ -17,7 +17,7 @@ const CHROMIUM = '/usr/bin/chromium';
 const AUTH = { username: 'ops', password: 'locks' };
 const HEADER = `Basic ${Buffer.from('ops:locks').toString('base64')}`;
 /** Each purchase holds product:<id> for one simulated database round trip. */
-const HOLD_MS = 4_000;
+const HOLD_MS = 3_000;
 const artifacts = process.env.BOARD_E2E_OUTPUT ?? path.join(os.tmpdir(), 'nest-locked-board-e2e');
 
 let redis: RedisServerHandle;
@@ -145,7 +145,15 @@ describe('lock board in a browser', () => {
     const first = await purchases[0];
     const releasedAt = Date.now();
     expect(first.status).toBe(201);
-    await row.filter({ hasText: 'app-2' }).waitFor({ timeout: 5_000 });
+    // Checked at every frame: a locator's wait polls every 500 ms after its first tries.
+    await page.waitForFunction(
+      () =>
+        Array.from(document.querySelectorAll('#held tbody tr')).some(
+          (tr) => tr.textContent!.includes('product:1') && tr.textContent!.includes('app-2'),
+        ),
+      undefined,
+      { polling: 'raf', timeout: 5_000 },
+    );
     const updatedIn = Date.now() - releasedAt;
     expect(updatedIn).toBeLessThanOrEqual(1_000);
     await Promise.all(purchases);

@@ -89,10 +89,8 @@ describe('lock board', () => {
         expect(refused.headers['www-authenticate']).toMatch(/^Basic/);
         const page = await request(http).get('/locks/').set('authorization', AUTH);
         expect(page.status).toBe(200);
-        expect(page.text).toContain('assets/board.js');
-        const chart = await request(http)
-          .get('/locks/assets/uPlot.esm.js')
-          .set('authorization', AUTH);
+        expect(page.text).toContain('assets/board.mjs');
+        const chart = await request(http).get('/locks/assets/uPlot.mjs').set('authorization', AUTH);
         expect(chart.status).toBe(200);
 
         // beta holds product:1; alpha and then gamma wait for it.
@@ -156,21 +154,56 @@ describe('lock board', () => {
     },
   );
 
+  it('a group on another backend shows what this instance holds and waits for', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        RedlockModule.forRoot({ backend: 'memory' }),
+        LockBoardModule.forRoot({ public: true, instance: 'solo' }),
+      ],
+    }).compile();
+    const app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+    const release: Array<() => void> = [];
+    try {
+      const locks = app.get(LockService);
+      await new Promise<void>(
+        (held) =>
+          void locks.using('job:1', () => {
+            held();
+            return new Promise<void>((done) => release.push(done));
+          }),
+      );
+      const waiting = locks.using('job:1', () => undefined, { waitTimeout: 20_000 });
+      const o = await overviewUntil(app, (o) => o.lines.some((l) => l.key === 'job:1'));
+      expect(o.groups).toEqual([{ name: 'default', backend: 'memory' }]);
+      expect(o.held.rows).toMatchObject([{ key: 'job:1', instance: 'solo', mode: 'exclusive' }]);
+      expect(o.held.rows[0].fence).toEqual(expect.any(Number));
+      expect(o.lines[0].waiters).toMatchObject([{ instance: 'solo', mode: 'exclusive' }]);
+      expect(o.lines[0].waiters[0].deadlineInMs).toBeGreaterThan(0);
+      release.forEach((done) => done());
+      await waiting;
+    } finally {
+      release.forEach((done) => done());
+      await app.close();
+    }
+  });
+
   it('an instance that stops disappears; search and pages bound what is read', async () => {
     const prefix = uniquePrefix('board-gone');
     const a = await boardApp(prefix, 'stays', 'express');
     const b = await boardApp(prefix, 'goes', 'express');
     try {
       await overviewUntil(a, (o) => o.instances.length === 2);
-      // Many held keys (written straight into Redis as a holder would).
+      // 10,000 held keys (written straight into Redis as holders would): pages and a search.
       const multi = redis.multi();
-      for (let i = 0; i < 120; i++) multi.set(`${prefix}{bulk:${i}}`, `x.${i}`, 'PX', 60_000);
+      for (let i = 0; i < 10_000; i++) multi.set(`${prefix}{bulk:${i}}`, `x.${i}`, 'PX', 60_000);
       await multi.exec();
-      const page2 = await overviewUntil(a, (o) => o.held.total === 120, '?q=bulk:&page=2');
+      const page2 = await overviewUntil(a, (o) => o.held.total === 10_000, '?q=bulk:&page=2');
       expect(page2.held.rows).toHaveLength(50);
       expect(page2.held.page).toBe(2);
-      const one = await overviewUntil(a, (o) => o.held.total === 1, '?q=bulk:119');
-      expect(one.held.rows[0].key).toBe('bulk:119');
+      expect(page2.held.pages).toBe(200);
+      const one = await overviewUntil(a, (o) => o.held.total === 1, '?q=bulk:9999');
+      expect(one.held.rows[0].key).toBe('bulk:9999');
       await b.close();
       await overviewUntil(a, (o) => o.instances.map((i) => i.name).join() === 'stays');
     } finally {

@@ -1,10 +1,10 @@
 /* global document, window, location, EventSource, URLSearchParams, fetch, setTimeout, clearTimeout */
 // The lock board's page: one EventSource per view, rendered with plain DOM; charts by uPlot.
-import uPlot from './uPlot.esm.js';
+import uPlot from './uPlot.mjs';
 
 const view = document.getElementById('view');
 const status = document.getElementById('status');
-const state = { q: '', group: '', page: 1, eventType: '' };
+const state = { q: '', group: '', page: 1, events: 'problems' };
 let source;
 let charts = [];
 let last;
@@ -57,7 +57,13 @@ function connect() {
   const params = new URLSearchParams(
     r.view === 'key'
       ? { view: 'key', group: r.group, key: r.key }
-      : { view: 'overview', q: state.q, group: state.group, page: String(state.page) },
+      : {
+          view: 'overview',
+          q: state.q,
+          group: state.group,
+          page: String(state.page),
+          events: state.events,
+        },
   );
   source = new EventSource(`api/stream?${params}`);
   source.onopen = () => (status.textContent = 'Live');
@@ -104,7 +110,7 @@ function makeCharts(host) {
         { label: 'acquires/s', stroke: '#0b5cad', width: 2 },
         { label: 'busy %', stroke: '#a3161b', width: 2, scale: 'pct' },
       ],
-      axes: [{}, {}, { scale: 'pct', side: 1, grid: { show: false } }],
+      axes: [{}, { size: 64 }, { scale: 'pct', side: 1, grid: { show: false } }],
     },
     [[], [], []],
     host.querySelector('.c-rate'),
@@ -118,6 +124,8 @@ function makeCharts(host) {
         { label: 'p50 ms', stroke: '#1d6b2f', width: 2 },
         { label: 'p99 ms', stroke: '#7a4b00', width: 2 },
       ],
+      // Room for "10,000" on the axis.
+      axes: [{}, { size: 64 }],
     },
     [[], [], []],
     host.querySelector('.c-wait'),
@@ -159,13 +167,14 @@ function skeletonOverview() {
         <select id="grp"><option value="">all</option></select>
       </div>
       <div id="held"></div>
+      <p class="muted">Fence, held for and renewals come from the holder's instance: “—” until it has published them (every 250 ms while a page is open).</p>
       <nav class="pager" id="pager" aria-label="Pages of held locks"></nav>
     </section>
     <section class="panel" aria-labelledby="h-lines"><h2 id="h-lines">Waiting lines</h2><div id="lines"></div></section>
     <section class="panel" aria-labelledby="h-events">
       <h2 id="h-events">Recent events</h2>
       <div class="tools"><label for="etype">Show</label>
-        <select id="etype"><option value="">all</option><option>lost</option><option>expired</option><option>busy</option><option>error</option><option>forced</option></select>
+        <select id="etype"><option value="problems">lost, expired, errors, forced</option><option value="all">all, with busy</option><option>lost</option><option>expired</option><option>busy</option><option>error</option><option>forced</option></select>
       </div>
       <div id="events"></div>
     </section>
@@ -187,10 +196,10 @@ function skeletonOverview() {
     state.page = 1;
     connect();
   });
-  document.getElementById('etype').value = state.eventType;
+  document.getElementById('etype').value = state.events;
   document.getElementById('etype').addEventListener('change', (e) => {
-    state.eventType = e.target.value;
-    if (last) renderEvents(last.events, document.getElementById('events'), true);
+    state.events = e.target.value;
+    connect();
   });
   makeCharts(document.getElementById('hot'));
 }
@@ -238,12 +247,11 @@ function lineHtml(line, withKey = true) {
   return `${title}<ol class="line" aria-label="Waiting for ${esc(line.key)}, first in line first">${items}</ol>${more}`;
 }
 
-function renderEvents(events, host, force) {
-  const shown = state.eventType ? events.filter((e) => e.type === state.eventType) : events;
+function renderEvents(events, host) {
   const html = table(
     'Newest first',
     ['Time', 'Event', 'Instance', 'Key', 'Detail'],
-    shown.map((e) => [
+    events.map((e) => [
       td(esc(time(e.t))),
       td(tag(e.type)),
       td(esc(e.instance)),
@@ -252,7 +260,7 @@ function renderEvents(events, host, force) {
     ]),
     'No events yet.',
   );
-  if (force || host.dataset.html !== html) {
+  if (host.dataset.html !== html) {
     host.innerHTML = html;
     host.dataset.html = html;
   }
@@ -367,7 +375,7 @@ function skeletonKey(r) {
   <div class="grid">
     <section class="panel wide" aria-labelledby="h-kheld"><h2 id="h-kheld">Held</h2><div id="kheld"></div><div id="kaction"></div></section>
     <section class="panel" aria-labelledby="h-kline"><h2 id="h-kline">Waiting line</h2><div id="kline"></div></section>
-    <section class="panel" aria-labelledby="h-kevents"><h2 id="h-kevents">Events of this key</h2><div id="kevents"></div></section>
+    <section class="panel" aria-labelledby="h-kevents"><h2 id="h-kevents">Events of this key</h2><div id="kevents"></div><h3>Last busy answers</h3><div id="kbusy"></div></section>
     <section class="panel wide" aria-labelledby="h-khot" id="hot"><h2 id="h-khot">Activity (last 5 minutes)</h2>${chartBlock()}</section>
   </div>`;
   makeCharts(document.getElementById('hot'));
@@ -389,6 +397,7 @@ function renderKey(d) {
       : '<p class="empty">Nobody waits.</p>',
   );
   renderEvents(d.events, document.getElementById('kevents'));
+  renderEvents(d.busy, document.getElementById('kbusy'));
   updateCharts(d.series, document.querySelector('#hot .chart-summary'));
 }
 
