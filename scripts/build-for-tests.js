@@ -41,3 +41,5 @@ fs.rmSync(path.join(root, 'dist-apps'), { recursive: true, force: true });
 build('lib', 'dist');
 build('sample', 'dist-apps/sample');
 build('test/fixtures', 'dist-apps/test/fixtures');
+// The lock board's page and its vendored chart library (the board's browser test serves them).
+require('./copy-board-ui');
