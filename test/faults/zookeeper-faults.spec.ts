@@ -3,7 +3,13 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { INestApplication } from '@nestjs/common';
 import { LockBackendError, LockService } from 'nest-locked';
+import {
+  RedlockHealthIndicator,
+  type RedlockHealthDetails,
+  RedlockHealthModule,
+} from 'nest-locked/health';
 import { zookeeperBackend } from 'nest-locked/zookeeper';
+import { TerminusModule } from '@nestjs/terminus';
 import type { BackendWorkerConfig, BackendWorkerLine } from '../fixtures/backend-worker';
 import type { FaultLine, FaultWorkerConfig } from '../fixtures/fault-worker';
 import { nextLine, resumeProcess, uid } from '../support/faults';
@@ -42,6 +48,7 @@ async function service(zk: ZooKeeperEnsemble, extra: object = {}): Promise<LockS
   });
   const app = await createLockApp({
     options: { backend, keyPrefix: 'f:', ttl: 10_000, waitTimeout: 20_000, commandTimeout: 1_000 },
+    imports: [TerminusModule, RedlockHealthModule],
   });
   apps.push(app);
   return app.get(LockService);
@@ -196,7 +203,7 @@ describe('zookeeper: a 3-member ensemble under faults', () => {
   it('the leader SIGKILLed under load: zero overlaps, an exact counter, unavailability measured', async () => {
     const leader = (await zk.leader())!;
     let killedAt = 0;
-    const { held, errors, counter } = await load(40, async (holds) => {
+    const { held, errors, counter } = await load(30, async (holds) => {
       await untilHolds(holds, 20);
       killedAt = now();
       leader.kill();
@@ -213,7 +220,7 @@ describe('zookeeper: a 3-member ensemble under faults', () => {
     const member = zk.members[0];
     try {
       let stoppedAt = 0;
-      const { held, errors, counter } = await load(40, async (holds) => {
+      const { held, errors, counter } = await load(30, async (holds) => {
         await untilHolds(holds, 20);
         stoppedAt = now();
         member.kill('SIGSTOP');
@@ -224,6 +231,7 @@ describe('zookeeper: a 3-member ensemble under faults', () => {
       expect(findOverlaps(held)).toEqual([]);
       expect(counter).toBe(held.length);
       log('member frozen: sections / failed calls', [held.length, errors.length]);
+      log('member frozen: failures', errors);
       log(
         'member frozen: longest gap without a holder (ms)',
         Math.round(longestGap(held, stoppedAt)),
@@ -236,11 +244,18 @@ describe('zookeeper: a 3-member ensemble under faults', () => {
 
   it('a minority down still locks; a majority down fails fast with LockBackendError, then recovers', async () => {
     const locks = await service(zk);
+    const health = () => apps[apps.length - 1].get(RedlockHealthIndicator).isHealthy();
+    const group = async () =>
+      (Object.values(await health())[0] as unknown as RedlockHealthDetails).groups.default;
+    const before = await group();
+    expect(before).toMatchObject({ status: 'up', quorum: 2, reachable: 3 });
+    expect(before.nodes.map((n) => n.role).sort()).toEqual(['follower', 'follower', 'leader']);
     const [a, b] = zk.members;
     a.kill();
     await zk.waitServing();
     const one = await locks.acquire(`minority-${uid()}`);
     await one.release();
+    expect(await group()).toMatchObject({ status: 'up', reachable: 2 });
     b.kill();
     const started = performance.now();
     const failed = await locks.acquire(`majority-${uid()}`).then(
@@ -251,6 +266,7 @@ describe('zookeeper: a 3-member ensemble under faults', () => {
     log('majority down: acquire failed after (ms)', Math.round(failedMs));
     expect(failed).toBeInstanceOf(LockBackendError);
     expect(failedMs).toBeLessThan(10_000);
+    expect(await group()).toMatchObject({ status: 'down' });
     const restartedAt = performance.now();
     await Promise.all([a.restart(), b.restart()]);
     await zk.waitServing();
