@@ -464,20 +464,23 @@ export class ZooKeeperLockBackend implements LockBackend {
         if (successorOf) this.successors.set(successorOf, admit);
         for (const ahead of verdict.watch) {
           const path = `${parent}/${ahead.name}`;
-          // The watch fires once, on the node's deletion (or a change: looked at again anyway).
+          // A data watch (Curator's choice): it fires once, when the node is deleted, and a
+          // node already gone answers NO_NODE and leaves no watch behind (an exists watch would
+          // stay on the server and in the driver until the session ends).
           this.session
-            .run((c, done: (e: unknown, s?: Zk.Stat) => void) =>
-              c.exists(
+            .run((c, done) =>
+              c.getData(
                 path,
                 () => finish('moved'),
-                (e, s) => done(e, s),
+                (e) => done(e),
               ),
             )
             .then(
-              (stat) => {
-                if (!stat) finish('moved');
-              },
-              (error) => finish(undefined, this.backendError(keys, 'acquire', error)),
+              () => undefined,
+              (error) =>
+                zkCode(error) === ZK.NO_NODE
+                  ? finish('moved')
+                  : finish(undefined, this.backendError(keys, 'acquire', error)),
             );
         }
       });
