@@ -2,8 +2,8 @@ import { LOCK_BACKEND_FAILED } from '../redlock.messages';
 import { LockError } from './lock.error';
 
 /**
- * Redis could not be asked: nodes unreachable, too many nodes failing for a quorum, a script
- * error, a timeout. Never used for contention (that is {@link LockNotAcquiredError}).
+ * The lock servers could not be asked (Redis, or the group's other backend): nodes unreachable,
+ * too many nodes failing for a quorum, a script error, a timeout. Never used for contention (that is {@link LockNotAcquiredError}).
  *
  * Over HTTP, `LockInterceptor` answers 503.
  *
@@ -15,7 +15,9 @@ export class LockBackendError extends LockError {
     /** What went wrong on each failing node. The first one is also the `cause`. */
     readonly failures: readonly Error[],
     operation = 'acquire',
+    /** The system that failed, as the message names it: `Redis`, or a backend's (`etcd`...). */
+    system = 'Redis',
   ) {
-    super(LOCK_BACKEND_FAILED(keys, operation, failures), keys, failures[0]);
+    super(LOCK_BACKEND_FAILED(keys, operation, failures, system), keys, failures[0]);
   }
 }

@@ -64,6 +64,8 @@ interface Wait {
 /** Ops on a parent that races a cleanup (NO_NODE) are retried this many times. */
 const PARENT_RACES = 5;
 const EMPTY = Buffer.alloc(0);
+/** The system a LockBackendError names. */
+const SYSTEM = 'ZooKeeper';
 /** Parents deleted at once by the sweep at start. */
 const SWEEP_BATCH = 16;
 
@@ -588,7 +590,7 @@ export class ZooKeeperLockBackend implements LockBackend {
       this.retryLeftoversWhenConnected();
       failures.push(r.reason as Error);
     });
-    if (failures.length > 0) throw new LockBackendError(keys, failures, operation);
+    if (failures.length > 0) throw new LockBackendError(keys, failures, operation, SYSTEM);
   }
 
   private retrying?: Promise<void>;
@@ -690,7 +692,7 @@ export class ZooKeeperLockBackend implements LockBackend {
   private backendError(keys: readonly string[], operation: string, error: unknown): Error {
     if (error instanceof LockBackendError || error instanceof LockConfigError) return error;
     const cause = error instanceof Error ? error : new Error(String(error));
-    return new LockBackendError(keys, [cause], operation);
+    return new LockBackendError(keys, [cause], operation, SYSTEM);
   }
 
   /** Every node of the old session is gone: every hold is over, every wait has lost its place. */
@@ -700,7 +702,8 @@ export class ZooKeeperLockBackend implements LockBackend {
       hold.lease.end();
       hold.lease.watcher?.leaseEnded();
     }
-    for (const w of [...this.waits]) w.end(new LockBackendError(w.keys, [cause], 'acquire'));
+    for (const w of [...this.waits])
+      w.end(new LockBackendError(w.keys, [cause], 'acquire', SYSTEM));
     this.leftovers.clear();
   }
 }
