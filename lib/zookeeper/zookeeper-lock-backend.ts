@@ -100,7 +100,9 @@ export class ZooKeeperLockBackend implements LockBackend {
   private readonly heldKeys = new KeyCounts();
   private readonly waitingKeys = new KeyCounts();
   private readonly waits = new Set<Wait>();
-  private readonly cleanups = new Map<string, NodeJS.Timeout>();
+  /** Keys unused here since (`performance.now()`), oldest first: their parents go when due. */
+  private readonly idleSince = new Map<string, number>();
+  private cleanupTimer?: NodeJS.Timeout;
   /**
    * Exclusive waiters of this process by the path of the held node just ahead of theirs: when
    * that hold ends here, the waiter is first in line, so it is told at once (no watch event, no
@@ -166,11 +168,7 @@ export class ZooKeeperLockBackend implements LockBackend {
       );
       for (let i = 0; i < parents.length && !this.closed; i += SWEEP_BATCH) {
         await Promise.allSettled(
-          parents
-            .slice(i, i + SWEEP_BATCH)
-            .map((name) =>
-              this.session.run((c, done) => c.remove(`${root}/${name}`, -1, (e) => done(e))),
-            ),
+          parents.slice(i, i + SWEEP_BATCH).map((name) => this.removeNode(`${root}/${name}`)),
         );
       }
     } catch {
@@ -336,8 +334,8 @@ export class ZooKeeperLockBackend implements LockBackend {
   async close(): Promise<void> {
     this.abortWaits();
     for (const hold of [...this.held]) this.forget(hold);
-    for (const timer of this.cleanups.values()) clearTimeout(timer);
-    this.cleanups.clear();
+    clearTimeout(this.cleanupTimer);
+    this.idleSince.clear();
     // Closing the session deletes its ephemeral nodes at once; empty parents stay behind.
     this.session.close();
   }
@@ -576,9 +574,10 @@ export class ZooKeeperLockBackend implements LockBackend {
     nodes: readonly HeldNode[],
     operation: string,
   ): Promise<void> {
-    const results = await Promise.allSettled(
-      nodes.map((n) => this.session.run((c, done) => c.remove(n.path, -1, (e) => done(e)))),
-    );
+    const results =
+      nodes.length === 1
+        ? [await settled(this.removeNode(nodes[0].path))]
+        : await Promise.allSettled(nodes.map((n) => this.removeNode(n.path)));
     const failures: Error[] = [];
     results.forEach((r, i) => {
       if (r.status === 'fulfilled' || zkCode(r.reason) === ZK.NO_NODE) {
@@ -593,6 +592,11 @@ export class ZooKeeperLockBackend implements LockBackend {
     if (failures.length > 0) throw new LockBackendError(keys, failures, operation, SYSTEM);
   }
 
+  /** Deletes a node, whatever its version. */
+  private removeNode(path: string): Promise<void> {
+    return this.session.run((c, done) => c.remove(path, -1, (e) => done(e)));
+  }
+
   private retrying?: Promise<void>;
 
   private retryLeftoversWhenConnected(): void {
@@ -604,14 +608,12 @@ export class ZooKeeperLockBackend implements LockBackend {
           continue;
         }
         for (const path of [...this.leftovers]) {
-          await this.session
-            .run((c, done) => c.remove(path, -1, (e) => done(e)))
-            .then(
-              () => this.leftovers.delete(path),
-              (e) => {
-                if (zkCode(e) === ZK.NO_NODE) this.leftovers.delete(path);
-              },
-            );
+          await this.removeNode(path).then(
+            () => this.leftovers.delete(path),
+            (e) => {
+              if (zkCode(e) === ZK.NO_NODE) this.leftovers.delete(path);
+            },
+          );
         }
       }
     })().finally(() => (this.retrying = undefined));
@@ -638,27 +640,38 @@ export class ZooKeeperLockBackend implements LockBackend {
     })();
   }
 
-  /** The key's parent goes once it stays unused here for `parentCleanupDelay`. */
+  /**
+   * The key's parent goes once it stays unused here for `parentCleanupDelay`: keys are noted
+   * with the time they went idle, and one timer at a time deletes the parents of those idle long
+   * enough (no timer per release on a hot path).
+   */
   private scheduleCleanup(key: string): void {
     if (this.closed || this.heldKeys.has(key) || this.waitingKeys.has(key)) return;
-    this.cancelCleanup(key);
-    const timer = setTimeout(() => {
-      this.cleanups.delete(key);
-      if (this.heldKeys.has(key) || this.waitingKeys.has(key)) return;
-      // Fails with NOT_EMPTY while anyone (any process) holds or waits: nothing to do then.
-      this.session
-        .run((c, done) => c.remove(this.parentOf(key), -1, (e) => done(e)))
-        .catch(() => undefined);
-    }, this.settings.parentCleanupDelay);
-    timer.unref();
-    this.cleanups.set(key, timer);
+    this.idleSince.delete(key);
+    this.idleSince.set(key, performance.now());
+    if (!this.cleanupTimer) this.armCleanup(this.settings.parentCleanupDelay);
   }
 
   private cancelCleanup(key: string): void {
-    const timer = this.cleanups.get(key);
-    if (timer === undefined) return;
-    clearTimeout(timer);
-    this.cleanups.delete(key);
+    this.idleSince.delete(key);
+  }
+
+  private armCleanup(ms: number): void {
+    this.cleanupTimer = setTimeout(() => this.cleanIdleParents(), ms);
+    this.cleanupTimer.unref();
+  }
+
+  private cleanIdleParents(): void {
+    this.cleanupTimer = undefined;
+    const due = performance.now() - this.settings.parentCleanupDelay;
+    // In the order keys went idle: the first one not due yet says when to look again.
+    for (const [key, since] of this.idleSince) {
+      if (since > due) return this.armCleanup(since - due + 1);
+      this.idleSince.delete(key);
+      if (this.heldKeys.has(key) || this.waitingKeys.has(key)) continue;
+      // Fails with NOT_EMPTY while anyone (any process) holds or waits: nothing to do then.
+      this.removeNode(this.parentOf(key)).catch(() => undefined);
+    }
   }
 
   private async children(
@@ -706,6 +719,14 @@ export class ZooKeeperLockBackend implements LockBackend {
       w.end(new LockBackendError(w.keys, [cause], 'acquire', SYSTEM));
     this.leftovers.clear();
   }
+}
+
+/** `Promise.allSettled` of one promise, without the array. */
+function settled<T>(promise: Promise<T>): Promise<PromiseSettledResult<T>> {
+  return promise.then(
+    (value) => ({ status: 'fulfilled', value }),
+    (reason: unknown) => ({ status: 'rejected', reason }),
+  );
 }
 
 /** A zxid (8 bytes, big-endian) as a number: exact below 2^53 (epochs below 2^21). */
