@@ -254,6 +254,23 @@ describe('zookeeper: a 3-member ensemble under faults', () => {
     await zk.waitServing();
   });
 
+  it('the member a caller is connected to SIGKILLed: its next lock goes through another member', async () => {
+    await allServing(zk);
+    const locks = await service(zk);
+    // Connected (start() waited for it): find the member that has this one session.
+    const counts = await Promise.all(zk.members.map((m) => m.sessions()));
+    expect(counts.reduce((a, b) => a + b, 0)).toBe(1);
+    const connected = zk.members[counts.indexOf(1)];
+    connected.kill();
+    try {
+      // Sent before the driver notices: the create's connection breaks under it.
+      const lock = await locks.acquire(`moved-${uid()}`);
+      await lock.release();
+    } finally {
+      await connected.restart();
+    }
+  });
+
   it('a minority down still locks; a majority down fails fast with LockBackendError, then recovers', async () => {
     await allServing(zk);
     const locks = await service(zk);
