@@ -363,36 +363,73 @@ export class ZooKeeperLockBackend implements LockBackend {
   ): Promise<{ node: HeldNode; admitted: boolean }> {
     this.cancelCleanup(key);
     const parent = this.parentOf(key);
-    const prefix = `${parent}/${nodePrefix(share, token)}`;
+    const name = nodePrefix(share, token);
     for (let race = 0; ; race++) {
       try {
         const results = await this.session.run(
           (c, done: (e: unknown, r?: { path?: string; stat?: Zk.Stat }[]) => void) =>
             c
               .transaction()
-              .create(prefix, EMPTY, this.zk.CreateMode.EPHEMERAL_SEQUENTIAL)
+              .create(`${parent}/${name}`, EMPTY, this.zk.CreateMode.EPHEMERAL_SEQUENTIAL)
               .setData(parent, EMPTY, -1)
               .commit((e, r) => done(e, r as { path?: string; stat?: Zk.Stat }[])),
+          false,
         );
-        const path = results[0].path!;
         const stat = results[1].stat!;
-        const node: HeldNode = { key, path, fence: zxid(stat.mzxid) };
+        const node: HeldNode = { key, path: results[0].path!, fence: zxid(stat.mzxid) };
         if (stat.numChildren === 1) return { node, admitted: true };
-        const verdict = await this.look(node, share, keys);
-        return { node, admitted: verdict.admitted };
+        return await this.placed(node, share, keys);
       } catch (error) {
-        if (zkCode(error) === ZK.NO_NODE && race < PARENT_RACES) {
+        if (error instanceof LockConfigError || error instanceof LockBackendError) throw error;
+        const code = zkCode(error);
+        if (code === ZK.NO_NODE && race < PARENT_RACES) {
           await this.call(keys, 'acquire', (c, done) => c.mkdirp(parent, (e) => done(e)));
           continue;
         }
-        if (error instanceof LockConfigError) throw error;
-        // A create with no answer may still have happened: find and delete it when connected.
-        if (zkCode(error) === undefined || zkCode(error) === ZK.CONNECTION_LOSS) {
-          this.sweepLater(parent, nodePrefix(share, token));
+        if (code === ZK.CONNECTION_LOSS && race < PARENT_RACES) {
+          // The connection broke under the create (a member gone): it may or may not have
+          // happened. The token in the name finds it (Curator's protected mode); else again.
+          const found = await this.findOwn(key, name, keys).catch((e: unknown) => {
+            this.sweepLater(parent, name);
+            throw e;
+          });
+          if (!found) continue;
+          return await this.placed(found, share, keys);
         }
+        // No answer at all: a node made meanwhile is found and deleted once connected.
+        if (code === undefined || code === ZK.CONNECTION_LOSS) this.sweepLater(parent, name);
         throw this.backendError(keys, 'acquire', error);
       }
     }
+  }
+
+  /** A node in line whose place is not known yet: admitted or not; deleted if that fails. */
+  private async placed(
+    node: HeldNode,
+    share: Share | undefined,
+    keys: readonly string[],
+  ): Promise<{ node: HeldNode; admitted: boolean }> {
+    try {
+      return { node, admitted: (await this.look(node, share, keys)).admitted };
+    } catch (error) {
+      this.leave([node]);
+      throw error;
+    }
+  }
+
+  /** This caller's node for `key` (its name starts with `name`), if a create made it. */
+  private async findOwn(
+    key: string,
+    name: string,
+    keys: readonly string[],
+  ): Promise<HeldNode | undefined> {
+    const own = (await this.children(key, keys, 'acquire')).find((c) => c.startsWith(name));
+    if (!own) return undefined;
+    const path = `${this.parentOf(key)}/${own}`;
+    const stat = await this.call(keys, 'acquire', (c, done: (e: unknown, s?: Zk.Stat) => void) =>
+      c.exists(path, (e, s) => done(e, s)),
+    );
+    return stat ? { key, path, fence: zxid(stat.czxid) } : undefined;
   }
 
   /**
@@ -404,10 +441,18 @@ export class ZooKeeperLockBackend implements LockBackend {
     share: Share | undefined,
     keys: readonly string[],
   ): Promise<{ admitted: boolean; watch: readonly LockNode[] }> {
-    const line = lockLine(await this.children(node.key, keys, 'acquire'));
+    let line = lockLine(await this.children(node.key, keys, 'acquire'));
     const own = node.path.slice(node.path.lastIndexOf('/') + 1);
     if (!line.some((n) => n.name === own)) {
       throw this.backendError(keys, 'acquire', new Error(ZK_NODE_GONE(node.key)));
+    }
+    // Another node of this very call: a create whose answer was lost and that a member behind
+    // did not show yet when it was looked for. It would block us: it goes.
+    const twins = line.filter((n) => n.name !== own && sameCall(n.name, own));
+    if (twins.length > 0) {
+      const parent = this.parentOf(node.key);
+      this.leave(twins.map((t) => ({ key: node.key, path: `${parent}/${t.name}`, fence: 0 })));
+      line = line.filter((n) => !twins.includes(n));
     }
     const verdict = admission(line, own, share);
     if ('mismatch' in verdict) {
@@ -719,6 +764,11 @@ export class ZooKeeperLockBackend implements LockBackend {
       w.end(new LockBackendError(w.keys, [cause], 'acquire', SYSTEM));
     this.leftovers.clear();
   }
+}
+
+/** Whether two node names are of one call (same kind and token: all but the sequence). */
+function sameCall(a: string, b: string): boolean {
+  return a.length === b.length && a.slice(0, -10) === b.slice(0, -10);
 }
 
 /** `Promise.allSettled` of one promise, without the array. */

@@ -96,13 +96,27 @@ export class ZooKeeperSession {
    * Runs one call of the driver once connected, bounded by `commandTimeout` in all. A call that
    * gets no answer in time drops the connection (see the class).
    */
-  run<T>(call: (client: Zk.Client, done: (error: unknown, value?: T) => void) => void): Promise<T> {
-    // Hot path: connected, the call goes out now (no wait, no extra promise).
-    if (this.connected) return this.send(call, this.commandTimeout);
+  run<T>(
+    call: (client: Zk.Client, done: (error: unknown, value?: T) => void) => void,
+    idempotent = true,
+  ): Promise<T> {
     const started = performance.now();
-    return this.ready(this.commandTimeout).then(() =>
-      this.send(call, Math.max(1, this.commandTimeout - (performance.now() - started))),
-    );
+    // Hot path: connected, the call goes out now (no wait, no extra promise).
+    const first = this.connected
+      ? this.send(call, this.commandTimeout)
+      : this.ready(this.commandTimeout).then(() => this.send(call, this.left(started)));
+    if (!idempotent) return first;
+    // A connection that broke under the call (a member gone): once more on the next member,
+    // within the same commandTimeout. Only for calls that may safely run twice.
+    return first.catch((error: unknown) => {
+      if (zkCode(error) !== ZK.CONNECTION_LOSS || this.left(started) <= 1) throw error;
+      return this.ready(this.left(started)).then(() => this.send(call, this.left(started)));
+    });
+  }
+
+  /** What is left of a commandTimeout that began at `started`. */
+  private left(started: number): number {
+    return Math.max(1, this.commandTimeout - (performance.now() - started));
   }
 
   private send<T>(
