@@ -48,6 +48,7 @@ export class ZooKeeperSession {
   private connected = false;
   private waiting: (() => void)[] = [];
   private probe?: NodeJS.Timeout;
+  private stall?: NodeJS.Timeout;
   private closed = false;
   /**
    * When the last call that got an answer was sent (`performance.now()`): the ensemble heard
@@ -145,6 +146,7 @@ export class ZooKeeperSession {
   close(): void {
     this.closed = true;
     clearInterval(this.probe);
+    clearInterval(this.stall);
     this.connected = false;
     this.client.close();
     // The driver sends closeSession and waits for the answer; a member that never answers (or
@@ -163,12 +165,16 @@ export class ZooKeeperSession {
     client.on('connected', () => {
       if (client !== this.client) return;
       this.connected = true;
+      clearInterval(this.stall);
+      this.stall = undefined;
       const waiting = this.waiting;
       this.waiting = [];
       for (const wake of waiting) wake();
     });
     client.on('disconnected', () => {
-      if (client === this.client) this.connected = false;
+      if (client !== this.client) return;
+      this.connected = false;
+      this.watchReconnect(client);
     });
     client.on('expired', () => {
       if (client !== this.client || this.closed) return;
@@ -196,6 +202,24 @@ export class ZooKeeperSession {
       Math.max(50, Math.floor(this.sessionTimeout / 3)),
     );
     this.probe.unref();
+  }
+
+  /**
+   * While disconnected, the connection attempt is dropped every `commandTimeout`: the driver
+   * times out a TCP connect but never the handshake after it, so a member that accepts
+   * connections and never answers (frozen) would hold the session there.
+   */
+  private watchReconnect(client: Zk.Client): void {
+    if (this.stall || this.closed) return;
+    this.stall = setInterval(() => {
+      if (this.connected || client !== this.client || this.closed) {
+        clearInterval(this.stall);
+        this.stall = undefined;
+        return;
+      }
+      this.reconnect();
+    }, this.commandTimeout);
+    this.stall.unref();
   }
 
   /** Drops the connection; the driver reconnects to the next member with the same session. */
