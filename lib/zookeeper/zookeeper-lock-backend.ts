@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import type * as Zk from 'node-zookeeper-client';
 import { LockBackendError, LockConfigError, LockNotAcquiredError } from '../errors';
 import { Lease, Leases } from '../engine/lease';
-import { KeyCounts } from '../engine/key-counts';
+import { LocalLocks } from '../engine/local-locks';
 import {
   type AcquireRequest,
   type BackendHealth,
@@ -97,9 +97,7 @@ export class ZooKeeperLockBackend implements LockBackend {
   private readonly leases: Leases;
   private readonly held = new Set<Hold>();
   private readonly byLease = new Map<Lease, Hold>();
-  private readonly heldKeys = new KeyCounts();
-  private readonly waitingKeys = new KeyCounts();
-  private readonly waits = new Set<Wait>();
+  private readonly local = new LocalLocks<Wait>();
   /** Keys unused here since (`performance.now()`), oldest first: their parents go when due. */
   private readonly idleSince = new Map<string, number>();
   private cleanupTimer?: NodeJS.Timeout;
@@ -134,18 +132,15 @@ export class ZooKeeperLockBackend implements LockBackend {
   }
 
   get queueCount(): number {
-    const keys = new Set([...this.heldKeys.keys(), ...this.waitingKeys.keys()]);
-    return keys.size;
+    return this.local.keyCount;
   }
 
   queued(key: string): number {
-    let n = 0;
-    for (const w of this.waits) if (w.keys.includes(key)) n++;
-    return n;
+    return this.local.queued(key);
   }
 
   holds(key: string): boolean {
-    return this.heldKeys.has(key);
+    return this.local.holds(key);
   }
 
   async start(): Promise<void> {
@@ -190,9 +185,8 @@ export class ZooKeeperLockBackend implements LockBackend {
     const token = this.nextToken();
     const taken: HeldNode[] = [];
     let uncontended = true;
-    for (const key of keys) this.waitingKeys.add(key);
     const wait: Wait = { keys, end: () => undefined };
-    this.waits.add(wait);
+    this.local.waitStarted(wait);
     try {
       for (const key of keys) {
         const entered = await this.enter(key, token, share, keys);
@@ -211,8 +205,7 @@ export class ZooKeeperLockBackend implements LockBackend {
       this.leave(taken);
       throw error;
     } finally {
-      this.waits.delete(wait);
-      for (const key of keys) this.waitingKeys.remove(key);
+      this.local.waitEnded(wait);
     }
     return this.hold(keys, token, taken, ttl, share, startedAt, uncontended);
   }
@@ -328,7 +321,7 @@ export class ZooKeeperLockBackend implements LockBackend {
 
   abortWaits(): void {
     this.closed = true;
-    for (const w of [...this.waits]) w.end(abortReason(w.keys));
+    for (const w of [...this.local.waits]) w.end(abortReason(w.keys));
   }
 
   async close(): Promise<void> {
@@ -562,7 +555,7 @@ export class ZooKeeperLockBackend implements LockBackend {
     const hold: Hold = { lease, nodes };
     this.held.add(hold);
     this.byLease.set(lease, hold);
-    for (const key of keys) this.heldKeys.add(key);
+    this.local.held(keys);
     this.arm(hold, ttl);
     return lease;
   }
@@ -590,7 +583,7 @@ export class ZooKeeperLockBackend implements LockBackend {
     if (!this.held.delete(hold)) return;
     clearTimeout(hold.timer);
     this.byLease.delete(hold.lease);
-    for (const key of hold.lease.keys) this.heldKeys.remove(key);
+    this.local.released(hold.lease.keys);
   }
 
   /** The holds of these nodes end: the waiter of this process right behind each goes in. */
@@ -691,10 +684,15 @@ export class ZooKeeperLockBackend implements LockBackend {
    * enough (no timer per release on a hot path).
    */
   private scheduleCleanup(key: string): void {
-    if (this.closed || this.heldKeys.has(key) || this.waitingKeys.has(key)) return;
+    if (this.closed || this.inUse(key)) return;
     this.idleSince.delete(key);
     this.idleSince.set(key, performance.now());
     if (!this.cleanupTimer) this.armCleanup(this.settings.parentCleanupDelay);
+  }
+
+  /** Held or awaited by a caller of this process. */
+  private inUse(key: string): boolean {
+    return this.local.holds(key) || this.local.queued(key) > 0;
   }
 
   private cancelCleanup(key: string): void {
@@ -713,7 +711,7 @@ export class ZooKeeperLockBackend implements LockBackend {
     for (const [key, since] of this.idleSince) {
       if (since > due) return this.armCleanup(since - due + 1);
       this.idleSince.delete(key);
-      if (this.heldKeys.has(key) || this.waitingKeys.has(key)) continue;
+      if (this.inUse(key)) continue;
       // Fails with NOT_EMPTY while anyone (any process) holds or waits: nothing to do then.
       this.removeNode(this.parentOf(key)).catch(() => undefined);
     }
@@ -760,7 +758,7 @@ export class ZooKeeperLockBackend implements LockBackend {
       hold.lease.end();
       hold.lease.watcher?.leaseEnded();
     }
-    for (const w of [...this.waits])
+    for (const w of [...this.local.waits])
       w.end(new LockBackendError(w.keys, [cause], 'acquire', SYSTEM));
     this.leftovers.clear();
   }
