@@ -23,6 +23,7 @@ import {
   lockLine,
   nodePrefix,
 } from './lock-nodes';
+import { NodeCleanup } from './node-cleanup';
 import { checkMembers } from './zookeeper-health';
 import { type ZooKeeperDriver, ZooKeeperSession, zkCode, ZK } from './zookeeper-session';
 
@@ -66,8 +67,6 @@ const PARENT_RACES = 5;
 const EMPTY = Buffer.alloc(0);
 /** The system a LockBackendError names. */
 const SYSTEM = 'ZooKeeper';
-/** Parents deleted at once by the sweep at start. */
-const SWEEP_BATCH = 16;
 
 /**
  * The lock engine of one group on ZooKeeper (`nest-locked/zookeeper`): the `LockBackend`
@@ -85,8 +84,8 @@ const SWEEP_BATCH = 16;
  *   partitioned) and every node of it goes. Locally a lease lasts `ttl` (or the session timeout,
  *   if shorter) from its last confirmation; `extend` confirms the nodes are there. A session
  *   found expired ends every lease at once (`lease.watcher`).
- * - Empty parents are deleted `parentCleanupDelay` after their last local use (the driver cannot
- *   create container nodes); a delete of a parent that has children fails harmlessly.
+ * - Empty parents are deleted `parentCleanupDelay` after their last local use, and at start
+ *   those dead processes left (see NodeCleanup).
  * @internal
  */
 export class ZooKeeperLockBackend implements LockBackend {
@@ -94,21 +93,17 @@ export class ZooKeeperLockBackend implements LockBackend {
   readonly notifier = { size: 0 } as const;
   readonly canTakeAny = true;
   private readonly session: ZooKeeperSession;
+  private readonly cleanup: NodeCleanup;
   private readonly leases: Leases;
   private readonly held = new Set<Hold>();
   private readonly byLease = new Map<Lease, Hold>();
   private readonly local = new LocalLocks<Wait>();
-  /** Keys unused here since (`performance.now()`), oldest first: their parents go when due. */
-  private readonly idleSince = new Map<string, number>();
-  private cleanupTimer?: NodeJS.Timeout;
   /**
    * Exclusive waiters of this process by the path of the held node just ahead of theirs: when
    * that hold ends here, the waiter is first in line, so it is told at once (no watch event, no
    * look at the line; the delete goes out behind it, and this session's requests keep order).
    */
   private readonly successors = new Map<string, () => void>();
-  /** Nodes whose delete did not go through: deleted again when the connection is back. */
-  private readonly leftovers = new Set<string>();
   private readonly instance = randomBytes(4).toString('hex');
   private tokens = 0;
   private closed = false;
@@ -125,6 +120,13 @@ export class ZooKeeperLockBackend implements LockBackend {
       settings.commandTimeout,
       { sessionEnded: (cause) => this.sessionEnded(cause) },
     );
+    this.cleanup = new NodeCleanup(this.session, {
+      root: settings.root,
+      parentCleanupDelay: settings.parentCleanupDelay,
+      sessionTimeout: settings.sessionTimeout,
+      parentOf: (key) => this.parentOf(key),
+      inUse: (key) => this.local.holds(key) || this.local.queued(key) > 0,
+    });
   }
 
   get name(): string {
@@ -146,29 +148,7 @@ export class ZooKeeperLockBackend implements LockBackend {
   async start(): Promise<void> {
     await this.session.ready(this.settings.connectTimeout);
     await this.call([], 'start', (c, done) => c.mkdirp(this.settings.root, (e) => done(e)));
-    void this.sweepParents();
-  }
-
-  /**
-   * Deletes the empty parents under the root, in the background: those a process left when it
-   * died (its nodes went with its session; nobody was left to delete the parent). A parent in
-   * use is not empty and stays (NOT_EMPTY); one a process is about to use is created again by it
-   * (its create finds no parent and makes it).
-   */
-  private async sweepParents(): Promise<void> {
-    const root = this.settings.root;
-    try {
-      const parents = await this.session.run((c, done: (e: unknown, r?: string[]) => void) =>
-        c.getChildren(root, (e, r) => done(e, r)),
-      );
-      for (let i = 0; i < parents.length && !this.closed; i += SWEEP_BATCH) {
-        await Promise.allSettled(
-          parents.slice(i, i + SWEEP_BATCH).map((name) => this.removeNode(`${root}/${name}`)),
-        );
-      }
-    } catch {
-      // A sweep is housekeeping: the next start tries again.
-    }
+    void this.cleanup.sweepParents();
   }
 
   async health(timeout: number): Promise<BackendHealth> {
@@ -327,8 +307,7 @@ export class ZooKeeperLockBackend implements LockBackend {
   async close(): Promise<void> {
     this.abortWaits();
     for (const hold of [...this.held]) this.forget(hold);
-    clearTimeout(this.cleanupTimer);
-    this.idleSince.clear();
+    this.cleanup.close();
     // Closing the session deletes its ephemeral nodes at once; empty parents stay behind.
     this.session.close();
   }
@@ -354,7 +333,7 @@ export class ZooKeeperLockBackend implements LockBackend {
     share: Share | undefined,
     keys: readonly string[],
   ): Promise<{ node: HeldNode; admitted: boolean }> {
-    this.cancelCleanup(key);
+    this.cleanup.keyUsed(key);
     const parent = this.parentOf(key);
     const name = nodePrefix(share, token);
     for (let race = 0; ; race++) {
@@ -383,14 +362,14 @@ export class ZooKeeperLockBackend implements LockBackend {
           // The connection broke under the create (a member gone): it may or may not have
           // happened. The token in the name finds it (Curator's protected mode); else again.
           const found = await this.findOwn(key, name, keys).catch((e: unknown) => {
-            this.sweepLater(parent, name);
+            this.cleanup.findLater(parent, name);
             throw e;
           });
           if (!found) continue;
           return await this.placed(found, share, keys);
         }
         // No answer at all: a node made meanwhile is found and deleted once connected.
-        if (code === undefined || code === ZK.CONNECTION_LOSS) this.sweepLater(parent, name);
+        if (code === undefined || code === ZK.CONNECTION_LOSS) this.cleanup.findLater(parent, name);
         throw this.backendError(keys, 'acquire', error);
       }
     }
@@ -614,107 +593,19 @@ export class ZooKeeperLockBackend implements LockBackend {
   ): Promise<void> {
     const results =
       nodes.length === 1
-        ? [await settled(this.removeNode(nodes[0].path))]
-        : await Promise.allSettled(nodes.map((n) => this.removeNode(n.path)));
+        ? [await settled(this.cleanup.remove(nodes[0].path))]
+        : await Promise.allSettled(nodes.map((n) => this.cleanup.remove(n.path)));
     const failures: Error[] = [];
     results.forEach((r, i) => {
       if (r.status === 'fulfilled' || zkCode(r.reason) === ZK.NO_NODE) {
-        this.scheduleCleanup(nodes[i].key);
+        this.cleanup.keyIdle(nodes[i].key);
         return;
       }
       // Still there while the session lives: deleted again once the connection is back.
-      this.leftovers.add(nodes[i].path);
-      this.retryLeftoversWhenConnected();
+      this.cleanup.later(nodes[i].path);
       failures.push(r.reason as Error);
     });
     if (failures.length > 0) throw new LockBackendError(keys, failures, operation, SYSTEM);
-  }
-
-  /** Deletes a node, whatever its version. */
-  private removeNode(path: string): Promise<void> {
-    return this.session.run((c, done) => c.remove(path, -1, (e) => done(e)));
-  }
-
-  private retrying?: Promise<void>;
-
-  private retryLeftoversWhenConnected(): void {
-    this.retrying ??= (async () => {
-      while (this.leftovers.size > 0 && !this.closed) {
-        try {
-          await this.session.ready(this.settings.sessionTimeout);
-        } catch {
-          continue;
-        }
-        for (const path of [...this.leftovers]) {
-          await this.removeNode(path).then(
-            () => this.leftovers.delete(path),
-            (e) => {
-              if (zkCode(e) === ZK.NO_NODE) this.leftovers.delete(path);
-            },
-          );
-        }
-      }
-    })().finally(() => (this.retrying = undefined));
-  }
-
-  /** A create whose answer never came: its node, if made, is deleted once connected. */
-  private sweepLater(parent: string, prefix: string): void {
-    void (async () => {
-      for (let attempt = 0; attempt < 3 && !this.closed; attempt++) {
-        try {
-          await this.session.ready(this.settings.sessionTimeout);
-          const children = await this.session.run((c, done: (e: unknown, r?: string[]) => void) =>
-            c.getChildren(parent, (e, r) => done(e, r)),
-          );
-          for (const name of children.filter((n) => n.startsWith(prefix))) {
-            this.leftovers.add(`${parent}/${name}`);
-          }
-          this.retryLeftoversWhenConnected();
-          return;
-        } catch (error) {
-          if (zkCode(error) === ZK.NO_NODE) return;
-        }
-      }
-    })();
-  }
-
-  /**
-   * The key's parent goes once it stays unused here for `parentCleanupDelay`: keys are noted
-   * with the time they went idle, and one timer at a time deletes the parents of those idle long
-   * enough (no timer per release on a hot path).
-   */
-  private scheduleCleanup(key: string): void {
-    if (this.closed || this.inUse(key)) return;
-    this.idleSince.delete(key);
-    this.idleSince.set(key, performance.now());
-    if (!this.cleanupTimer) this.armCleanup(this.settings.parentCleanupDelay);
-  }
-
-  /** Held or awaited by a caller of this process. */
-  private inUse(key: string): boolean {
-    return this.local.holds(key) || this.local.queued(key) > 0;
-  }
-
-  private cancelCleanup(key: string): void {
-    this.idleSince.delete(key);
-  }
-
-  private armCleanup(ms: number): void {
-    this.cleanupTimer = setTimeout(() => this.cleanIdleParents(), ms);
-    this.cleanupTimer.unref();
-  }
-
-  private cleanIdleParents(): void {
-    this.cleanupTimer = undefined;
-    const due = performance.now() - this.settings.parentCleanupDelay;
-    // In the order keys went idle: the first one not due yet says when to look again.
-    for (const [key, since] of this.idleSince) {
-      if (since > due) return this.armCleanup(since - due + 1);
-      this.idleSince.delete(key);
-      if (this.inUse(key)) continue;
-      // Fails with NOT_EMPTY while anyone (any process) holds or waits: nothing to do then.
-      this.removeNode(this.parentOf(key)).catch(() => undefined);
-    }
   }
 
   private async children(
@@ -760,7 +651,7 @@ export class ZooKeeperLockBackend implements LockBackend {
     }
     for (const w of [...this.local.waits])
       w.end(new LockBackendError(w.keys, [cause], 'acquire', SYSTEM));
-    this.leftovers.clear();
+    this.cleanup.sessionEnded();
   }
 }
 
