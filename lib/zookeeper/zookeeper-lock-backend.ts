@@ -25,7 +25,13 @@ import {
 } from './lock-nodes';
 import { NodeCleanup } from './node-cleanup';
 import { checkMembers } from './zookeeper-health';
-import { type ZooKeeperDriver, ZooKeeperSession, zkCode, ZK } from './zookeeper-session';
+import {
+  NotConnectedError,
+  type ZooKeeperDriver,
+  ZooKeeperSession,
+  zkCode,
+  ZK,
+} from './zookeeper-session';
 
 /** What the backend needs to know, resolved from the user's options and the module's. @internal */
 export interface ZooKeeperSettings {
@@ -368,8 +374,11 @@ export class ZooKeeperLockBackend implements LockBackend {
           if (!found) continue;
           return await this.placed(found, share, keys);
         }
-        // No answer at all: a node made meanwhile is found and deleted once connected.
-        if (code === undefined || code === ZK.CONNECTION_LOSS) this.cleanup.findLater(parent, name);
+        // Sent but no answer: a node made meanwhile is found and deleted once connected.
+        const sent = !(error instanceof NotConnectedError);
+        if (sent && (code === undefined || code === ZK.CONNECTION_LOSS)) {
+          this.cleanup.findLater(parent, name);
+        }
         throw this.backendError(keys, 'acquire', error);
       }
     }

@@ -22,6 +22,14 @@ export const ZK = {
 /** How long `close` waits for the ensemble to confirm the session's end. */
 const CLOSE_GRACE_MS = 1_000;
 
+/** A call that never went out: no connection within its time (nothing can have happened). */
+export class NotConnectedError extends Error {
+  constructor(connectString: string, ms: number) {
+    super(ZK_NOT_CONNECTED(connectString, ms));
+    this.name = 'NotConnectedError';
+  }
+}
+
 /** What the session tells its owner. @internal */
 export interface SessionListener {
   /** The session is over (expired on the ensemble): every ephemeral node of it is gone. */
@@ -46,7 +54,8 @@ interface DriverInternals {
 export class ZooKeeperSession {
   private client: Zk.Client;
   private connected = false;
-  private waiting: (() => void)[] = [];
+  /** Waits for a connection: called with nothing once connected, with an error at close. */
+  private waiting: ((error?: Error) => void)[] = [];
   private probe?: NodeJS.Timeout;
   private stall?: NodeJS.Timeout;
   private closed = false;
@@ -78,18 +87,21 @@ export class ZooKeeperSession {
   /** Resolves once connected, or rejects after `ms` with why not. */
   ready(ms: number): Promise<void> {
     if (this.connected) return Promise.resolve();
-    if (this.closed) return Promise.reject(new Error(ZK_NOT_CONNECTED(this.connectString, 0)));
+    if (this.closed) return Promise.reject(new NotConnectedError(this.connectString, 0));
     return new Promise((resolve, reject) => {
       const started = performance.now();
-      const done = () => {
+      const waiter = (error?: Error) => {
         clearTimeout(timer);
-        resolve();
+        if (error) reject(error);
+        else resolve();
       };
       const timer = setTimeout(() => {
-        this.waiting = this.waiting.filter((w) => w !== done);
-        reject(new Error(ZK_NOT_CONNECTED(this.connectString, performance.now() - started)));
+        this.waiting = this.waiting.filter((w) => w !== waiter);
+        reject(new NotConnectedError(this.connectString, performance.now() - started));
       }, ms);
-      this.waiting.push(done);
+      // A wait must not keep the process alive by itself (housekeeping waits long).
+      timer.unref();
+      this.waiting.push(waiter);
     });
   }
 
@@ -147,6 +159,9 @@ export class ZooKeeperSession {
     this.closed = true;
     clearInterval(this.probe);
     clearInterval(this.stall);
+    const waiting = this.waiting;
+    this.waiting = [];
+    for (const fail of waiting) fail(new NotConnectedError(this.connectString, 0));
     this.connected = false;
     this.client.close();
     // The driver sends closeSession and waits for the answer; a member that never answers (or
