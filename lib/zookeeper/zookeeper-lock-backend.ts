@@ -487,6 +487,8 @@ export class ZooKeeperLockBackend implements LockBackend {
         const timer = setTimeout(() => finish('deadline'), left);
         signal?.addEventListener('abort', onAbort);
         wait.end = (reason) => finish(undefined, reason);
+        // Aborted while it was still looking at the line: the listener came too late to hear it.
+        if (signal?.aborted) return onAbort();
         if (successorOf) this.successors.set(successorOf, admit);
         for (const ahead of verdict.watch) {
           const path = `${parent}/${ahead.name}`;
