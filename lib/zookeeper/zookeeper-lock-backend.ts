@@ -487,8 +487,10 @@ export class ZooKeeperLockBackend implements LockBackend {
         const timer = setTimeout(() => finish('deadline'), left);
         signal?.addEventListener('abort', onAbort);
         wait.end = (reason) => finish(undefined, reason);
-        // Aborted while it was still looking at the line: the listener came too late to hear it.
+        // Aborted (or the app closing) while it was still looking at the line: the listener and
+        // `wait.end` came too late to hear it.
         if (signal?.aborted) return onAbort();
+        if (this.closed) return finish(undefined, abortReason(keys));
         if (successorOf) this.successors.set(successorOf, admit);
         for (const ahead of verdict.watch) {
           const path = `${parent}/${ahead.name}`;
