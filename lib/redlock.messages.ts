@@ -674,13 +674,13 @@ export const ETCD_STARTED = (group: string, hosts: string, ttl: number) =>
 // --- nest-locked/zookeeper ---------------------------------------------------------------------
 
 export const ZK_NOT_CONNECTED = (connectString: string, ms: number) =>
-  `not connected to ZooKeeper (${connectString}) after ${Math.round(ms)} ms: no member reachable, ` +
+  `not connected to ${connectString} after ${Math.round(ms)} ms: no member reachable, ` +
   'or none serving (quorum lost)';
 export const ZK_NO_ANSWER = (connectString: string, ms: number) =>
-  `ZooKeeper (${connectString}) did not answer within ${ms} ms (a member frozen or cut off, or ` +
+  `no answer from ${connectString} within ${ms} ms (a member frozen or cut off, or ` +
   'quorum lost); the client moves to another member';
 export const ZK_SESSION_EXPIRED = (connectString: string) =>
-  `the ZooKeeper session expired (${connectString}): every lock it held is free for others`;
+  `the session expired (${connectString}): every lock it held is free for others`;
 export const ZK_NODE_GONE = (key: string) =>
   `the lock node of ${JSON.stringify(key)} is gone (its session ended, or it was deleted)`;
 export const ZK_NOT_INSTALLED =

@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import type * as Zk from 'node-zookeeper-client';
 import { LockBackendError, LockConfigError, LockNotAcquiredError } from '../errors';
 import { Lease, Leases } from '../engine/lease';
-import { KeyCounts } from '../engine/key-counts';
+import { LocalLocks } from '../engine/local-locks';
 import {
   type AcquireRequest,
   type BackendHealth,
@@ -23,8 +23,15 @@ import {
   lockLine,
   nodePrefix,
 } from './lock-nodes';
+import { NodeCleanup } from './node-cleanup';
 import { checkMembers } from './zookeeper-health';
-import { type ZooKeeperDriver, ZooKeeperSession, zkCode, ZK } from './zookeeper-session';
+import {
+  NotConnectedError,
+  type ZooKeeperDriver,
+  ZooKeeperSession,
+  zkCode,
+  ZK,
+} from './zookeeper-session';
 
 /** What the backend needs to know, resolved from the user's options and the module's. @internal */
 export interface ZooKeeperSettings {
@@ -64,8 +71,8 @@ interface Wait {
 /** Ops on a parent that races a cleanup (NO_NODE) are retried this many times. */
 const PARENT_RACES = 5;
 const EMPTY = Buffer.alloc(0);
-/** Parents deleted at once by the sweep at start. */
-const SWEEP_BATCH = 16;
+/** The system a LockBackendError names. */
+const SYSTEM = 'ZooKeeper';
 
 /**
  * The lock engine of one group on ZooKeeper (`nest-locked/zookeeper`): the `LockBackend`
@@ -83,8 +90,8 @@ const SWEEP_BATCH = 16;
  *   partitioned) and every node of it goes. Locally a lease lasts `ttl` (or the session timeout,
  *   if shorter) from its last confirmation; `extend` confirms the nodes are there. A session
  *   found expired ends every lease at once (`lease.watcher`).
- * - Empty parents are deleted `parentCleanupDelay` after their last local use (the driver cannot
- *   create container nodes); a delete of a parent that has children fails harmlessly.
+ * - Empty parents are deleted `parentCleanupDelay` after their last local use, and at start
+ *   those dead processes left (see NodeCleanup).
  * @internal
  */
 export class ZooKeeperLockBackend implements LockBackend {
@@ -92,21 +99,17 @@ export class ZooKeeperLockBackend implements LockBackend {
   readonly notifier = { size: 0 } as const;
   readonly canTakeAny = true;
   private readonly session: ZooKeeperSession;
+  private readonly cleanup: NodeCleanup;
   private readonly leases: Leases;
   private readonly held = new Set<Hold>();
   private readonly byLease = new Map<Lease, Hold>();
-  private readonly heldKeys = new KeyCounts();
-  private readonly waitingKeys = new KeyCounts();
-  private readonly waits = new Set<Wait>();
-  private readonly cleanups = new Map<string, NodeJS.Timeout>();
+  private readonly local = new LocalLocks<Wait>();
   /**
    * Exclusive waiters of this process by the path of the held node just ahead of theirs: when
    * that hold ends here, the waiter is first in line, so it is told at once (no watch event, no
    * look at the line; the delete goes out behind it, and this session's requests keep order).
    */
   private readonly successors = new Map<string, () => void>();
-  /** Nodes whose delete did not go through: deleted again when the connection is back. */
-  private readonly leftovers = new Set<string>();
   private readonly instance = randomBytes(4).toString('hex');
   private tokens = 0;
   private closed = false;
@@ -123,6 +126,13 @@ export class ZooKeeperLockBackend implements LockBackend {
       settings.commandTimeout,
       { sessionEnded: (cause) => this.sessionEnded(cause) },
     );
+    this.cleanup = new NodeCleanup(this.session, {
+      root: settings.root,
+      parentCleanupDelay: settings.parentCleanupDelay,
+      sessionTimeout: settings.sessionTimeout,
+      parentOf: (key) => this.parentOf(key),
+      inUse: (key) => this.local.holds(key) || this.local.queued(key) > 0,
+    });
   }
 
   get name(): string {
@@ -130,50 +140,21 @@ export class ZooKeeperLockBackend implements LockBackend {
   }
 
   get queueCount(): number {
-    const keys = new Set([...this.heldKeys.keys(), ...this.waitingKeys.keys()]);
-    return keys.size;
+    return this.local.keyCount;
   }
 
   queued(key: string): number {
-    let n = 0;
-    for (const w of this.waits) if (w.keys.includes(key)) n++;
-    return n;
+    return this.local.queued(key);
   }
 
   holds(key: string): boolean {
-    return this.heldKeys.has(key);
+    return this.local.holds(key);
   }
 
   async start(): Promise<void> {
     await this.session.ready(this.settings.connectTimeout);
     await this.call([], 'start', (c, done) => c.mkdirp(this.settings.root, (e) => done(e)));
-    void this.sweepParents();
-  }
-
-  /**
-   * Deletes the empty parents under the root, in the background: those a process left when it
-   * died (its nodes went with its session; nobody was left to delete the parent). A parent in
-   * use is not empty and stays (NOT_EMPTY); one a process is about to use is created again by it
-   * (its create finds no parent and makes it).
-   */
-  private async sweepParents(): Promise<void> {
-    const root = this.settings.root;
-    try {
-      const parents = await this.session.run((c, done: (e: unknown, r?: string[]) => void) =>
-        c.getChildren(root, (e, r) => done(e, r)),
-      );
-      for (let i = 0; i < parents.length && !this.closed; i += SWEEP_BATCH) {
-        await Promise.allSettled(
-          parents
-            .slice(i, i + SWEEP_BATCH)
-            .map((name) =>
-              this.session.run((c, done) => c.remove(`${root}/${name}`, -1, (e) => done(e))),
-            ),
-        );
-      }
-    } catch {
-      // A sweep is housekeeping: the next start tries again.
-    }
+    void this.cleanup.sweepParents();
   }
 
   async health(timeout: number): Promise<BackendHealth> {
@@ -190,9 +171,8 @@ export class ZooKeeperLockBackend implements LockBackend {
     const token = this.nextToken();
     const taken: HeldNode[] = [];
     let uncontended = true;
-    for (const key of keys) this.waitingKeys.add(key);
     const wait: Wait = { keys, end: () => undefined };
-    this.waits.add(wait);
+    this.local.waitStarted(wait);
     try {
       for (const key of keys) {
         const entered = await this.enter(key, token, share, keys);
@@ -211,8 +191,7 @@ export class ZooKeeperLockBackend implements LockBackend {
       this.leave(taken);
       throw error;
     } finally {
-      this.waits.delete(wait);
-      for (const key of keys) this.waitingKeys.remove(key);
+      this.local.waitEnded(wait);
     }
     return this.hold(keys, token, taken, ttl, share, startedAt, uncontended);
   }
@@ -328,14 +307,13 @@ export class ZooKeeperLockBackend implements LockBackend {
 
   abortWaits(): void {
     this.closed = true;
-    for (const w of [...this.waits]) w.end(abortReason(w.keys));
+    for (const w of [...this.local.waits]) w.end(abortReason(w.keys));
   }
 
   async close(): Promise<void> {
     this.abortWaits();
     for (const hold of [...this.held]) this.forget(hold);
-    for (const timer of this.cleanups.values()) clearTimeout(timer);
-    this.cleanups.clear();
+    this.cleanup.close();
     // Closing the session deletes its ephemeral nodes at once; empty parents stay behind.
     this.session.close();
   }
@@ -361,38 +339,78 @@ export class ZooKeeperLockBackend implements LockBackend {
     share: Share | undefined,
     keys: readonly string[],
   ): Promise<{ node: HeldNode; admitted: boolean }> {
-    this.cancelCleanup(key);
+    this.cleanup.keyUsed(key);
     const parent = this.parentOf(key);
-    const prefix = `${parent}/${nodePrefix(share, token)}`;
+    const name = nodePrefix(share, token);
     for (let race = 0; ; race++) {
       try {
         const results = await this.session.run(
           (c, done: (e: unknown, r?: { path?: string; stat?: Zk.Stat }[]) => void) =>
             c
               .transaction()
-              .create(prefix, EMPTY, this.zk.CreateMode.EPHEMERAL_SEQUENTIAL)
+              .create(`${parent}/${name}`, EMPTY, this.zk.CreateMode.EPHEMERAL_SEQUENTIAL)
               .setData(parent, EMPTY, -1)
               .commit((e, r) => done(e, r as { path?: string; stat?: Zk.Stat }[])),
+          false,
         );
-        const path = results[0].path!;
         const stat = results[1].stat!;
-        const node: HeldNode = { key, path, fence: zxid(stat.mzxid) };
+        const node: HeldNode = { key, path: results[0].path!, fence: zxid(stat.mzxid) };
         if (stat.numChildren === 1) return { node, admitted: true };
-        const verdict = await this.look(node, share, keys);
-        return { node, admitted: verdict.admitted };
+        return await this.placed(node, share, keys);
       } catch (error) {
-        if (zkCode(error) === ZK.NO_NODE && race < PARENT_RACES) {
+        if (error instanceof LockConfigError || error instanceof LockBackendError) throw error;
+        const code = zkCode(error);
+        if (code === ZK.NO_NODE && race < PARENT_RACES) {
           await this.call(keys, 'acquire', (c, done) => c.mkdirp(parent, (e) => done(e)));
           continue;
         }
-        if (error instanceof LockConfigError) throw error;
-        // A create with no answer may still have happened: find and delete it when connected.
-        if (zkCode(error) === undefined || zkCode(error) === ZK.CONNECTION_LOSS) {
-          this.sweepLater(parent, nodePrefix(share, token));
+        if (code === ZK.CONNECTION_LOSS && race < PARENT_RACES) {
+          // The connection broke under the create (a member gone): it may or may not have
+          // happened. The token in the name finds it (Curator's protected mode); else again.
+          const found = await this.findOwn(key, name, keys).catch((e: unknown) => {
+            this.cleanup.findLater(parent, name);
+            throw e;
+          });
+          if (!found) continue;
+          return await this.placed(found, share, keys);
+        }
+        // Sent but no answer: a node made meanwhile is found and deleted once connected.
+        const sent = !(error instanceof NotConnectedError);
+        if (sent && (code === undefined || code === ZK.CONNECTION_LOSS)) {
+          this.cleanup.findLater(parent, name);
         }
         throw this.backendError(keys, 'acquire', error);
       }
     }
+  }
+
+  /** A node in line whose place is not known yet: admitted or not; deleted if that fails. */
+  private async placed(
+    node: HeldNode,
+    share: Share | undefined,
+    keys: readonly string[],
+  ): Promise<{ node: HeldNode; admitted: boolean }> {
+    try {
+      return { node, admitted: (await this.look(node, share, keys)).admitted };
+    } catch (error) {
+      this.leave([node]);
+      throw error;
+    }
+  }
+
+  /** This caller's node for `key` (its name starts with `name`), if a create made it. */
+  private async findOwn(
+    key: string,
+    name: string,
+    keys: readonly string[],
+  ): Promise<HeldNode | undefined> {
+    const own = (await this.children(key, keys, 'acquire')).find((c) => c.startsWith(name));
+    if (!own) return undefined;
+    const path = `${this.parentOf(key)}/${own}`;
+    const stat = await this.call(keys, 'acquire', (c, done: (e: unknown, s?: Zk.Stat) => void) =>
+      c.exists(path, (e, s) => done(e, s)),
+    );
+    return stat ? { key, path, fence: zxid(stat.czxid) } : undefined;
   }
 
   /**
@@ -404,10 +422,18 @@ export class ZooKeeperLockBackend implements LockBackend {
     share: Share | undefined,
     keys: readonly string[],
   ): Promise<{ admitted: boolean; watch: readonly LockNode[] }> {
-    const line = lockLine(await this.children(node.key, keys, 'acquire'));
+    let line = lockLine(await this.children(node.key, keys, 'acquire'));
     const own = node.path.slice(node.path.lastIndexOf('/') + 1);
     if (!line.some((n) => n.name === own)) {
       throw this.backendError(keys, 'acquire', new Error(ZK_NODE_GONE(node.key)));
+    }
+    // Another node of this very call: a create whose answer was lost and that a member behind
+    // did not show yet when it was looked for. It would block us: it goes.
+    const twins = line.filter((n) => n.name !== own && sameCall(n.name, own));
+    if (twins.length > 0) {
+      const parent = this.parentOf(node.key);
+      this.leave(twins.map((t) => ({ key: node.key, path: `${parent}/${t.name}`, fence: 0 })));
+      line = line.filter((n) => !twins.includes(n));
     }
     const verdict = admission(line, own, share);
     if ('mismatch' in verdict) {
@@ -461,23 +487,30 @@ export class ZooKeeperLockBackend implements LockBackend {
         const timer = setTimeout(() => finish('deadline'), left);
         signal?.addEventListener('abort', onAbort);
         wait.end = (reason) => finish(undefined, reason);
+        // Aborted (or the app closing) while it was still looking at the line: the listener and
+        // `wait.end` came too late to hear it.
+        if (signal?.aborted) return onAbort();
+        if (this.closed) return finish(undefined, abortReason(keys));
         if (successorOf) this.successors.set(successorOf, admit);
         for (const ahead of verdict.watch) {
           const path = `${parent}/${ahead.name}`;
-          // The watch fires once, on the node's deletion (or a change: looked at again anyway).
+          // A data watch (Curator's choice): it fires once, when the node is deleted, and a
+          // node already gone answers NO_NODE and leaves no watch behind (an exists watch would
+          // stay on the server and in the driver until the session ends).
           this.session
-            .run((c, done: (e: unknown, s?: Zk.Stat) => void) =>
-              c.exists(
+            .run((c, done) =>
+              c.getData(
                 path,
                 () => finish('moved'),
-                (e, s) => done(e, s),
+                (e) => done(e),
               ),
             )
             .then(
-              (stat) => {
-                if (!stat) finish('moved');
-              },
-              (error) => finish(undefined, this.backendError(keys, 'acquire', error)),
+              () => undefined,
+              (error) =>
+                zkCode(error) === ZK.NO_NODE
+                  ? finish('moved')
+                  : finish(undefined, this.backendError(keys, 'acquire', error)),
             );
         }
       });
@@ -514,7 +547,7 @@ export class ZooKeeperLockBackend implements LockBackend {
     const hold: Hold = { lease, nodes };
     this.held.add(hold);
     this.byLease.set(lease, hold);
-    for (const key of keys) this.heldKeys.add(key);
+    this.local.held(keys);
     this.arm(hold, ttl);
     return lease;
   }
@@ -542,7 +575,7 @@ export class ZooKeeperLockBackend implements LockBackend {
     if (!this.held.delete(hold)) return;
     clearTimeout(hold.timer);
     this.byLease.delete(hold.lease);
-    for (const key of hold.lease.keys) this.heldKeys.remove(key);
+    this.local.released(hold.lease.keys);
   }
 
   /** The holds of these nodes end: the waiter of this process right behind each goes in. */
@@ -571,89 +604,21 @@ export class ZooKeeperLockBackend implements LockBackend {
     nodes: readonly HeldNode[],
     operation: string,
   ): Promise<void> {
-    const results = await Promise.allSettled(
-      nodes.map((n) => this.session.run((c, done) => c.remove(n.path, -1, (e) => done(e)))),
-    );
+    const results =
+      nodes.length === 1
+        ? [await settled(this.cleanup.remove(nodes[0].path))]
+        : await Promise.allSettled(nodes.map((n) => this.cleanup.remove(n.path)));
     const failures: Error[] = [];
     results.forEach((r, i) => {
       if (r.status === 'fulfilled' || zkCode(r.reason) === ZK.NO_NODE) {
-        this.scheduleCleanup(nodes[i].key);
+        this.cleanup.keyIdle(nodes[i].key);
         return;
       }
       // Still there while the session lives: deleted again once the connection is back.
-      this.leftovers.add(nodes[i].path);
-      this.retryLeftoversWhenConnected();
+      this.cleanup.later(nodes[i].path);
       failures.push(r.reason as Error);
     });
-    if (failures.length > 0) throw new LockBackendError(keys, failures, operation);
-  }
-
-  private retrying?: Promise<void>;
-
-  private retryLeftoversWhenConnected(): void {
-    this.retrying ??= (async () => {
-      while (this.leftovers.size > 0 && !this.closed) {
-        try {
-          await this.session.ready(this.settings.sessionTimeout);
-        } catch {
-          continue;
-        }
-        for (const path of [...this.leftovers]) {
-          await this.session
-            .run((c, done) => c.remove(path, -1, (e) => done(e)))
-            .then(
-              () => this.leftovers.delete(path),
-              (e) => {
-                if (zkCode(e) === ZK.NO_NODE) this.leftovers.delete(path);
-              },
-            );
-        }
-      }
-    })().finally(() => (this.retrying = undefined));
-  }
-
-  /** A create whose answer never came: its node, if made, is deleted once connected. */
-  private sweepLater(parent: string, prefix: string): void {
-    void (async () => {
-      for (let attempt = 0; attempt < 3 && !this.closed; attempt++) {
-        try {
-          await this.session.ready(this.settings.sessionTimeout);
-          const children = await this.session.run((c, done: (e: unknown, r?: string[]) => void) =>
-            c.getChildren(parent, (e, r) => done(e, r)),
-          );
-          for (const name of children.filter((n) => n.startsWith(prefix))) {
-            this.leftovers.add(`${parent}/${name}`);
-          }
-          this.retryLeftoversWhenConnected();
-          return;
-        } catch (error) {
-          if (zkCode(error) === ZK.NO_NODE) return;
-        }
-      }
-    })();
-  }
-
-  /** The key's parent goes once it stays unused here for `parentCleanupDelay`. */
-  private scheduleCleanup(key: string): void {
-    if (this.closed || this.heldKeys.has(key) || this.waitingKeys.has(key)) return;
-    this.cancelCleanup(key);
-    const timer = setTimeout(() => {
-      this.cleanups.delete(key);
-      if (this.heldKeys.has(key) || this.waitingKeys.has(key)) return;
-      // Fails with NOT_EMPTY while anyone (any process) holds or waits: nothing to do then.
-      this.session
-        .run((c, done) => c.remove(this.parentOf(key), -1, (e) => done(e)))
-        .catch(() => undefined);
-    }, this.settings.parentCleanupDelay);
-    timer.unref();
-    this.cleanups.set(key, timer);
-  }
-
-  private cancelCleanup(key: string): void {
-    const timer = this.cleanups.get(key);
-    if (timer === undefined) return;
-    clearTimeout(timer);
-    this.cleanups.delete(key);
+    if (failures.length > 0) throw new LockBackendError(keys, failures, operation, SYSTEM);
   }
 
   private async children(
@@ -687,7 +652,7 @@ export class ZooKeeperLockBackend implements LockBackend {
   private backendError(keys: readonly string[], operation: string, error: unknown): Error {
     if (error instanceof LockBackendError || error instanceof LockConfigError) return error;
     const cause = error instanceof Error ? error : new Error(String(error));
-    return new LockBackendError(keys, [cause], operation);
+    return new LockBackendError(keys, [cause], operation, SYSTEM);
   }
 
   /** Every node of the old session is gone: every hold is over, every wait has lost its place. */
@@ -697,9 +662,23 @@ export class ZooKeeperLockBackend implements LockBackend {
       hold.lease.end();
       hold.lease.watcher?.leaseEnded();
     }
-    for (const w of [...this.waits]) w.end(new LockBackendError(w.keys, [cause], 'acquire'));
-    this.leftovers.clear();
+    for (const w of [...this.local.waits])
+      w.end(new LockBackendError(w.keys, [cause], 'acquire', SYSTEM));
+    this.cleanup.sessionEnded();
   }
+}
+
+/** Whether two node names are of one call (same kind and token: all but the sequence). */
+function sameCall(a: string, b: string): boolean {
+  return a.length === b.length && a.slice(0, -10) === b.slice(0, -10);
+}
+
+/** `Promise.allSettled` of one promise, without the array. */
+function settled<T>(promise: Promise<T>): Promise<PromiseSettledResult<T>> {
+  return promise.then(
+    (value) => ({ status: 'fulfilled', value }),
+    (reason: unknown) => ({ status: 'rejected', reason }),
+  );
 }
 
 /** A zxid (8 bytes, big-endian) as a number: exact below 2^53 (epochs below 2^21). */

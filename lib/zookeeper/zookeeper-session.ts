@@ -22,6 +22,14 @@ export const ZK = {
 /** How long `close` waits for the ensemble to confirm the session's end. */
 const CLOSE_GRACE_MS = 1_000;
 
+/** A call that never went out: no connection within its time (nothing can have happened). */
+export class NotConnectedError extends Error {
+  constructor(connectString: string, ms: number) {
+    super(ZK_NOT_CONNECTED(connectString, ms));
+    this.name = 'NotConnectedError';
+  }
+}
+
 /** What the session tells its owner. @internal */
 export interface SessionListener {
   /** The session is over (expired on the ensemble): every ephemeral node of it is gone. */
@@ -46,8 +54,10 @@ interface DriverInternals {
 export class ZooKeeperSession {
   private client: Zk.Client;
   private connected = false;
-  private waiting: (() => void)[] = [];
+  /** Waits for a connection: called with nothing once connected, with an error at close. */
+  private waiting: ((error?: Error) => void)[] = [];
   private probe?: NodeJS.Timeout;
+  private stall?: NodeJS.Timeout;
   private closed = false;
   /**
    * When the last call that got an answer was sent (`performance.now()`): the ensemble heard
@@ -77,18 +87,21 @@ export class ZooKeeperSession {
   /** Resolves once connected, or rejects after `ms` with why not. */
   ready(ms: number): Promise<void> {
     if (this.connected) return Promise.resolve();
-    if (this.closed) return Promise.reject(new Error(ZK_NOT_CONNECTED(this.connectString, 0)));
+    if (this.closed) return Promise.reject(new NotConnectedError(this.connectString, 0));
     return new Promise((resolve, reject) => {
       const started = performance.now();
-      const done = () => {
+      const waiter = (error?: Error) => {
         clearTimeout(timer);
-        resolve();
+        if (error) reject(error);
+        else resolve();
       };
       const timer = setTimeout(() => {
-        this.waiting = this.waiting.filter((w) => w !== done);
-        reject(new Error(ZK_NOT_CONNECTED(this.connectString, performance.now() - started)));
+        this.waiting = this.waiting.filter((w) => w !== waiter);
+        reject(new NotConnectedError(this.connectString, performance.now() - started));
       }, ms);
-      this.waiting.push(done);
+      // A wait must not keep the process alive by itself (housekeeping waits long).
+      timer.unref();
+      this.waiting.push(waiter);
     });
   }
 
@@ -96,19 +109,40 @@ export class ZooKeeperSession {
    * Runs one call of the driver once connected, bounded by `commandTimeout` in all. A call that
    * gets no answer in time drops the connection (see the class).
    */
-  async run<T>(
+  run<T>(
     call: (client: Zk.Client, done: (error: unknown, value?: T) => void) => void,
+    idempotent = true,
   ): Promise<T> {
     const started = performance.now();
-    await this.ready(this.commandTimeout);
-    const left = Math.max(1, this.commandTimeout - (performance.now() - started));
+    // Hot path: connected, the call goes out now (no wait, no extra promise).
+    const first = this.connected
+      ? this.send(call, this.commandTimeout)
+      : this.ready(this.commandTimeout).then(() => this.send(call, this.left(started)));
+    if (!idempotent) return first;
+    // A connection that broke under the call (a member gone): once more on the next member,
+    // within the same commandTimeout. Only for calls that may safely run twice.
+    return first.catch((error: unknown) => {
+      if (zkCode(error) !== ZK.CONNECTION_LOSS || this.left(started) <= 1) throw error;
+      return this.ready(this.left(started)).then(() => this.send(call, this.left(started)));
+    });
+  }
+
+  /** What is left of a commandTimeout that began at `started`. */
+  private left(started: number): number {
+    return Math.max(1, this.commandTimeout - (performance.now() - started));
+  }
+
+  private send<T>(
+    call: (client: Zk.Client, done: (error: unknown, value?: T) => void) => void,
+    timeout: number,
+  ): Promise<T> {
     const client = this.client;
     const sentAt = performance.now();
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => {
         reject(new Error(ZK_NO_ANSWER(this.connectString, this.commandTimeout)));
         if (client === this.client) this.reconnect();
-      }, left);
+      }, timeout);
       call(client, (error, value) => {
         clearTimeout(timer);
         if (error) reject(this.explain(error));
@@ -124,6 +158,10 @@ export class ZooKeeperSession {
   close(): void {
     this.closed = true;
     clearInterval(this.probe);
+    clearInterval(this.stall);
+    const waiting = this.waiting;
+    this.waiting = [];
+    for (const fail of waiting) fail(new NotConnectedError(this.connectString, 0));
     this.connected = false;
     this.client.close();
     // The driver sends closeSession and waits for the answer; a member that never answers (or
@@ -142,12 +180,16 @@ export class ZooKeeperSession {
     client.on('connected', () => {
       if (client !== this.client) return;
       this.connected = true;
+      clearInterval(this.stall);
+      this.stall = undefined;
       const waiting = this.waiting;
       this.waiting = [];
       for (const wake of waiting) wake();
     });
     client.on('disconnected', () => {
-      if (client === this.client) this.connected = false;
+      if (client !== this.client) return;
+      this.connected = false;
+      this.watchReconnect(client);
     });
     client.on('expired', () => {
       if (client !== this.client || this.closed) return;
@@ -175,6 +217,24 @@ export class ZooKeeperSession {
       Math.max(50, Math.floor(this.sessionTimeout / 3)),
     );
     this.probe.unref();
+  }
+
+  /**
+   * While disconnected, the connection attempt is dropped every `commandTimeout`: the driver
+   * times out a TCP connect but never the handshake after it, so a member that accepts
+   * connections and never answers (frozen) would hold the session there.
+   */
+  private watchReconnect(client: Zk.Client): void {
+    if (this.stall || this.closed) return;
+    this.stall = setInterval(() => {
+      if (this.connected || client !== this.client || this.closed) {
+        clearInterval(this.stall);
+        this.stall = undefined;
+        return;
+      }
+      this.reconnect();
+    }, this.commandTimeout);
+    this.stall.unref();
   }
 
   /** Drops the connection; the driver reconnects to the next member with the same session. */

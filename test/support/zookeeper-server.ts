@@ -79,6 +79,8 @@ export interface ZooKeeperMember {
   restart(): Promise<void>;
   /** Its mode now, by the `srvr` four-letter word (allowed in the harness's config). */
   mode(timeoutMs?: number): Promise<ZooKeeperMode>;
+  /** Client sessions connected to it now (`cons`), 0 when it does not answer. */
+  sessions(timeoutMs?: number): Promise<number>;
 }
 
 export interface ZooKeeperEnsemble {
@@ -178,7 +180,7 @@ export async function startZooKeeper(
       `clientPort=${p.client}`,
       `clientPortAddress=${HOST}`,
       'admin.enableServer=false',
-      '4lw.commands.whitelist=srvr,ruok',
+      '4lw.commands.whitelist=srvr,ruok,cons',
       `minSessionTimeout=${2 * tick}`,
       `maxSessionTimeout=${Math.max(20 * tick, 10_000)}`,
       // Transaction logs are not kept across tests: no fsync stalls on a loaded disk.
@@ -320,6 +322,13 @@ class SpawnedMember implements ZooKeeperMember {
         return 'not serving';
       },
       () => 'down',
+    );
+  }
+
+  sessions(timeoutMs = 1_000): Promise<number> {
+    return fourLetterWord(this.port, 'cons', timeoutMs).then(
+      (reply) => (reply.match(/sid=0x[0-9a-f]+/g) ?? []).length,
+      () => 0,
     );
   }
 
