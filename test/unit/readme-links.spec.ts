@@ -49,14 +49,29 @@ describe('the README and docs a user reads offline', () => {
     expect(readme).toMatch(/strictNullChecks/);
   });
 
-  it('the README has the Backends section with its capability table header', () => {
+  it('the README has the Backends section with one capability table: a column per backend', () => {
     expect(readme).toMatch(/^## Backends$/m);
-    expect(readme).toContain(
-      '| feature | Redis | Redis quorum | Redis Cluster | PostgreSQL | MySQL | etcd | ZooKeeper | memory |',
-    );
+    const header = readme.split('\n').find((line) => line.startsWith('| feature '));
+    const columns = header
+      ?.split('|')
+      .map((cell) => cell.trim())
+      .filter(Boolean);
+    expect(columns).toEqual([
+      'feature',
+      'Redis',
+      'Redis quorum',
+      'Redis Cluster',
+      'PostgreSQL',
+      'MySQL / MariaDB',
+      'etcd',
+      'ZooKeeper',
+      'memory',
+    ]);
   });
 
-  it('the README stays a README: under ~600 lines', () => {
-    expect(readme.split('\n').length).toBeLessThanOrEqual(620);
+  // About 600 lines for the Redis manual (issue 26), plus the backends and the lock board
+  // (issues 27-29): anything longer goes to docs/.
+  it('the README stays a README: under ~700 lines', () => {
+    expect(readme.split('\n').length).toBeLessThanOrEqual(720);
   });
 });
