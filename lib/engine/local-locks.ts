@@ -52,3 +52,28 @@ export class LocalLocks<W extends LocalWait = LocalWait> {
     for (const key of wait.keys) this.waiting.remove(key);
   }
 }
+
+/**
+ * The part of `LockBackend` a backend whose locks live on the server answers from `LocalLocks`
+ * alone: extend it and keep `local` up to date.
+ * @internal
+ */
+export abstract class LocallyCountedBackend<W extends LocalWait = LocalWait> {
+  /** What this process holds and awaits. */
+  protected readonly local = new LocalLocks<W>();
+
+  /** Keys with local holders or waiters right now. */
+  get queueCount(): number {
+    return this.local.keyCount;
+  }
+
+  /** Callers of this process waiting for `key` (holders not counted). */
+  queued(key: string): number {
+    return this.local.queued(key);
+  }
+
+  /** Whether a caller of this process holds `key`. */
+  holds(key: string): boolean {
+    return this.local.holds(key);
+  }
+}

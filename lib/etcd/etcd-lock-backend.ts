@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { Etcd3, IKeyValue, IRequestOp, ITxnResponse, WatchBuilder } from 'etcd3';
 import { LockBackendError, LockConfigError, LockNotAcquiredError } from '../errors';
 import { DeadlineTimer } from '../engine/deadline-timer';
-import { LocalLocks } from '../engine/local-locks';
+import { LocallyCountedBackend } from '../engine/local-locks';
 import { Lease, Leases } from '../engine/lease';
 import {
   type AcquireRequest,
@@ -92,7 +92,10 @@ export interface EtcdLockBackendConfig {
  *   session lives (after that etcd deletes them itself).
  * @internal
  */
-export class EtcdLockBackend implements LockBackend, SessionListener {
+export class EtcdLockBackend
+  extends LocallyCountedBackend<EtcdWait>
+  implements LockBackend, SessionListener
+{
   readonly stats: LockClientStats = noStats();
   /** No release channels: waiters watch keys. */
   readonly notifier = { size: 0 } as const;
@@ -100,7 +103,6 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
   readonly name: string;
   private readonly leases: Leases;
   private readonly held = new Map<Lease, Held>();
-  private readonly local = new LocalLocks<EtcdWait>();
   /** Per key, the last entry of this process into its line (see `inTurn`). */
   private readonly entering = new Map<string, Promise<void>>();
   /** Waiters of this process by the key they wait to see deleted. */
@@ -120,20 +122,9 @@ export class EtcdLockBackend implements LockBackend, SessionListener {
     private readonly client: Etcd3,
     private readonly config: EtcdLockBackendConfig,
   ) {
+    super();
     this.name = config.group;
     this.leases = new Leases(config.driftFactor);
-  }
-
-  get queueCount(): number {
-    return this.local.keyCount;
-  }
-
-  queued(key: string): number {
-    return this.local.queued(key);
-  }
-
-  holds(key: string): boolean {
-    return this.local.holds(key);
   }
 
   async start(): Promise<void> {

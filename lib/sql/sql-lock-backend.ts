@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import type { LoggerService } from '@nestjs/common';
 import { LockBackendError, LockConfigError, LockError, LockNotAcquiredError } from '../errors';
 import { Lease, Leases, type Share } from '../engine/lease';
-import { LocalLocks, type LocalWait } from '../engine/local-locks';
+import { LocallyCountedBackend, type LocalWait } from '../engine/local-locks';
 import {
   type AcquireRequest,
   type BackendHealth,
@@ -95,7 +95,10 @@ class SqlWait implements LocalWait {
  *   commandTimeout (a stalled server is a LockBackendError, never a hang).
  * @internal
  */
-export class SqlLockBackend<S extends SqlSession> implements LockBackend {
+export class SqlLockBackend<S extends SqlSession>
+  extends LocallyCountedBackend<SqlWait>
+  implements LockBackend
+{
   readonly stats: LockClientStats = noStats();
   /** No subscriptions: the server wakes its waiters itself. */
   readonly notifier = { size: 0 } as const;
@@ -103,7 +106,6 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
   readonly canTakeAny = false;
   private readonly leases: Leases;
   private readonly held = new Map<Lease, SqlHold<S>>();
-  private readonly local = new LocalLocks<SqlWait>();
   private closed = false;
   private tokens = 0;
 
@@ -112,19 +114,8 @@ export class SqlLockBackend<S extends SqlSession> implements LockBackend {
     private readonly dialect: SqlDialect<S>,
     private readonly settings: SqlBackendSettings,
   ) {
+    super();
     this.leases = new Leases(settings.driftFactor);
-  }
-
-  get queueCount(): number {
-    return this.local.keyCount;
-  }
-
-  queued(key: string): number {
-    return this.local.queued(key);
-  }
-
-  holds(key: string): boolean {
-    return this.local.holds(key);
   }
 
   async acquire(keys: readonly string[], request: AcquireRequest): Promise<Lease> {

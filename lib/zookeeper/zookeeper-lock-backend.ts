@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import type * as Zk from 'node-zookeeper-client';
 import { LockBackendError, LockConfigError, LockNotAcquiredError } from '../errors';
 import { Lease, Leases } from '../engine/lease';
-import { LocalLocks } from '../engine/local-locks';
+import { LocallyCountedBackend } from '../engine/local-locks';
 import {
   type AcquireRequest,
   type BackendHealth,
@@ -94,7 +94,7 @@ const SYSTEM = 'ZooKeeper';
  *   those dead processes left (see NodeCleanup).
  * @internal
  */
-export class ZooKeeperLockBackend implements LockBackend {
+export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements LockBackend {
   readonly stats: LockClientStats = noStats();
   readonly notifier = { size: 0 } as const;
   readonly canTakeAny = true;
@@ -103,7 +103,6 @@ export class ZooKeeperLockBackend implements LockBackend {
   private readonly leases: Leases;
   private readonly held = new Set<Hold>();
   private readonly byLease = new Map<Lease, Hold>();
-  private readonly local = new LocalLocks<Wait>();
   /**
    * Exclusive waiters of this process by the path of the held node just ahead of theirs: when
    * that hold ends here, the waiter is first in line, so it is told at once (no watch event, no
@@ -118,6 +117,7 @@ export class ZooKeeperLockBackend implements LockBackend {
     private readonly zk: ZooKeeperDriver,
     private readonly settings: ZooKeeperSettings,
   ) {
+    super();
     this.leases = new Leases(settings.driftFactor);
     this.session = new ZooKeeperSession(
       zk,
@@ -137,18 +137,6 @@ export class ZooKeeperLockBackend implements LockBackend {
 
   get name(): string {
     return this.settings.name;
-  }
-
-  get queueCount(): number {
-    return this.local.keyCount;
-  }
-
-  queued(key: string): number {
-    return this.local.queued(key);
-  }
-
-  holds(key: string): boolean {
-    return this.local.holds(key);
   }
 
   async start(): Promise<void> {
