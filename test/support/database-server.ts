@@ -51,41 +51,6 @@ export interface DatabaseServerSpec {
   ready(): Promise<boolean>;
 }
 
-/** The path of `name` in the usual places, or undefined. */
-export function findBinary(name: string, dirs: readonly string[]): string | undefined {
-  for (const dir of [...(process.env.PATH ?? '').split(path.delimiter), ...dirs]) {
-    if (!dir) continue;
-    const candidate = path.join(dir, name);
-    try {
-      fs.accessSync(candidate, fs.constants.X_OK);
-      if (fs.statSync(candidate).isFile()) return candidate;
-    } catch {
-      // Not here.
-    }
-  }
-  return undefined;
-}
-
-/**
- * `name` from `dirs`, installing the Debian package `pkg` first when it is missing and we are
- * root (a fresh CI machine); else an error saying how to install it.
- */
-export function ensureBinary(name: string, dirs: readonly string[], pkg: string): string {
-  const found = findBinary(name, dirs);
-  if (found) return found;
-  if (process.getuid?.() === 0) {
-    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-    spawnSync('apt-get', ['update'], { env, stdio: ['ignore', 2, 2] });
-    spawnSync('apt-get', ['install', '-y', '-o', 'DPkg::Lock::Timeout=300', pkg], {
-      env,
-      stdio: ['ignore', 2, 2],
-    });
-    const installed = findBinary(name, dirs);
-    if (installed) return installed;
-  }
-  throw new Error(`${name} is not installed; install it with \`sudo apt-get install -y ${pkg}\`.`);
-}
-
 /** A fresh directory for one server's data, removed by `stop()`; owned by `user` if given. */
 export function serverDir(kind: string, user?: { uid: number; gid: number }): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${SERVER_DIR_PREFIX}${kind}-`));

@@ -1,7 +1,6 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import * as fs from 'node:fs';
-import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { clearTimeout, setTimeout } from 'node:timers';
@@ -12,7 +11,8 @@ import {
   SERVER_DIR_PREFIX,
   writePidRecord,
 } from './pid-registry';
-import { findBinary } from './redis-server';
+import { freePorts } from './redis-server';
+import { ensureBinary } from './server-binary';
 
 /**
  * Real etcd processes for the etcd suites: a single member or a 3-member cluster, every member
@@ -27,8 +27,6 @@ const STOP_GRACE_MS = 3_000;
 /** Raft timing of the test members, in ms. */
 const HEARTBEAT_MS = 50;
 const ELECTION_MS = 500;
-const NOT_INSTALLED =
-  'etcd is not installed; install it with `sudo apt-get install -y etcd-server` (Debian/Ubuntu).';
 
 /** One etcd member. */
 export interface EtcdMember {
@@ -58,29 +56,8 @@ export interface EtcdCluster {
   stop(): Promise<void>;
 }
 
-let lookup: string | Error | undefined;
-
 /** The etcd binary; installs etcd-server with apt-get when missing and root. */
-export function ensureEtcdBinary(): string {
-  lookup ??= lookUpEtcd();
-  if (lookup instanceof Error) throw lookup;
-  return lookup;
-}
-
-function lookUpEtcd(): string | Error {
-  const found = findBinary('etcd');
-  if (found) return found;
-  if (process.getuid?.() !== 0) return new Error(NOT_INSTALLED);
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  for (const args of [
-    ['update'],
-    ['install', '-y', '-o', 'DPkg::Lock::Timeout=300', 'etcd-server'],
-  ]) {
-    process.stderr.write(`[etcd harness] etcd is missing; running apt-get ${args.join(' ')}\n`);
-    spawnSync('apt-get', args, { env, stdio: ['ignore', 2, 2] });
-  }
-  return findBinary('etcd') ?? new Error(NOT_INSTALLED);
-}
+export const ensureEtcdBinary = (): string => ensureBinary('etcd', 'etcd-server');
 
 /**
  * Starts `size` members (1 or 3) as one new cluster; resolves once every member is healthy.
@@ -240,22 +217,6 @@ class Member implements EtcdMember {
 }
 
 /** Picks `n` distinct free loopback ports. */
-async function freePorts(n: number): Promise<number[]> {
-  const servers: net.Server[] = [];
-  try {
-    for (let i = 0; i < n; i++) {
-      const server = net.createServer();
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen({ host: HOST, port: 0, exclusive: true }, resolve);
-      });
-      servers.push(server);
-    }
-    return servers.map((s) => (s.address() as net.AddressInfo).port);
-  } finally {
-    await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
-  }
-}
 
 /** One JSON request to a member (a GET, or a POST of `body`); undefined when it fails. */
 async function requestJson(

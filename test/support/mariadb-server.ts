@@ -2,12 +2,12 @@ import * as path from 'node:path';
 import { createConnection, type ConnectionOptions, type RowDataPacket } from 'mysql2/promise';
 import {
   type DatabaseServerHandle,
-  ensureBinary,
   runSetup,
   serverDir,
   startDatabaseServer,
 } from './database-server';
 import { closedPort } from './redis-server';
+import { ensureBinary } from './server-binary';
 
 /**
  * A throwaway MariaDB server for the SQL suites: `mariadb-install-db` into a temp dir, then
@@ -39,8 +39,8 @@ export interface MariadbServerHandle extends DatabaseServerHandle {
 
 /** Starts a fresh server and resolves once it answers as root, with the `locks` user made. */
 export async function startMariadb(): Promise<MariadbServerHandle> {
-  const mariadbd = ensureBinary('mariadbd', BIN_DIRS, 'mariadb-server');
-  const installDb = ensureBinary('mariadb-install-db', BIN_DIRS, 'mariadb-server');
+  const mariadbd = ensureBinary('mariadbd', 'mariadb-server', BIN_DIRS);
+  const installDb = ensureBinary('mariadb-install-db', 'mariadb-server', BIN_DIRS);
   const dir = serverDir('mariadb');
   const data = path.join(dir, 'data');
   runSetup(installDb, [

@@ -3,12 +3,12 @@ import * as path from 'node:path';
 import { Client, type ClientConfig } from 'pg';
 import {
   type DatabaseServerHandle,
-  ensureBinary,
   runSetup,
   serverDir,
   startDatabaseServer,
 } from './database-server';
 import { closedPort } from './redis-server';
+import { ensureBinary } from './server-binary';
 
 /**
  * A throwaway PostgreSQL cluster for the SQL suites: `initdb` into a temp dir, `postgres` on
@@ -55,7 +55,7 @@ function postgresUser(): { uid: number; gid: number } | undefined {
 export async function startPostgres(
   options: StartPostgresOptions = {},
 ): Promise<PostgresServerHandle> {
-  const postgres = ensureBinary('postgres', BIN_DIRS, 'postgresql');
+  const postgres = ensureBinary('postgres', 'postgresql', BIN_DIRS);
   const initdb = path.join(path.dirname(postgres), 'initdb');
   const user = postgresUser();
   const dir = serverDir('postgres', user);

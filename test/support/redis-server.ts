@@ -1,4 +1,4 @@
-import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import { clearTimeout, setTimeout } from 'node:timers';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import { findBinary, installWithApt } from './server-binary';
 import {
   removePidRecord,
   removeServerDir,
@@ -22,7 +23,6 @@ import {
  */
 
 const HOST = '127.0.0.1';
-const SEARCH_DIRS = ['/usr/bin', '/usr/local/bin', '/usr/sbin'];
 const READY_TIMEOUT_MS = 10_000;
 const STOP_GRACE_MS = 3_000;
 const CLUSTER_CREATE_TIMEOUT_MS = 30_000;
@@ -134,7 +134,7 @@ function lookUpRedisServer(): string | Error {
   const found = findBinary('redis-server');
   if (found) return found;
   if (process.getuid?.() !== 0) return new Error(NOT_INSTALLED);
-  const status = installRedisWithApt();
+  const status = installWithApt('redis-server');
   return (
     findBinary('redis-server') ??
     new Error(
@@ -155,37 +155,6 @@ function ensureRedisCliBinary(): string {
     'redis-cli is not installed; install it with `sudo apt-get install -y redis-server` ' +
       '(it ships in redis-tools, a dependency of that package).',
   );
-}
-
-export function findBinary(name: string): string | undefined {
-  const dirs = [...(process.env.PATH ?? '').split(path.delimiter).filter(Boolean), ...SEARCH_DIRS];
-  for (const dir of dirs) {
-    const candidate = path.join(dir, name);
-    try {
-      fs.accessSync(candidate, fs.constants.X_OK);
-      if (fs.statSync(candidate).isFile()) return candidate;
-    } catch {
-      // Not in this directory.
-    }
-  }
-  return undefined;
-}
-
-/** Returns how the install step ended, for the error message. */
-function installRedisWithApt(): string {
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  // Several jest workers may get here at once: the lock timeout makes them queue on dpkg instead
-  // of failing, and a failed `update` (lists locked by a sibling) is no reason not to try.
-  const steps = [['update'], ['install', '-y', '-o', 'DPkg::Lock::Timeout=300', 'redis-server']];
-  let status = 'no result';
-  for (const args of steps) {
-    process.stderr.write(
-      `[redis harness] redis-server is missing; running apt-get ${args.join(' ')}\n`,
-    );
-    const result = spawnSync('apt-get', args, { env, stdio: ['ignore', 2, 2] });
-    status = result.error ? result.error.message : `exit code ${result.status ?? result.signal}`;
-  }
-  return status;
 }
 
 /**
@@ -597,6 +566,13 @@ async function pickFreePort(cluster: boolean): Promise<number> {
 
 /** A loopback port nothing listens on (for a client that must find no server there). */
 export const closedPort = (): Promise<number> => pickFreePort(false);
+
+/** `count` distinct free loopback ports (for a cluster's members: client and peer ports). */
+export async function freePorts(count: number): Promise<number[]> {
+  const ports = new Set<number>();
+  while (ports.size < count) ports.add(await closedPort());
+  return [...ports];
+}
 
 /** Listens on `port` (0: any) and closes again; resolves with the port, or undefined if taken. */
 function listenOnce(port: number): Promise<number | undefined> {

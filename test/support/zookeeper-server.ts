@@ -12,7 +12,8 @@ import {
   SERVER_DIR_PREFIX,
   writePidRecord,
 } from './pid-registry';
-import { closedPort } from './redis-server';
+import { freePorts } from './redis-server';
+import { installWithApt } from './server-binary';
 
 /**
  * Real ZooKeeper 3.8 servers (Debian's `zookeeperd` jars, run with `java ... QuorumPeerMain`) for
@@ -129,17 +130,7 @@ function classpath(): string | undefined {
 function lookUp(): string | Error {
   const found = classpath();
   if (found) return found;
-  if (process.getuid?.() !== 0) return new Error(NOT_INSTALLED);
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  for (const args of [
-    ['update'],
-    ['install', '-y', '-o', 'DPkg::Lock::Timeout=300', 'zookeeperd'],
-  ]) {
-    process.stderr.write(
-      `[zookeeper harness] ZooKeeper is missing; running apt-get ${args.join(' ')}\n`,
-    );
-    spawnSync('apt-get', args, { env, stdio: ['ignore', 2, 2] });
-  }
+  installWithApt('zookeeperd');
   return classpath() ?? new Error(NOT_INSTALLED);
 }
 
@@ -355,11 +346,6 @@ class SpawnedMember implements ZooKeeperMember {
 }
 
 /** `count` distinct free loopback ports. */
-async function freePorts(count: number): Promise<number[]> {
-  const ports = new Set<number>();
-  while (ports.size < count) ports.add(await closedPort());
-  return [...ports];
-}
 
 /** Sends a four-letter word (`srvr`, `ruok`) and resolves with the whole reply. */
 export function fourLetterWord(port: number, word: string, timeoutMs: number): Promise<string> {
