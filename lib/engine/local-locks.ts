@@ -1,4 +1,6 @@
+import { settleTo } from '../settle-to';
 import { KeyCounts } from './key-counts';
+import type { Lease } from './lease';
 
 /** A wait of this process for its keys, as `LocalLocks` knows it. @internal */
 export interface LocalWait {
@@ -54,8 +56,8 @@ export class LocalLocks<W extends LocalWait = LocalWait> {
 }
 
 /**
- * The part of `LockBackend` a backend whose locks live on the server answers from `LocalLocks`
- * alone: extend it and keep `local` up to date.
+ * The part of `LockBackend` a backend whose locks live on the server answers alike: the counts,
+ * from `LocalLocks` (extend it and keep `local` up to date), and `releaseThen` over `release`.
  * @internal
  */
 export abstract class LocallyCountedBackend<W extends LocalWait = LocalWait> {
@@ -75,5 +77,12 @@ export abstract class LocallyCountedBackend<W extends LocalWait = LocalWait> {
   /** Whether a caller of this process holds `key`. */
   holds(key: string): boolean {
     return this.local.holds(key);
+  }
+
+  abstract release(lease: Lease): Promise<void>;
+
+  /** `release` answered by callback, once: `error` undefined when it succeeded. */
+  releaseThen(lease: Lease, done: (error?: unknown) => void): void {
+    settleTo(this.release(lease), done);
   }
 }

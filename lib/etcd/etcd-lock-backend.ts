@@ -13,7 +13,6 @@ import {
   type Share,
 } from '../engine/lock-backend';
 import { abortReason } from '../engine/wait-rules';
-import { settleTo } from '../settle-to';
 import { ETCD_ACQUIRE_ABANDONED, ETCD_SESSION_LOST } from '../redlock.messages';
 import { shareMismatch } from '../engine/share-mismatch';
 import { kindValue, linePrefix, OTHER_PART, prefixEnd, READ_PART, shareOf } from './etcd-names';
@@ -277,10 +276,6 @@ export class EtcdLockBackend
       this.discard(held.names, held.session);
       throw this.backendError(lease.keys, error, 'release');
     }
-  }
-
-  releaseThen(lease: Lease, done: (error?: unknown) => void): void {
-    settleTo(this.release(lease), done);
   }
 
   async releaseByExpiry(lease: Lease, ms: number): Promise<void> {

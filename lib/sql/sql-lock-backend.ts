@@ -189,10 +189,6 @@ export class SqlLockBackend<S extends SqlSession>
     if (hold) await this.free(hold);
   }
 
-  releaseThen(lease: Lease, done: (error?: unknown) => void): void {
-    settleTo(this.release(lease), done);
-  }
-
   async releaseByExpiry(lease: Lease, ms: number): Promise<void> {
     if (lease.released) return;
     lease.released = true;

@@ -13,7 +13,6 @@ import {
   type Share,
 } from '../engine/lock-backend';
 import { abortReason } from '../engine/wait-rules';
-import { settleTo } from '../settle-to';
 import { MODE_MISMATCH, PERMITS_MISMATCH, ZK_NODE_GONE } from '../redlock.messages';
 import {
   admission,
@@ -268,10 +267,6 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     this.forget(hold);
     this.handOff(hold.nodes);
     await this.deleteNodes(lease.keys, hold.nodes, 'release');
-  }
-
-  releaseThen(lease: Lease, done: (error?: unknown) => void): void {
-    settleTo(this.release(lease), done);
   }
 
   async releaseByExpiry(lease: Lease, ms: number): Promise<void> {
