@@ -20,7 +20,8 @@ type KeyLine = Line<Waiter>;
 import { KeyLines } from './key-lines';
 import { claimWindow, type Lease, type LeaseTaker, Leases } from './lease';
 import { type MultiKeyWaitContext, type ReleaseWatch, waitForKeys } from './multi-key-wait';
-import { shareArg, SharedHolds, type SharedHoldsEngine } from './shared-holds';
+import { SharedHolds, type SharedHoldsEngine } from './shared-holds';
+import { shareArg } from './shared-wait';
 import { Tokens } from './tokens';
 import {
   type AcquireRequest,
