@@ -20,6 +20,7 @@ type KeyLine = Line<Waiter>;
 import { KeyLines } from './key-lines';
 import { claimWindow, type Lease, type LeaseTaker, Leases } from './lease';
 import { type MultiKeyWaitContext, type ReleaseWatch, waitForKeys } from './multi-key-wait';
+import { type HandoffEngine, LocalHandoffs } from './local-handoffs';
 import { SharedHolds, type SharedHoldsEngine } from './shared-holds';
 import { shareArg } from './shared-wait';
 import { Tokens } from './tokens';
@@ -50,6 +51,9 @@ export interface LockClientSettings {
  * back leases. It coordinates; the parts do the work:
  * - `KeyLine` (per key: local holds, the FIFO of waiting callers, first tries in flight),
  *   `Waiter` / `waitForKeys` (one caller's wait), `Leases` (lease arithmetic), `Tokens`;
+ * - `LocalHandoffs` (a freed key to the next caller of this process), `SharedHolds` (read holds
+ *   and permits, with their own waits, joins and passes), each given only what it needs of this
+ *   class (`HandoffEngine`, `SharedHoldsEngine`);
  * - `LockProtocol` (rounds over the nodes, Redlock's quorum rules, undoing what a round cannot
  *   keep), `KeySpace` (every Redis name), `ScriptRunner`, `LockNotifier` (wake-ups).
  * Single-node groups queue waiters in Redis and grant on release (FIFO across processes);
@@ -75,12 +79,8 @@ export class LockClient implements LockBackend {
   private readonly keysWait: MultiKeyWaitContext;
   /** Read holds and permits: their waits, grants, joins and passes. */
   private readonly shared: SharedHolds;
-  /** Fences a REFILL reserves for a key passed on in memory (single node). */
-  private readonly refillBlock: number;
-  /** A hold passed on in memory with fewer spare fences than this asks for a REFILL. */
-  private readonly refillBelow: number;
-  /** The most local passes a turn may make (see `KeyLine.turnBegins`): one refill block. */
-  private readonly turnPasses: number;
+  /** Passing a freed key to the next caller of this process (exclusive holds). */
+  private readonly handoffs: LocalHandoffs;
   /** One plain node: its clock, bounded against ours, lets a fresh grant hold at once. */
   private readonly serverClock?: ServerClock;
 
@@ -91,10 +91,6 @@ export class LockClient implements LockBackend {
     onSubscriberError: (error: Error) => void,
   ) {
     this.fair = nodes.length === 1;
-    // Four blocks' worth: one refill per dozen or so sections of a hot key, well ahead of need.
-    this.refillBlock = 4 * (settings.localHandoffs + 1);
-    this.refillBelow = Math.ceil((settings.localHandoffs + 1) / 2);
-    this.turnPasses = this.refillBlock - 1;
     if (this.fair && !isCluster(nodes[0])) this.serverClock = new ServerClock(nodes[0]);
     this.space = new KeySpace(settings.keyPrefix, nodes.some(isCluster));
     this.runner = new ScriptRunner(settings.commandTimeout, settings.connectionError);
@@ -122,6 +118,7 @@ export class LockClient implements LockBackend {
     this.lineWait = this.lineWaitContext();
     this.keysWait = this.keysWaitContext();
     this.shared = new SharedHolds(this.sharedHoldsEngine());
+    this.handoffs = new LocalHandoffs(this.handoffEngine());
   }
 
   /** The prefix of every token of this group in this process (what its grant channel is named by). */
@@ -346,7 +343,7 @@ export class LockClient implements LockBackend {
     if (lease.share === undefined) {
       const line = lease.keys.length === 1 ? this.lines.get(lease.keys[0]) : undefined;
       if (!line?.head || this.closed) return this.giveBackThen(lease, done);
-      return settleTo(this.passOn(lease, line, line.head), done);
+      return settleTo(this.handoffs.passOn(lease, line, line.head), done);
     }
     settleTo(this.shared.release(lease), done);
   }
@@ -419,7 +416,7 @@ export class LockClient implements LockBackend {
       // and the callers of this process waiting now each get a turn before they go first.
       if (this.fair && !lease.uncontended) {
         line.othersWait();
-        line.turnBegins(taker.token, this.turnPasses);
+        line.turnBegins(taker.token, this.handoffs.turnPasses);
       }
     }
     // Only a token that queued in Redis can be granted a key: a first try's needs no entry.
@@ -457,142 +454,6 @@ export class LockClient implements LockBackend {
   private endTry(line: KeyLine): void {
     line.endTry();
     this.lines.dropIfIdle(line);
-  }
-
-  /**
-   * A caller of this process waits for the key: hand it over (in memory, or by HANDOFF) while
-   * the bounded barging allows; past it, on a single node, the oldest waiter of another process
-   * goes first (RELEASE_TO). On a single node the bound counts only while a waiter of another
-   * process is known to be queued: with nobody else waiting the key stays here, passed on in
-   * memory (its fences refilled in the background). The line counts the key as held until
-   * Redis has it back, so our own head does not compete for a key this process still holds.
-   */
-  private async passOn(lease: Lease, line: KeyLine, next: Waiter): Promise<void> {
-    const limit = this.settings.localHandoffs;
-    // Staying here past the bound needs the notices of other processes: listen (once).
-    if (this.fair && limit > 0) this.notifier.listenInBackground();
-    // Past the bound only while this process heard every notice since nobody else was queued
-    // (a notice lost while its subscriber reconnected would otherwise keep the key here), and
-    // for QUIET_PROOF_MS at most: then the key goes public once more, which proves it again (a
-    // notice can be lost without the subscriber noticing, as in a failover).
-    const { quietSince } = line;
-    const quiet =
-      this.fair &&
-      performance.now() - quietSince < QUIET_PROOF_MS &&
-      this.notifier.heardSince(quietSince);
-    if (line.mayHandOff(limit, quiet) && performance.now() < lease.validUntil) {
-      const refilling = lease.spare <= 0 && !next.enqueued ? line.refilling : undefined;
-      if (refilling) {
-        // The callers ran through the block before the refill came back: wait for it (a round
-        // trip, as a HANDOFF would be) rather than pass by HANDOFF, whose new token would lose
-        // the refill's block; then decide again (it may say others are queued).
-        await refilling;
-        return this.passOnAgain(lease, line);
-      }
-      const inMemory = next.enqueued ? undefined : this.leases.passedOn(lease, next);
-      const handed = inMemory ?? (await this.handoff(lease, next));
-      if (handed) {
-        line.handedOff();
-        this.stats.localHandoffs++;
-        if (inMemory) this.refill(line, inMemory);
-        return this.handTo(lease, handed, line, next);
-      }
-    } else if (this.fair) {
-      // RELEASE_TO may queue the next caller in Redis behind another process's waiter: its grant
-      // then comes as a message on this process's channel, which must be heard (with
-      // localHandoffs 0 nothing else made this process listen). No wait once it listens.
-      if (!this.notifier.listening) await this.subscribed();
-      const mark = line.noticeMark();
-      const sentAt = performance.now();
-      const r = await this.protocol
-        .releaseTo(lease.keys, lease.token, next, next.acks)
-        .catch(() => {
-          // Whatever it did is unknown: the next caller's token must not keep the key.
-          this.protocol.abandon(lease.keys, next.token);
-          return 'notOurs' as const;
-        });
-      line.wentPublic();
-      if (r === 'granted') {
-        // Granted to another process; ours queued behind it, so a grant is on its way to it.
-        this.tokens.drop(lease.token);
-        next.enqueued = true;
-        next.queuedByHolder = true;
-        this.holdReturned(lease, () => false);
-        return;
-      }
-      if (r !== 'notOurs') {
-        // Nobody else was queued: the key stays here until someone is (heard by a notice: this
-        // process listens since the start of this passOn).
-        line.nobodyElseSince(mark, sentAt);
-        this.stats.localHandoffs++;
-        this.tokens.hold(next.token);
-        return this.handTo(lease, this.leases.taken(lease.keys, next, r), line, next);
-      }
-    }
-    return this.giveBack(lease);
-  }
-
-  /** passOn after a wait: to the head of the line now, or back to Redis if nobody waits. */
-  private passOnAgain(lease: Lease, line: KeyLine): Promise<void> {
-    const head = line.head;
-    if (head && !this.closed) return this.passOn(lease, line, head);
-    return this.giveBack(lease);
-  }
-
-  /** The key passed from `lease` to `handed` for `next`; given back if `next` left meanwhile. */
-  private handTo(lease: Lease, handed: Lease, line: KeyLine, next: Waiter): Promise<void> {
-    line.passHold(lease, handed);
-    if (handed.token !== lease.token) this.tokens.drop(lease.token);
-    if (next.handOver(handed)) return Promise.resolve();
-    // The waiter gave up while the handoff was in flight: release what it was given.
-    handed.released = true;
-    return this.giveBack(handed);
-  }
-
-  /**
-   * The key went on in memory with `lease` (`line` still lists its new holder) and its spare
-   * fences run low for the callers waiting: more are reserved in
-   * the background (REFILL, one round trip while the callers hold), so the next passes need
-   * none. The answer goes to whichever hold of the token is current by then; it also says
-   * whether a waiter of another process is queued (a notice lost on the way is caught here).
-   */
-  private refill(line: KeyLine, lease: Lease): void {
-    // Not while the callers already waiting fit in the spare fences, nor with others waiting
-    // when the passes left before the key goes public fit in them.
-    if (lease.spare >= this.refillBelow || line.length - 1 <= lease.spare) return;
-    if (line.refilling) return;
-    if (line.othersMayWait && line.passesLeft(this.settings.localHandoffs) <= lease.spare) return;
-    // A block for every caller waiting now (a long line costs one round trip, not one per block).
-    const count = Math.min(Math.max(this.refillBlock, line.length), MAX_REFILL);
-    const mark = line.noticeMark();
-    const sentAt = performance.now();
-    line.refillOnce(() =>
-      this.protocol.refill(lease.keys, lease.token, count, lease.acks).then(
-        (r) => {
-          // The token's hold now, even if it was let go and waits in passOn for this block.
-          const current = line.leaseOf(lease.token);
-          if (r.kind === 'notOurs') {
-            // The token lost the key (expired, taken): its hold here proves nothing any more.
-            if (current && !current.released) this.leaseEnded(current);
-            return;
-          }
-          if (r.othersQueued) line.othersWait();
-          else line.nobodyElseSince(mark, sentAt);
-          current?.refilled(r.fence, count);
-        },
-        () => undefined,
-      ),
-    );
-  }
-
-  /** HANDOFF: the key to `next`'s token in one round trip; undefined if it could not be. */
-  private async handoff(lease: Lease, next: Waiter): Promise<Lease | undefined> {
-    const taken = await this.protocol
-      .handoff(lease.keys, lease.token, next, next.acks)
-      .catch(() => undefined);
-    if (!taken) return undefined;
-    this.tokens.hold(next.token);
-    return this.leases.taken(lease.keys, next, taken);
   }
 
   /** Gives the key back in Redis (compare-and-delete), then wakes our head if it must try. */
@@ -762,6 +623,24 @@ export class LockClient implements LockBackend {
     };
   }
 
+  /** What the local handoffs take of this engine (see `HandoffEngine`). */
+  private handoffEngine(): HandoffEngine {
+    return {
+      protocol: this.protocol,
+      leases: this.leases,
+      tokens: this.tokens,
+      notifier: this.notifier,
+      stats: this.stats,
+      fair: this.fair,
+      localHandoffs: this.settings.localHandoffs,
+      closed: () => this.closed,
+      subscribed: () => this.subscribed(),
+      leaseEnded: (lease) => this.leaseEnded(lease),
+      holdReturned: (lease, wakeHead) => this.holdReturned(lease, wakeHead),
+      giveBack: (lease) => this.giveBack(lease),
+    };
+  }
+
   /** What the shared holds take of this engine (see `SharedHoldsEngine`). */
   private sharedHoldsEngine(): SharedHoldsEngine {
     return {
@@ -829,16 +708,3 @@ export class LockClient implements LockBackend {
 }
 
 const RESOLVED: Promise<void> = Promise.resolve();
-
-/**
- * How long a release that found nobody else queued lets a hot key stay in its process past
- * `localHandoffs` (a waiter of another process whose notice was lost waits at most about this).
- */
-const QUIET_PROOF_MS = 1_000;
-
-/**
- * The most fences one REFILL reserves (a block covers the callers waiting at the time, at least
- * `4 × (localHandoffs + 1)`): fences are sparse anyway (minted from the server's clock), this only
- * bounds how far one refill moves the counter.
- */
-const MAX_REFILL = 1_024;
