@@ -401,7 +401,7 @@ export class LockClient implements LockBackend {
     }
   }
 
-  // ---------------------------------------------------------------- holding and passing on
+  // ---------------------------------------------------------------- holding and giving back
 
   /**
    * The lease a round took; a single key's line counts it as held. One set for a claim window
