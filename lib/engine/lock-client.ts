@@ -1,6 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import { performance } from 'node:perf_hooks';
-import { LockConfigError, LockNotAcquiredError } from '../errors';
+import { LockNotAcquiredError } from '../errors';
 import { type Grant, KeySpace, RELEASED_MESSAGE } from '../redis/key-space';
 import { LockNotifier } from '../redis/lock-notifier';
 import { GRANT_CLAIM_MS } from '../redis/script-constants';
@@ -8,10 +8,8 @@ import {
   LockProtocol,
   type ReleaseGrant,
   type ReplicaAcks,
-  type SharedOutcome,
   type Taken,
 } from '../redis/lock-protocol';
-import { MODE_MISMATCH, PERMITS_MISMATCH } from '../redlock.messages';
 import { isCluster, type RedisNode } from '../redis/redis-node';
 import { ScriptRunner } from '../redis/script-runner';
 import { ServerClock } from '../redis/server-clock';
@@ -19,17 +17,12 @@ import { promiseFrom, settleTo } from '../settle-to';
 import type { KeyLine as Line, LineListener } from './key-line';
 
 type KeyLine = Line<Waiter>;
-import { KeyCounts } from './key-counts';
 import { KeyLines } from './key-lines';
 import { claimWindow, type Lease, type LeaseTaker, Leases } from './lease';
-import {
-  type Granted,
-  type MultiKeyWaitContext,
-  type ReleaseWatch,
-  waitForKeys,
-} from './multi-key-wait';
-import { ShareGroup } from './share-group';
-import { WriterNotices } from './writer-notices';
+import { type MultiKeyWaitContext, type ReleaseWatch, waitForKeys } from './multi-key-wait';
+import { type HandoffEngine, LocalHandoffs } from './local-handoffs';
+import { SharedHolds, type SharedHoldsEngine } from './shared-holds';
+import { shareArg } from './shared-wait';
 import { Tokens } from './tokens';
 import {
   type AcquireRequest,
@@ -58,6 +51,9 @@ export interface LockClientSettings {
  * back leases. It coordinates; the parts do the work:
  * - `KeyLine` (per key: local holds, the FIFO of waiting callers, first tries in flight),
  *   `Waiter` / `waitForKeys` (one caller's wait), `Leases` (lease arithmetic), `Tokens`;
+ * - `LocalHandoffs` (a freed key to the next caller of this process), `SharedHolds` (read holds
+ *   and permits, with their own waits, joins and passes), each given only what it needs of this
+ *   class (`HandoffEngine`, `SharedHoldsEngine`);
  * - `LockProtocol` (rounds over the nodes, Redlock's quorum rules, undoing what a round cannot
  *   keep), `KeySpace` (every Redis name), `ScriptRunner`, `LockNotifier` (wake-ups).
  * Single-node groups queue waiters in Redis and grant on release (FIFO across processes);
@@ -81,26 +77,12 @@ export class LockClient implements LockBackend {
   private readonly closing = new AbortController();
   private readonly lineWait: LineWaitContext;
   private readonly keysWait: MultiKeyWaitContext;
-  /** Shared holds waiting for a grant, by token: who takes the lease. */
-  private readonly sharedGrants = new Map<string, SharedGrantee>();
-  /** Keys with shared holds or waits of this process, and how many. */
-  private readonly sharedKeys = new KeyCounts();
-  /** Fences a REFILL reserves for a key passed on in memory (single node). */
-  private readonly refillBlock: number;
-  /** A hold passed on in memory with fewer spare fences than this asks for a REFILL. */
-  private readonly refillBelow: number;
-  /** The most local passes a turn may make (see `KeyLine.turnBegins`): one refill block. */
-  private readonly turnPasses: number;
+  /** Read holds and permits: their waits, grants, joins and passes. */
+  private readonly shared: SharedHolds;
+  /** Passing a freed key to the next caller of this process (exclusive holds). */
+  private readonly handoffs: LocalHandoffs;
   /** One plain node: its clock, bounded against ours, lets a fresh grant hold at once. */
   private readonly serverClock?: ServerClock;
-  /** Per key (single node): shared waits of this process queued in Redis right now. */
-  private readonly sharedWaits = new KeyCounts();
-  /** Per key with shared waits queued: when a writer was last heard waiting (see holdShared). */
-  private readonly writerNotices = new WriterNotices(this.sharedWaits);
-  /** Per key (single node): permit waits of this process queued in Redis, oldest first. */
-  private readonly permitWaits = new Map<string, Set<PermitWait>>();
-  /** Per key: the read hold of this process that later readers of this process may join. */
-  private readonly openReads = new Map<string, Lease>();
 
   constructor(
     readonly name: string,
@@ -109,10 +91,6 @@ export class LockClient implements LockBackend {
     onSubscriberError: (error: Error) => void,
   ) {
     this.fair = nodes.length === 1;
-    // Four blocks' worth: one refill per dozen or so sections of a hot key, well ahead of need.
-    this.refillBlock = 4 * (settings.localHandoffs + 1);
-    this.refillBelow = Math.ceil((settings.localHandoffs + 1) / 2);
-    this.turnPasses = this.refillBlock - 1;
     if (this.fair && !isCluster(nodes[0])) this.serverClock = new ServerClock(nodes[0]);
     this.space = new KeySpace(settings.keyPrefix, nodes.some(isCluster));
     this.runner = new ScriptRunner(settings.commandTimeout, settings.connectionError);
@@ -139,6 +117,8 @@ export class LockClient implements LockBackend {
     setMaxListeners(0, this.closing.signal);
     this.lineWait = this.lineWaitContext();
     this.keysWait = this.keysWaitContext();
+    this.shared = new SharedHolds(this.sharedHoldsEngine());
+    this.handoffs = new LocalHandoffs(this.handoffEngine());
   }
 
   /** The prefix of every token of this group in this process (what its grant channel is named by). */
@@ -154,7 +134,7 @@ export class LockClient implements LockBackend {
   /** Key lines alive (for tests: none once every caller left). */
   get queueCount(): number {
     let shared = 0;
-    for (const key of this.sharedKeys.keys()) if (!this.lines.get(key)) shared++;
+    for (const key of this.shared.keys()) if (!this.lines.get(key)) shared++;
     return this.lines.size + shared;
   }
 
@@ -182,7 +162,7 @@ export class LockClient implements LockBackend {
    * @throws LockBackendError when too many nodes fail for a quorum, or the client closes
    */
   acquire(keys: readonly string[], request: AcquireRequest): Promise<Lease> {
-    if (request.share !== undefined) return this.acquireShared(keys, request, request.share);
+    if (request.share !== undefined) return this.shared.acquire(keys, request, request.share);
     try {
       return this.acquireExclusive(keys, request);
     } catch (err) {
@@ -363,9 +343,9 @@ export class LockClient implements LockBackend {
     if (lease.share === undefined) {
       const line = lease.keys.length === 1 ? this.lines.get(lease.keys[0]) : undefined;
       if (!line?.head || this.closed) return this.giveBackThen(lease, done);
-      return settleTo(this.passOn(lease, line, line.head), done);
+      return settleTo(this.handoffs.passOn(lease, line, line.head), done);
     }
-    settleTo(this.releaseShare(lease), done);
+    settleTo(this.shared.release(lease), done);
   }
 
   /**
@@ -378,11 +358,7 @@ export class LockClient implements LockBackend {
   releaseByExpiry(lease: Lease, ms: number): Promise<void> {
     if (lease.released) return Promise.resolve();
     lease.released = true;
-    if (lease.share !== undefined) {
-      this.sharedDone(lease.keys);
-      const keep = this.leftShare(lease, ms);
-      return keep === false ? Promise.resolve() : this.letShareExpire(lease, keep);
-    }
+    if (lease.share !== undefined) return this.shared.releaseByExpiry(lease, ms);
     this.tokens.drop(lease.token);
     return this.protocol
       .letExpire(lease.keys, lease.token, ms)
@@ -408,235 +384,6 @@ export class LockClient implements LockBackend {
     await this.notifier.close();
   }
 
-  // ---------------------------------------------------------------- shared holds
-
-  /**
-   * A read hold or a permit: no local line (shared holders do not exclude each other, and a
-   * local handoff would skip the Redis queue that keeps a waiting writer ahead of later
-   * readers). One first try; then, on a single node, one key, queued in Redis and granted by
-   * the release that makes room; otherwise racing like several keys.
-   */
-  private async acquireShared(
-    keys: readonly string[],
-    request: AcquireRequest,
-    share: Share,
-  ): Promise<Lease> {
-    const { ttl, waitTimeout, signal, acks } = request;
-    if (signal?.aborted) throw signal.reason;
-    if (share === 'read' && keys.length === 1) {
-      const joined = this.joinRead(keys, ttl, acks);
-      if (joined) return joined;
-    }
-    const taker = this.taker(ttl, acks);
-    const arg = shareArg(share)!;
-    const queued = this.fair && keys.length === 1;
-    this.sharedStarted(keys);
-    try {
-      // Others of this process queue for the key in Redis: a first try could only be refused
-      // (the queue goes first), so the caller goes straight into it.
-      if (!queued || waitTimeout <= 0 || !this.sharedWaits.has(keys[0])) {
-        const first = await this.protocol.attemptShared(
-          keys,
-          taker.token,
-          ttl,
-          0,
-          arg,
-          taker.startedAt,
-          acks,
-        );
-        if (first.kind === 'ok') return this.holdShared(keys, taker, first, share);
-        if (first.kind === 'conflict') throw conflictError(keys[0], share, first.held);
-        if (waitTimeout <= 0) throw new LockNotAcquiredError(keys, 0, first.pttl);
-      }
-      const deadline = taker.startedAt + waitTimeout;
-      const ctx = this.sharedWaitContext(keys, share, taker);
-      if (!queued) return await waitForKeys(ctx, keys, taker, deadline, signal);
-      this.sharedWaits.add(keys[0]);
-      try {
-        return await waitForKeys(ctx, keys, taker, deadline, signal);
-      } finally {
-        this.sharedWaits.remove(keys[0]);
-        this.writerNotices.waitEnded(keys[0]);
-      }
-    } catch (err) {
-      this.sharedDone(keys);
-      throw err;
-    }
-  }
-
-  /** How a shared wait attempts, holds, is granted and gives up. */
-  private sharedWaitContext(
-    keys: readonly string[],
-    share: Share,
-    waiter: LeaseTaker,
-  ): MultiKeyWaitContext {
-    const arg = shareArg(share)!;
-    const queued = this.fair && keys.length === 1;
-    return {
-      ...this.keysWait,
-      attempt: async (keys, taker, waitMs) => {
-        const r: SharedOutcome = await this.protocol.attemptShared(
-          keys,
-          taker.token,
-          taker.ttl,
-          waitMs,
-          arg,
-          undefined,
-          taker.acks,
-        );
-        if (r.kind === 'conflict') throw conflictError(keys[0], share, r.held);
-        return r;
-      },
-      hold: (keys, taker, taken) => this.holdShared(keys, taker, taken, share),
-      abandon: (keys, token) => {
-        this.tokens.drop(token);
-        this.protocol.abandon(keys, token);
-      },
-      // Queued in Redis: a release grants the share (on this group's channel); racing: woken by
-      // the keys' release channels.
-      watch: queued
-        ? () => {
-            // A grant may come: the clock bound that lets it hold at once is kept fresh.
-            this.serverClock?.refresh();
-            return { ready: this.subscribed(), stop: () => undefined };
-          }
-        : this.keysWait.watch,
-      grants: queued
-        ? (token, deliver, attempting) => {
-            let permit: PermitWait | undefined;
-            // Granted or passed a share: no other way may give it one any more.
-            const stop = () => {
-              this.sharedGrants.delete(token);
-              if (permit) this.permitWaitEnded(keys[0], permit);
-            };
-            this.sharedGrants.set(token, {
-              // A grant message: held at once when its window surely still runs for long
-              // enough, its claim sent before the holder runs (as `holdAtOnce`); otherwise a
-              // hold only once its claim is confirmed (see `claim`).
-              message: (grant) => {
-                stop();
-                const atOnce = this.atOnce(waiter, grant);
-                if (atOnce) return deliver(atOnce);
-                void this.claim([grant.key], waiter, grant, share).then(deliver, () =>
-                  deliver(undefined),
-                );
-              },
-              // Granted by a release of this process whose answer just came: the claim window
-              // began after `sentAt`, so the share holds from there at once; the claim to the
-              // full lease follows (see `holdShared`).
-              answered: (fence, sentAt) => {
-                // Replicas must acknowledge it first: the grant message's claim (with WAIT)
-                // decides, as for a grant from another process.
-                if (waiter.acks) return;
-                stop();
-                // Held from now on: the grant message still on its way is ignored.
-                this.tokens.hold(token);
-                deliver(claimWindow({ fence, spare: 0 }, sentAt, waiter.ttl));
-              },
-            });
-            if (typeof share === 'number' && this.settings.localHandoffs > 0) {
-              permit = {
-                share,
-                taker: waiter,
-                attempting,
-                take: (passed: Granted) => {
-                  stop();
-                  this.tokens.drop(token);
-                  // An attempt on its way may take a share or queue again for this token: the
-                  // release after it, on the same connection, undoes that.
-                  if (attempting()) this.protocol.abandon(keys, token);
-                  deliver(passed);
-                },
-              };
-              this.permitWaitStarted(keys[0], permit);
-            }
-            return stop;
-          }
-        : undefined,
-      unusedShare: (lease) => {
-        // Counted again: its release counts it out.
-        this.sharedStarted(lease.keys);
-        void this.release(lease).catch(() => undefined);
-      },
-    };
-  }
-
-  /** The lease of a round that took a share. */
-  private holdShared(
-    keys: readonly string[],
-    taker: LeaseTaker,
-    taken: Taken,
-    share: Share,
-  ): Lease {
-    const lease = this.leases.taken(keys, taker, taken);
-    lease.share = share;
-    // A grant for this token that is still on its way is ignored.
-    this.tokens.hold(taker.token);
-    if (
-      share === 'read' &&
-      keys.length === 1 &&
-      !lease.acks &&
-      this.settings.localHandoffs > 0 &&
-      // A writer heard waiting since this reader asked (queued behind it, so its grant came
-      // first): later readers of this process wait behind that writer, none joins.
-      !this.writerNotices.heardSince(keys[0], taker.startedAt)
-    ) {
-      // Later readers of this process may join it until a writer waits.
-      lease.group = new ShareGroup(taker.ttl, taker.startedAt, lease.validUntil);
-      this.openReads.set(keys[0], lease);
-      // Joins need the writer notices of the grant channel: listen (once) if not yet.
-      this.notifier.listenInBackground();
-    }
-    this.claimRest(lease, taker.ttl, taken);
-    return lease;
-  }
-
-  /**
-   * A shared holder lets go: a holder of a share others of this process still hold just leaves;
-   * the last one out gives the share back (the last of all holders frees or grants the key, as a
-   * writer's release does).
-   */
-  private releaseShare(lease: Lease): Promise<void> {
-    this.sharedDone(lease.keys);
-    const next = this.closed ? undefined : this.permitWaitFor(lease);
-    if (next) return this.passPermit(lease, next);
-    const keep = this.leftShare(lease, 0);
-    if (keep === false) return Promise.resolve();
-    if (keep > 0) return this.letShareExpire(lease, keep);
-    return this.giveBackShare(lease);
-  }
-
-  /**
-   * The holder of `lease` leaves its group (`keepMs`: it asked the key to stay locked that
-   * long). False while others of this process hold the share; else how long it must stay
-   * locked (0: give it back now).
-   */
-  private leftShare(lease: Lease, keepMs: number): number | false {
-    const { group } = lease;
-    if (!group) return keepMs;
-    const key = lease.keys[0];
-    const keep = group.left(performance.now(), keepMs);
-    if (keep !== false && this.openReads.get(key)?.group === group) this.openReads.delete(key);
-    return keep;
-  }
-
-  /** The share's lease is set to end in `ms` (not renewed): the other holders go on meanwhile. */
-  private letShareExpire(lease: Lease, ms: number): Promise<void> {
-    this.tokens.drop(lease.token);
-    const { keys, token, acks, share } = lease;
-    return this.protocol
-      .extend(keys, token, Math.max(1, Math.ceil(ms)), acks, shareArg(share), false)
-      .then(() => undefined);
-  }
-
-  /** Gives a share back to Redis. */
-  private giveBackShare(lease: Lease): Promise<void> {
-    this.tokens.drop(lease.token);
-    const sentAt = performance.now();
-    const granted = (grants: readonly ReleaseGrant[]) => this.answered(lease.keys, grants, sentAt);
-    return this.protocol.release(lease.keys, lease.token, granted).then(() => undefined);
-  }
-
   /**
    * A release sent at `sentAt` granted locks or shares (its answer says which): those of waiters
    * of this process hold from now on, not from the grant message (the claim window began after
@@ -644,123 +391,17 @@ export class LockClient implements LockBackend {
    */
   private answered(keys: readonly string[], grants: readonly ReleaseGrant[], sentAt: number): void {
     for (const grant of grants) {
-      const shared = this.sharedGrants.get(grant.token);
+      const shared = this.shared.grantee(grant.token);
       // A share granted up to a writer queued behind it; of a release of several keys, which key
       // is not said: each of them is taken to have a writer waiting.
-      if (grant.writerBehind) for (const key of keys) this.writerWaits(key);
+      if (grant.writerBehind) for (const key of keys) this.shared.writerWaits(key);
       if (shared) shared.answered(grant.fence, sentAt);
       else if (keys.length === 1)
         this.lines.get(keys[0])?.waiterOf(grant.token)?.answered(grant, sentAt);
     }
   }
 
-  /** A writer waits for `key`: the read share of this process there takes no more readers. */
-  private writerWaits(key: string): void {
-    this.writerNotices.writerHeard(key, performance.now());
-    this.openReads.get(key)?.group?.close();
-    this.openReads.delete(key);
-  }
-
-  /**
-   * A reader joins the read hold of this process on the key, with no round trip: the same token
-   * and fence, and the share's validity. Only while nothing of this process waits for or holds
-   * the key exclusively (a waiting writer is not overtaken), the share was set or renewed
-   * moments ago (as for a local handoff), and no writer of another process is known to wait (see
-   * ShareGroup).
-   */
-  private joinRead(
-    keys: readonly string[],
-    ttl: number,
-    acks: ReplicaAcks | undefined,
-  ): Lease | undefined {
-    const key = keys[0];
-    const base = this.openReads.get(key);
-    const group = base?.group;
-    if (!base || !group) return undefined;
-    const now = performance.now();
-    if (group.closed || group.validUntil <= now) {
-      this.openReads.delete(key);
-      return undefined;
-    }
-    if (acks || !group.takes(ttl, now, this.leases.freshFor(ttl))) return undefined;
-    // A writer's notice could have been missed: no join.
-    if (!this.notifier.heardSince(group.askedAt)) return undefined;
-    if (this.lines.get(key)?.occupied()) return undefined;
-    group.joined();
-    this.sharedStarted(keys);
-    this.stats.readJoins++;
-    return this.leases.joined(base, group, ttl);
-  }
-
-  /**
-   * The oldest permit wait of this process that `lease`'s permit may pass to, if any: the same
-   * N and ttl, no replica acknowledgements, no attempt of its own on the way, and the permit
-   * passed past a waiter of another process fewer than `localHandoffs` times since it last went
-   * back to Redis (then it goes back to the Redis queue, so that waiter gets its turn; a pass
-   * with nobody of another process queued ahead does not count).
-   */
-  private permitWaitFor(lease: Lease): PermitWait | undefined {
-    const { share } = lease;
-    if (typeof share !== 'number' || lease.acks || lease.passes >= this.settings.localHandoffs) {
-      return undefined;
-    }
-    const waits = this.permitWaits.get(lease.keys[0]);
-    if (!waits) return undefined;
-    for (const wait of waits) {
-      if (wait.share === share && !wait.taker.acks && !wait.passing && !wait.attempting()) {
-        return wait;
-      }
-    }
-    return undefined;
-  }
-
-  /**
-   * Passes a permit to a wait of this process in one round trip (PASS_SHARE: the holder's share
-   * renewed to the waiter's lease, a new fence): the waiter holds it with the holder's token.
-   * Given back as usual when the share was lost, or the wait ended meanwhile.
-   */
-  private async passPermit(lease: Lease, next: PermitWait): Promise<void> {
-    next.passing = true;
-    const pass = await this.protocol
-      .passShare(lease.keys, lease.token, next.taker)
-      .catch(() => undefined);
-    next.passing = false;
-    if (!pass) return this.giveBackShare(lease);
-    const passed = this.leases.taken(lease.keys, { ...next.taker, token: lease.token }, pass.taken);
-    passed.share = lease.share;
-    // Only a pass that went past a waiter of another process counts toward the bound (a pass to
-    // the oldest waiter there is is no barging).
-    passed.passes = pass.pastOthers ? lease.passes + 1 : lease.passes;
-    if (!this.permitWaits.get(lease.keys[0])?.has(next)) {
-      // The wait ended (or was granted) meanwhile: the permit goes on or back from here.
-      this.sharedStarted(lease.keys);
-      return this.release(passed);
-    }
-    // Counted already: the wait's own count goes on with the permit.
-    this.stats.localHandoffs++;
-    next.take({ kind: 'handed', lease: passed });
-  }
-
-  private permitWaitStarted(key: string, wait: PermitWait): void {
-    let waits = this.permitWaits.get(key);
-    if (!waits) this.permitWaits.set(key, (waits = new Set()));
-    waits.add(wait);
-  }
-
-  private permitWaitEnded(key: string, wait: PermitWait): void {
-    const waits = this.permitWaits.get(key);
-    if (waits?.delete(wait) && waits.size === 0) this.permitWaits.delete(key);
-  }
-
-  private sharedStarted(keys: readonly string[]): void {
-    for (const key of keys) this.sharedKeys.add(key);
-  }
-
-  private sharedDone(keys: readonly string[]): void {
-    for (const key of keys) this.sharedKeys.remove(key);
-  }
-
-  // ---------------------------------------------------------------- holding and passing on
+  // ---------------------------------------------------------------- holding and giving back
 
   /**
    * The lease a round took; a single key's line counts it as held. One set for a claim window
@@ -775,7 +416,7 @@ export class LockClient implements LockBackend {
       // and the callers of this process waiting now each get a turn before they go first.
       if (this.fair && !lease.uncontended) {
         line.othersWait();
-        line.turnBegins(taker.token, this.turnPasses);
+        line.turnBegins(taker.token, this.handoffs.turnPasses);
       }
     }
     // Only a token that queued in Redis can be granted a key: a first try's needs no entry.
@@ -813,142 +454,6 @@ export class LockClient implements LockBackend {
   private endTry(line: KeyLine): void {
     line.endTry();
     this.lines.dropIfIdle(line);
-  }
-
-  /**
-   * A caller of this process waits for the key: hand it over (in memory, or by HANDOFF) while
-   * the bounded barging allows; past it, on a single node, the oldest waiter of another process
-   * goes first (RELEASE_TO). On a single node the bound counts only while a waiter of another
-   * process is known to be queued: with nobody else waiting the key stays here, passed on in
-   * memory (its fences refilled in the background). The line counts the key as held until
-   * Redis has it back, so our own head does not compete for a key this process still holds.
-   */
-  private async passOn(lease: Lease, line: KeyLine, next: Waiter): Promise<void> {
-    const limit = this.settings.localHandoffs;
-    // Staying here past the bound needs the notices of other processes: listen (once).
-    if (this.fair && limit > 0) this.notifier.listenInBackground();
-    // Past the bound only while this process heard every notice since nobody else was queued
-    // (a notice lost while its subscriber reconnected would otherwise keep the key here), and
-    // for QUIET_PROOF_MS at most: then the key goes public once more, which proves it again (a
-    // notice can be lost without the subscriber noticing, as in a failover).
-    const { quietSince } = line;
-    const quiet =
-      this.fair &&
-      performance.now() - quietSince < QUIET_PROOF_MS &&
-      this.notifier.heardSince(quietSince);
-    if (line.mayHandOff(limit, quiet) && performance.now() < lease.validUntil) {
-      const refilling = lease.spare <= 0 && !next.enqueued ? line.refilling : undefined;
-      if (refilling) {
-        // The callers ran through the block before the refill came back: wait for it (a round
-        // trip, as a HANDOFF would be) rather than pass by HANDOFF, whose new token would lose
-        // the refill's block; then decide again (it may say others are queued).
-        await refilling;
-        return this.passOnAgain(lease, line);
-      }
-      const inMemory = next.enqueued ? undefined : this.leases.passedOn(lease, next);
-      const handed = inMemory ?? (await this.handoff(lease, next));
-      if (handed) {
-        line.handedOff();
-        this.stats.localHandoffs++;
-        if (inMemory) this.refill(line, inMemory);
-        return this.handTo(lease, handed, line, next);
-      }
-    } else if (this.fair) {
-      // RELEASE_TO may queue the next caller in Redis behind another process's waiter: its grant
-      // then comes as a message on this process's channel, which must be heard (with
-      // localHandoffs 0 nothing else made this process listen). No wait once it listens.
-      if (!this.notifier.listening) await this.subscribed();
-      const mark = line.noticeMark();
-      const sentAt = performance.now();
-      const r = await this.protocol
-        .releaseTo(lease.keys, lease.token, next, next.acks)
-        .catch(() => {
-          // Whatever it did is unknown: the next caller's token must not keep the key.
-          this.protocol.abandon(lease.keys, next.token);
-          return 'notOurs' as const;
-        });
-      line.wentPublic();
-      if (r === 'granted') {
-        // Granted to another process; ours queued behind it, so a grant is on its way to it.
-        this.tokens.drop(lease.token);
-        next.enqueued = true;
-        next.queuedByHolder = true;
-        this.holdReturned(lease, () => false);
-        return;
-      }
-      if (r !== 'notOurs') {
-        // Nobody else was queued: the key stays here until someone is (heard by a notice: this
-        // process listens since the start of this passOn).
-        line.nobodyElseSince(mark, sentAt);
-        this.stats.localHandoffs++;
-        this.tokens.hold(next.token);
-        return this.handTo(lease, this.leases.taken(lease.keys, next, r), line, next);
-      }
-    }
-    return this.giveBack(lease);
-  }
-
-  /** passOn after a wait: to the head of the line now, or back to Redis if nobody waits. */
-  private passOnAgain(lease: Lease, line: KeyLine): Promise<void> {
-    const head = line.head;
-    if (head && !this.closed) return this.passOn(lease, line, head);
-    return this.giveBack(lease);
-  }
-
-  /** The key passed from `lease` to `handed` for `next`; given back if `next` left meanwhile. */
-  private handTo(lease: Lease, handed: Lease, line: KeyLine, next: Waiter): Promise<void> {
-    line.passHold(lease, handed);
-    if (handed.token !== lease.token) this.tokens.drop(lease.token);
-    if (next.handOver(handed)) return Promise.resolve();
-    // The waiter gave up while the handoff was in flight: release what it was given.
-    handed.released = true;
-    return this.giveBack(handed);
-  }
-
-  /**
-   * The key went on in memory with `lease` (`line` still lists its new holder) and its spare
-   * fences run low for the callers waiting: more are reserved in
-   * the background (REFILL, one round trip while the callers hold), so the next passes need
-   * none. The answer goes to whichever hold of the token is current by then; it also says
-   * whether a waiter of another process is queued (a notice lost on the way is caught here).
-   */
-  private refill(line: KeyLine, lease: Lease): void {
-    // Not while the callers already waiting fit in the spare fences, nor with others waiting
-    // when the passes left before the key goes public fit in them.
-    if (lease.spare >= this.refillBelow || line.length - 1 <= lease.spare) return;
-    if (line.refilling) return;
-    if (line.othersMayWait && line.passesLeft(this.settings.localHandoffs) <= lease.spare) return;
-    // A block for every caller waiting now (a long line costs one round trip, not one per block).
-    const count = Math.min(Math.max(this.refillBlock, line.length), MAX_REFILL);
-    const mark = line.noticeMark();
-    const sentAt = performance.now();
-    line.refillOnce(() =>
-      this.protocol.refill(lease.keys, lease.token, count, lease.acks).then(
-        (r) => {
-          // The token's hold now, even if it was let go and waits in passOn for this block.
-          const current = line.leaseOf(lease.token);
-          if (r.kind === 'notOurs') {
-            // The token lost the key (expired, taken): its hold here proves nothing any more.
-            if (current && !current.released) this.leaseEnded(current);
-            return;
-          }
-          if (r.othersQueued) line.othersWait();
-          else line.nobodyElseSince(mark, sentAt);
-          current?.refilled(r.fence, count);
-        },
-        () => undefined,
-      ),
-    );
-  }
-
-  /** HANDOFF: the key to `next`'s token in one round trip; undefined if it could not be. */
-  private async handoff(lease: Lease, next: Waiter): Promise<Lease | undefined> {
-    const taken = await this.protocol
-      .handoff(lease.keys, lease.token, next, next.acks)
-      .catch(() => undefined);
-    if (!taken) return undefined;
-    this.tokens.hold(next.token);
-    return this.leases.taken(lease.keys, next, taken);
   }
 
   /** Gives the key back in Redis (compare-and-delete), then wakes our head if it must try. */
@@ -999,7 +504,7 @@ export class LockClient implements LockBackend {
       if (key === undefined) return;
       // A waiter of another process queued for a key a share or a token of ours holds.
       this.lines.get(key)?.othersWait();
-      this.writerWaits(key);
+      this.shared.writerWaits(key);
       return;
     }
     this.stats.grants++;
@@ -1013,7 +518,7 @@ export class LockClient implements LockBackend {
   private granted(grant: Grant): void {
     const { key, token } = grant;
     if (this.tokens.holds(token)) return; // already taken by a retry that found it ours
-    const share = this.sharedGrants.get(token);
+    const share = this.shared.grantee(token);
     if (share) return share.message(grant);
     const waiter = this.lines.get(key)?.waiterOf(token);
     // Its waiter left (timed out) after the grant: pass the key on.
@@ -1118,6 +623,51 @@ export class LockClient implements LockBackend {
     };
   }
 
+  /** What the local handoffs take of this engine (see `HandoffEngine`). */
+  private handoffEngine(): HandoffEngine {
+    return {
+      protocol: this.protocol,
+      leases: this.leases,
+      tokens: this.tokens,
+      notifier: this.notifier,
+      stats: this.stats,
+      fair: this.fair,
+      localHandoffs: this.settings.localHandoffs,
+      closed: () => this.closed,
+      subscribed: () => this.subscribed(),
+      leaseEnded: (lease) => this.leaseEnded(lease),
+      holdReturned: (lease, wakeHead) => this.holdReturned(lease, wakeHead),
+      giveBack: (lease) => this.giveBack(lease),
+    };
+  }
+
+  /** What the shared holds take of this engine (see `SharedHoldsEngine`). */
+  private sharedHoldsEngine(): SharedHoldsEngine {
+    return {
+      protocol: this.protocol,
+      leases: this.leases,
+      tokens: this.tokens,
+      notifier: this.notifier,
+      stats: this.stats,
+      fair: this.fair,
+      localHandoffs: this.settings.localHandoffs,
+      keysWait: this.keysWait,
+      closed: () => this.closed,
+      taker: (ttl, acks) => this.taker(ttl, acks),
+      busyHere: (key) => this.lines.get(key)?.occupied() ?? false,
+      listenForGrants: () => {
+        // A grant may come: the clock bound that lets it hold at once is kept fresh.
+        this.serverClock?.refresh();
+        return { ready: this.subscribed(), stop: () => undefined };
+      },
+      atOnce: (taker, grant) => this.atOnce(taker, grant),
+      claim: (keys, taker, grant, share) => this.claim(keys, taker, grant, share),
+      claimRest: (lease, ttl, taken) => this.claimRest(lease, ttl, taken),
+      release: (lease) => this.release(lease),
+      answered: (keys, grants, sentAt) => this.answered(keys, grants, sentAt),
+    };
+  }
+
   /** Listens for releases of any of `keys` (one shared subscriber connection). */
   private watch(keys: readonly string[], onRelease: () => void): ReleaseWatch {
     const subs = keys.map((k) => this.onReleases(k, onRelease));
@@ -1158,55 +708,3 @@ export class LockClient implements LockBackend {
 }
 
 const RESOLVED: Promise<void> = Promise.resolve();
-
-/**
- * How long a release that found nobody else queued lets a hot key stay in its process past
- * `localHandoffs` (a waiter of another process whose notice was lost waits at most about this).
- */
-const QUIET_PROOF_MS = 1_000;
-
-/** A share as the scripts take it: 'r' for a read hold, N for permits of N. */
-function shareArg(share: Share | undefined): string | undefined {
-  if (share === undefined) return undefined;
-  return share === 'read' ? 'r' : String(share);
-}
-
-/** The key is held as another kind of shared hold (`held`: 0 read, N permits of N). */
-function conflictError(key: string, share: Share, held: number): LockConfigError {
-  const asked = share === 'read' ? 'read' : `permits: ${share}`;
-  if (share !== 'read' && held > 0) {
-    return new LockConfigError(PERMITS_MISMATCH(key, share, held), 'permits');
-  }
-  const holders = held === 0 ? 'read' : `permits: ${held}`;
-  return new LockConfigError(
-    MODE_MISMATCH(key, asked, holders),
-    share === 'read' ? 'mode' : 'permits',
-  );
-}
-
-/** A permit wait of this process queued in Redis, which a holder of this process may pass to. */
-interface PermitWait {
-  readonly share: number;
-  readonly taker: LeaseTaker;
-  /** Whether an attempt of the wait is on its way. */
-  attempting(): boolean;
-  /** A holder's pass to it is on its way (no other holder picks it meanwhile). */
-  passing?: boolean;
-  /** A holder passed its permit on: the wait ends with it. */
-  take(passed: Granted): void;
-}
-
-/** A shared waiter of this process queued in Redis, told of its grant one way or the other. */
-interface SharedGrantee {
-  /** The grant message came (from any process's release). */
-  message(grant: Grant): void;
-  /** A release of this process granted it, per the release's answer (sent at `sentAt`). */
-  answered(fence: number, sentAt: number): void;
-}
-
-/**
- * The most fences one REFILL reserves (a block covers the callers waiting at the time, at least
- * `4 × (localHandoffs + 1)`): fences are sparse anyway (minted from the server's clock), this only
- * bounds how far one refill moves the counter.
- */
-const MAX_REFILL = 1_024;

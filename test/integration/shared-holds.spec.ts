@@ -98,11 +98,12 @@ const clientOf = (app: INestApplication) =>
  * Waits until `count` permit waits of `app` for `key` have no attempt on the way. Once they are
  * in the Redis queue (`queuedInRedis` first), this says their process heard so: only then may a
  * freed permit pass to them in memory. Read from the engine's own record
- * (`LockClient.permitWaits`): nothing public says it.
+ * (`SharedHolds.permitWaits`, of `LockClient.shared`): nothing public says it.
  */
 async function permitWaitsQueued(app: INestApplication, key: string, count: number) {
   type Waits = Map<string, Set<{ attempting(): boolean }>>;
-  const waits = (clientOf(app) as unknown as { permitWaits: Waits }).permitWaits;
+  const { shared } = clientOf(app) as unknown as { shared: { permitWaits: Waits } };
+  const waits = shared.permitWaits;
   const known = () => [...(waits.get(key) ?? [])].filter((w) => !w.attempting()).length;
   await until(() => known() === count, `${count} permit waits known queued for ${key}`);
 }
@@ -112,8 +113,8 @@ async function permitWaitsQueued(app: INestApplication, key: string, count: numb
  * waits for a key a share of this process holds, which shuts that share to later readers.
  */
 function writerNotices(app: INestApplication): () => number {
-  const client = clientOf(app) as unknown as { writerWaits(key: string): void };
-  const heard = jest.spyOn(client, 'writerWaits');
+  const { shared } = clientOf(app) as unknown as { shared: { writerWaits(key: string): void } };
+  const heard = jest.spyOn(shared, 'writerWaits');
   return () => heard.mock.calls.length;
 }
 
