@@ -2,6 +2,7 @@
  * The chaos demo's schedule: which faults, in which order, at which stock read of the sale, all
  * picked by a seed so that a run can be repeated and its output names what it did.
  */
+import { mulberry32 } from '../bench/seeded';
 
 /** The faults the chaos demo injects, each into the holder of the product lock. */
 export const FAULT_KINDS = ['stall', 'redis-restart', 'kill'] as const;
@@ -34,18 +35,6 @@ export interface ChaosSchedule {
   readonly newerSales: number;
 }
 
-/** mulberry32: a small seeded generator, enough to pick a schedule. Values in [0, 1). */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /**
  * The schedule for `seed`: `kinds` in a seeded order, each at a seeded read inside its own slice
  * of the first 70% of the stock's reads (so every fault hits while there is stock left to
@@ -60,7 +49,7 @@ export function chaosSchedule(
   seed: number,
   options: { stock: number; ttlMs: number; kinds?: readonly FaultKind[] },
 ): ChaosSchedule {
-  const next = random(seed);
+  const next = mulberry32(seed);
   const kinds = [...(options.kinds ?? FAULT_KINDS)];
   // Fisher-Yates with the seeded generator: the order of the faults.
   for (let i = kinds.length - 1; i > 0; i--) {
