@@ -623,8 +623,8 @@ export class LockClient implements LockBackend {
     };
   }
 
-  /** What the local handoffs take of this engine (see `HandoffEngine`). */
-  private handoffEngine(): HandoffEngine {
+  /** The parts of this engine both the local handoffs and the shared holds take. */
+  private engineParts() {
     return {
       protocol: this.protocol,
       leases: this.leases,
@@ -633,6 +633,13 @@ export class LockClient implements LockBackend {
       stats: this.stats,
       fair: this.fair,
       localHandoffs: this.settings.localHandoffs,
+    };
+  }
+
+  /** What the local handoffs take of this engine (see `HandoffEngine`). */
+  private handoffEngine(): HandoffEngine {
+    return {
+      ...this.engineParts(),
       closed: () => this.closed,
       subscribed: () => this.subscribed(),
       leaseEnded: (lease) => this.leaseEnded(lease),
@@ -644,13 +651,7 @@ export class LockClient implements LockBackend {
   /** What the shared holds take of this engine (see `SharedHoldsEngine`). */
   private sharedHoldsEngine(): SharedHoldsEngine {
     return {
-      protocol: this.protocol,
-      leases: this.leases,
-      tokens: this.tokens,
-      notifier: this.notifier,
-      stats: this.stats,
-      fair: this.fair,
-      localHandoffs: this.settings.localHandoffs,
+      ...this.engineParts(),
       keysWait: this.keysWait,
       closed: () => this.closed,
       taker: (ttl, acks) => this.taker(ttl, acks),
