@@ -268,10 +268,15 @@ export class EtcdLockBackend
     const held = this.held.get(lease);
     if (!held) return;
     this.forget(held);
+    // An exclusive holder was alone in its line (a reader or a permit may leave others
+    // holding): the waiters of this process right behind it go now, before etcd answers the
+    // delete. They are next by create revision, and a waiter of another process behind them
+    // still waits for their keys, so the order across processes holds; this holder is done.
+    const exclusive = lease.share === undefined;
+    if (exclusive) this.handOver(held.names);
     try {
-      // The waiters of this process right behind it go as soon as it is deleted, with no query
-      // if it was exclusive: alone in its line (a reader or a permit may leave others holding).
-      await this.remove(held.names, lease.share === undefined);
+      // Waiters of this process that found this key in the meantime go once it is deleted.
+      await this.remove(held.names, exclusive);
     } catch (error) {
       this.discard(held.names, held.session);
       throw this.backendError(lease.keys, error, 'release');
@@ -711,6 +716,11 @@ export class EtcdLockBackend
       });
     }
     this.gone(names, handedOver);
+  }
+
+  /** An exclusive hold of this process ends: its waiters of this process go (see `release`). */
+  private handOver(names: readonly string[]): void {
+    for (const name of names) if (this.successors.wake(name, true)) this.stats.localHandoffs++;
   }
 
   /**
