@@ -79,7 +79,8 @@ export interface EtcdLockBackendConfig {
  * - FIFO by create revision. A writer watches only the deletion of the last key created before
  *   its own, a reader only the last writer's; after that deletion it asks again (that key may
  *   have given up with others still before it). Behind a key of its own process it needs no
- *   watch: the process hears of that deletion itself. Permits of N watch the line's deletions
+ *   watch: the process hears of that deletion itself, and behind an exclusive holder of its
+ *   own it goes when that holder releases, without waiting for etcd to answer the delete. Permits of N watch the line's deletions
  *   and count the keys before them. No polling, and at most one watch per waiter, on one shared
  *   stream. The entries of one process into a line keep the order they were asked in.
  * - Fence = the create revision of the hold's keys: strictly increasing across the cluster. A
