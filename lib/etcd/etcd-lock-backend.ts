@@ -80,9 +80,10 @@ export interface EtcdLockBackendConfig {
  *   its own, a reader only the last writer's; after that deletion it asks again (that key may
  *   have given up with others still before it). Behind a key of its own process it needs no
  *   watch: the process hears of that deletion itself, and behind an exclusive holder of its
- *   own it goes when that holder releases, without waiting for etcd to answer the delete. Permits of N watch the line's deletions
- *   and count the keys before them. No polling, and at most one watch per waiter, on one shared
- *   stream. The entries of one process into a line keep the order they were asked in.
+ *   own it goes when that holder releases, without waiting for etcd to answer the delete.
+ *   Permits of N watch the line's deletions and count the keys before them. No polling, and at
+ *   most one watch per waiter, on one shared stream. The entries of one process into a line
+ *   keep the order they were asked in.
  * - Fence = the create revision of the hold's keys: strictly increasing across the cluster. A
  *   reader's is its own too, so it lies between the last writer's and the next one's.
  * - Lease: the call's `ttl` is kept by this process (the keys are deleted when it passes
