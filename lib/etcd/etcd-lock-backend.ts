@@ -79,9 +79,11 @@ export interface EtcdLockBackendConfig {
  * - FIFO by create revision. A writer watches only the deletion of the last key created before
  *   its own, a reader only the last writer's; after that deletion it asks again (that key may
  *   have given up with others still before it). Behind a key of its own process it needs no
- *   watch: the process hears of that deletion itself. Permits of N watch the line's deletions
- *   and count the keys before them. No polling, and at most one watch per waiter, on one shared
- *   stream. The entries of one process into a line keep the order they were asked in.
+ *   watch: the process hears of that deletion itself, and behind an exclusive holder of its
+ *   own it goes when that holder releases, without waiting for etcd to answer the delete.
+ *   Permits of N watch the line's deletions and count the keys before them. No polling, and at
+ *   most one watch per waiter, on one shared stream. The entries of one process into a line
+ *   keep the order they were asked in.
  * - Fence = the create revision of the hold's keys: strictly increasing across the cluster. A
  *   reader's is its own too, so it lies between the last writer's and the next one's.
  * - Lease: the call's `ttl` is kept by this process (the keys are deleted when it passes
@@ -268,10 +270,15 @@ export class EtcdLockBackend
     const held = this.held.get(lease);
     if (!held) return;
     this.forget(held);
+    // An exclusive holder was alone in its line (a reader or a permit may leave others
+    // holding): the waiters of this process right behind it go now, before etcd answers the
+    // delete. They are next by create revision, and a waiter of another process behind them
+    // still waits for their keys, so the order across processes holds; this holder is done.
+    const exclusive = lease.share === undefined;
+    if (exclusive) this.handOver(held.names);
     try {
-      // The waiters of this process right behind it go as soon as it is deleted, with no query
-      // if it was exclusive: alone in its line (a reader or a permit may leave others holding).
-      await this.remove(held.names, lease.share === undefined);
+      // Waiters of this process that found this key in the meantime go once it is deleted.
+      await this.remove(held.names, exclusive);
     } catch (error) {
       this.discard(held.names, held.session);
       throw this.backendError(lease.keys, error, 'release');
@@ -711,6 +718,11 @@ export class EtcdLockBackend
       });
     }
     this.gone(names, handedOver);
+  }
+
+  /** An exclusive hold of this process ends: its waiters of this process go (see `release`). */
+  private handOver(names: readonly string[]): void {
+    for (const name of names) if (this.successors.wake(name, true)) this.stats.localHandoffs++;
   }
 
   /**

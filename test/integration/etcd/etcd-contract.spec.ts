@@ -126,6 +126,39 @@ describe('etcd backend: exclusion and FIFO', () => {
     expect(order).toEqual(Array.from({ length: 20 }, (_, i) => i));
   });
 
+  it('an exclusive holder hands over to the next waiter of its process before etcd answers its delete, keeping the line', async () => {
+    const [a, b] = [backend(), backend()];
+    const held = await a.acquire(['k'], call());
+    const next = a.acquire(['k'], call({ waitTimeout: 2_000 }));
+    await eventually(async () => (await leftKeys()).length === 2);
+    let laterDone = false;
+    const later = b.acquire(['k'], call()).then((lease) => ((laterDone = true), lease));
+    await eventually(async () => (await leftKeys()).length === 3);
+    // A round trip on a's own connection: a has heard etcd's answer to `next`'s entry.
+    await a.isLocked('k');
+    const [member] = etcd.members;
+    member.kill('SIGSTOP');
+    let released: Promise<void>;
+    let lease: Lease;
+    try {
+      released = a.release(held);
+      // Without the handover this waits for the delete, which a stopped etcd never answers.
+      lease = await next;
+    } finally {
+      member.kill('SIGCONT');
+    }
+    await released;
+    expect(lease.fences[0]).toBeGreaterThan(held.fences[0]);
+    // The waiter of the other process is still behind `next`'s key.
+    await eventually(async () => (await leftKeys()).length === 2);
+    expect(laterDone).toBe(false);
+    await a.release(lease);
+    const last = await later;
+    expect(last.fences[0]).toBeGreaterThan(lease.fences[0]);
+    await b.release(last);
+    expect(await leftKeys()).toEqual([]);
+  });
+
   it('a waiter that times out fails as busy and deletes its key', async () => {
     const a = backend();
     const b = backend();
