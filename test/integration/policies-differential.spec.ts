@@ -38,6 +38,7 @@ redisForFile((s, r) => {
 });
 
 type Hold = Extract<PolicyLine, { type: 'hold' }>;
+type Done = Extract<PolicyLine, { type: 'done' }>;
 
 /** Runs the scenario with `policies` in every worker; the holds and refusals of all of them. */
 async function run(policies: EnginePolicies, keyPrefix: string, dataDir: string) {
@@ -73,7 +74,11 @@ async function run(policies: EnginePolicies, keyPrefix: string, dataDir: string)
     expect(ended).toBe(CALLS);
   }
   const lines = results.flatMap((r) => r.lines);
+  const done = lines.filter((l): l is Done => l.type === 'done');
+  const sum = (count: (d: Done) => number) => done.reduce((n, d) => n + count(d), 0);
   return {
+    localHandoffs: sum((d) => d.localHandoffs),
+    readJoins: sum((d) => d.readJoins),
     holds: lines.filter((l): l is Hold => l.type === 'hold'),
     refused: lines.filter((l) => l.type === 'failed').length,
   };
@@ -93,7 +98,12 @@ describe('every fast path keeps the plain path verdicts', () => {
     const keyPrefix = uniquePrefix('policies');
     const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'policies-'));
     try {
-      const { holds } = await run(policies, keyPrefix, dataDir);
+      const { holds, localHandoffs, readJoins } = await run(policies, keyPrefix, dataDir);
+      // A path switched off is never taken (permit passes count as local handoffs); a hot key
+      // shared by callers of each process is passed on when the local handoff is on.
+      if (!policies.localHandoff && !policies.permitPass) expect(localHandoffs).toBe(0);
+      if (!policies.readJoin) expect(readJoins).toBe(0);
+      if (policies.localHandoff) expect(localHandoffs).toBeGreaterThan(0);
       const writes = holds.filter((h) => h.kind === 'write');
       const reads = holds.filter((h) => h.kind === 'read');
       const permits = holds.filter((h) => h.kind === 'permit');
