@@ -1,3 +1,6 @@
+import { LockConfigError } from '../errors';
+import { UNKNOWN_POLICY } from '../redlock.messages';
+
 /**
  * The engine's fast paths, each one switchable (all on by default). With every one off the
  * engine runs the plain protocol: a first try, a queue in Redis, a release that grants and
@@ -44,3 +47,23 @@ export const NO_POLICIES: EnginePolicies = Object.freeze({
 
 /** The names of the policies, in the order the docs list them. @internal */
 export const POLICY_NAMES = Object.keys(ALL_POLICIES) as readonly (keyof EnginePolicies)[];
+
+/**
+ * The policies the bench asks for: `NEST_LOCKED_POLICIES_OFF` lists, comma-separated, the fast
+ * paths to switch off (`all` for every one), so that one bench run measures a path without it.
+ * Unset: every one on. An unknown name is refused, so a typo cannot measure the wrong thing.
+ * @internal
+ */
+export function policiesFromEnv(env: NodeJS.ProcessEnv = process.env): EnginePolicies {
+  const off = env.NEST_LOCKED_POLICIES_OFF?.trim();
+  if (!off) return ALL_POLICIES;
+  if (off === 'all') return NO_POLICIES;
+  const policies: Record<keyof EnginePolicies, boolean> = { ...ALL_POLICIES };
+  for (const name of off.split(',').map((n) => n.trim())) {
+    if (!(POLICY_NAMES as readonly string[]).includes(name)) {
+      throw new LockConfigError(UNKNOWN_POLICY(name, POLICY_NAMES), 'NEST_LOCKED_POLICIES_OFF');
+    }
+    policies[name as keyof EnginePolicies] = false;
+  }
+  return policies;
+}
