@@ -11,11 +11,14 @@ import { UNKNOWN_POLICY } from '../redlock.messages';
  * @internal
  */
 export interface EnginePolicies {
-  /** A freed exclusive key passed to the next caller of this process (memory, HANDOFF, RELEASE_TO, REFILL). */
+  /**
+   * A freed exclusive key passed to the next caller of this process (in memory, HANDOFF,
+   * RELEASE_TO, REFILL). `localHandoffs: 0` bounds the passes; this switches the path off.
+   */
   readonly localHandoff: boolean;
   /** A grant message held at once, bounded by the server's clock, its claim sent beside. */
   readonly holdAtOnce: boolean;
-  /** A grantee of the releasing process holding from the release's reply (no grant message wait). */
+  /** A grantee of the releasing process holding from the release's reply (not its message). */
   readonly holdFromReleaseAnswer: boolean;
   /** Readers of this process joining a read hold of this process, with no round trip. */
   readonly readJoin: boolean;
