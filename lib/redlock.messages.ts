@@ -720,3 +720,8 @@ export type TYPE_KEY_FUNCTION_THIS =
 export const POSTGRES_PERMITS_ONE_KEY = (keys: number) =>
   `permits on PostgreSQL take one key per call (each key's permits are advisory-lock slots); ` +
   `got ${keys} keys. Take them in separate calls, or use Redis for permits over several keys.`;
+
+// ---- Engine policies (bench switch of the fast paths)
+export const UNKNOWN_POLICY = (name: string, known: readonly string[]) =>
+  `NEST_LOCKED_POLICIES_OFF names "${name}", which is no fast path: ` +
+  `use "all" or some of ${known.join(', ')}, comma-separated.`;

@@ -18,6 +18,7 @@ import type { KeyLine as Line, LineListener } from './key-line';
 
 type KeyLine = Line<Waiter>;
 import { KeyLines } from './key-lines';
+import { ALL_POLICIES, type EnginePolicies } from './engine-policies';
 import { claimWindow, type Lease, type LeaseTaker, Leases } from './lease';
 import { type MultiKeyWaitContext, type ReleaseWatch, waitForKeys } from './multi-key-wait';
 import { type HandoffEngine, LocalHandoffs } from './local-handoffs';
@@ -42,6 +43,8 @@ export interface LockClientSettings {
   driftFactor: number;
   localHandoffs: number;
   commandTimeout: number;
+  /** Fast paths switched on (absent: all of them). See `EnginePolicies`. */
+  policies?: EnginePolicies;
   /** Why a node cannot be used, when known better than by a command's error (see ScriptRunner). */
   connectionError?: (node: RedisNode) => Error | undefined;
 }
@@ -83,6 +86,8 @@ export class LockClient implements LockBackend {
   private readonly handoffs: LocalHandoffs;
   /** One plain node: its clock, bounded against ours, lets a fresh grant hold at once. */
   private readonly serverClock?: ServerClock;
+  /** The fast paths this engine takes (all but in the differential test and the bench). */
+  private readonly policies: EnginePolicies;
 
   constructor(
     readonly name: string,
@@ -91,6 +96,7 @@ export class LockClient implements LockBackend {
     onSubscriberError: (error: Error) => void,
   ) {
     this.fair = nodes.length === 1;
+    this.policies = settings.policies ?? ALL_POLICIES;
     if (this.fair && !isCluster(nodes[0])) this.serverClock = new ServerClock(nodes[0]);
     this.space = new KeySpace(settings.keyPrefix, nodes.some(isCluster));
     this.runner = new ScriptRunner(settings.commandTimeout, settings.connectionError);
@@ -302,7 +308,7 @@ export class LockClient implements LockBackend {
       lease.acks,
       shareArg(lease.share),
       true,
-      batched,
+      batched && this.policies.renewalBatching,
     );
     if (ok) {
       lease.renewed(start, ttl, this.leases.drift(ttl));
@@ -342,7 +348,9 @@ export class LockClient implements LockBackend {
     lease.released = true;
     if (lease.share === undefined) {
       const line = lease.keys.length === 1 ? this.lines.get(lease.keys[0]) : undefined;
-      if (!line?.head || this.closed) return this.giveBackThen(lease, done);
+      if (!line?.head || this.closed || !this.policies.localHandoff) {
+        return this.giveBackThen(lease, done);
+      }
       return settleTo(this.handoffs.passOn(lease, line, line.head), done);
     }
     settleTo(this.shared.release(lease), done);
@@ -395,6 +403,8 @@ export class LockClient implements LockBackend {
       // A share granted up to a writer queued behind it; of a release of several keys, which key
       // is not said: each of them is taken to have a writer waiting.
       if (grant.writerBehind) for (const key of keys) this.shared.writerWaits(key);
+      // Off: the grantee waits for the grant message, as one of another process does.
+      if (!this.policies.holdFromReleaseAnswer) continue;
       if (shared) shared.answered(grant.fence, sentAt);
       else if (keys.length === 1)
         this.lines.get(keys[0])?.waiterOf(grant.token)?.answered(grant, sentAt);
@@ -571,6 +581,7 @@ export class LockClient implements LockBackend {
    * window surely ahead.
    */
   private atOnce(taker: LeaseTaker, grant: GrantedKey): Taken | undefined {
+    if (!this.policies.holdAtOnce) return undefined;
     if (grant.serverMs === undefined || !this.serverClock || taker.acks) return undefined;
     const claim = Math.min(taker.ttl, GRANT_CLAIM_MS);
     const end = this.serverClock.localBefore(grant.serverMs + claim);
@@ -652,6 +663,7 @@ export class LockClient implements LockBackend {
   private sharedHoldsEngine(): SharedHoldsEngine {
     return {
       ...this.engineParts(),
+      policies: this.policies,
       keysWait: this.keysWait,
       closed: () => this.closed,
       taker: (ttl, acks) => this.taker(ttl, acks),

@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { LockNotAcquiredError } from '../errors';
 import type { LockNotifier } from '../redis/lock-notifier';
 import type { LockProtocol, ReleaseGrant, ReplicaAcks, Taken } from '../redis/lock-protocol';
+import type { EnginePolicies } from './engine-policies';
 import { KeyCounts } from './key-counts';
 import type { Lease, LeaseTaker, Leases } from './lease';
 import type { AcquireRequest, LockClientStats, Share } from './lock-backend';
@@ -35,6 +36,8 @@ export interface SharedHoldsEngine extends SharedWaitEngine {
   readonly stats: LockClientStats;
   /** Single node: a shared wait of one key queues in Redis and a release grants it. */
   readonly fair: boolean;
+  /** Fast paths switched on: `readJoin`, `permitPass` are taken here. */
+  readonly policies: Pick<EnginePolicies, 'readJoin' | 'permitPass'>;
   /** Whether the client closed: a freed permit then goes back to Redis, not on. */
   closed(): boolean;
   /** A new acquisition's token, lease length and start. */
@@ -142,6 +145,7 @@ export class SharedHolds implements SharedWaitOwner {
       keys.length === 1 &&
       !lease.acks &&
       this.engine.localHandoffs > 0 &&
+      this.engine.policies.readJoin &&
       // A writer heard waiting since this reader asked (queued behind it, so its grant came
       // first): later readers of this process wait behind that writer, none joins.
       !this.writerNotices.heardSince(keys[0], taker.startedAt)
@@ -163,7 +167,8 @@ export class SharedHolds implements SharedWaitOwner {
    */
   release(lease: Lease): Promise<void> {
     this.done(lease.keys);
-    const next = this.engine.closed() ? undefined : this.permitWaitFor(lease);
+    const passes = this.engine.policies.permitPass && !this.engine.closed();
+    const next = passes ? this.permitWaitFor(lease) : undefined;
     if (next) return this.passPermit(lease, next);
     const keep = this.leftShare(lease, 0);
     if (keep === false) return Promise.resolve();

@@ -11,6 +11,7 @@ import NodeRedlock from 'redlock';
 import { LockConfigError } from '../errors';
 import type { LockBackend } from '../engine/lock-backend';
 import type { LockBackendDefinition, Redlock } from '../interfaces';
+import { policiesFromEnv } from '../engine/engine-policies';
 import { LockClient } from '../engine/lock-client';
 import { evictionPolicy } from '../redis/eviction-policy';
 import type { LockGroups } from '../api/lock-groups';
@@ -135,6 +136,7 @@ export class LockClientRegistry implements LockGroups, OnModuleInit, OnApplicati
           driftFactor: options.driftFactor,
           localHandoffs: options.localHandoffs,
           commandTimeout: options.commandTimeout,
+          policies: policiesFromEnv(),
           connectionError: (node) => this.connectionError(node),
         },
         (err) => this.logger.debug?.(`lock notifications (${name}): ${err.message}`),
