@@ -67,6 +67,9 @@ export function mysqlBackend(options: MysqlBackendOptions = {}): LockBackendDefi
       connectTimeout: commandTimeout,
       // The OS notices a dead server or network between keep-alives.
       enableKeepAlive: true,
+      // mysql2 captures a stack trace per query otherwise, the largest client cost of a lock
+      // cycle; the backend words every driver error itself (`describe`).
+      trace: false,
       ...(config as PoolOptions),
     };
     const lockPool = pool ?? mysql.createPool(settings);

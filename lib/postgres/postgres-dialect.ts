@@ -27,9 +27,9 @@ const LOCK_NOT_AVAILABLE = '55P03';
 const FENCE = `(extract(epoch FROM clock_timestamp()) * 1000000)::bigint::text`;
 
 /**
- * The statements, as named prepared statements (parsed once per connection). Every one takes the
- * keys as a bigint array, in the caller's sorted order, and answers the fence as text, or NULL
- * for a try that found a key busy.
+ * The statements, as named prepared statements (parsed once per connection). Every one answers
+ * the fence as text, or NULL for a try that found a key busy; `wait` and `try` take the keys as a
+ * bigint array, in the caller's sorted order, `one` a single key.
  *
  * - Waiting: `set_config(..., true)` sets lock_timeout for this statement's implicit
  *   transaction only (a pooled connection of the application's keeps its own setting); the
@@ -46,8 +46,18 @@ function statements(lock: string, tryLock: string) {
     try:
       `WITH l AS MATERIALIZED (SELECT bool_and(${tryLock}(k)) AS ok FROM unnest($1::bigint[]) AS k) ` +
       `SELECT CASE WHEN ok THEN ${FENCE} END AS fence FROM l`,
+    // The uncontended path: no array, no CTE (CASE reads the fence only once the try succeeded).
+    one: `SELECT CASE WHEN ${tryLock}($1::bigint) THEN ${FENCE} END AS fence`,
   };
 }
+
+type Statements = Record<keyof ReturnType<typeof statements>, QueryConfig>;
+
+/** Frees every lock of the session: prepared too, as it ends every hold. */
+const UNLOCK_ALL: QueryConfig = {
+  name: 'nest-locked:unlock',
+  text: 'SELECT pg_advisory_unlock_all()',
+};
 
 /**
  * A permit: the first free slot of the key, tried in the order given (a scan of the array stops
@@ -79,14 +89,15 @@ export class PostgresDialect extends SqlDialectBase<PostgresSession, Pool> {
   readonly kind = 'postgres';
   /** The slot the next permit starts from (holders spread over the slots). */
   private turn = 0;
-  private readonly exclusive: { wait: QueryConfig; try: QueryConfig };
-  private readonly shared: { wait: QueryConfig; try: QueryConfig };
+  private readonly exclusive: Statements;
+  private readonly shared: Statements;
 
   constructor(pool: Pool, owned: boolean, target: SqlTarget, size: number) {
     super(pool, owned, target, CODES, size);
-    const named = (name: string, s: { wait: string; try: string }) => ({
+    const named = (name: string, s: ReturnType<typeof statements>) => ({
       wait: { name: `nest-locked:${name}:wait`, text: s.wait },
       try: { name: `nest-locked:${name}:try`, text: s.try },
+      one: { name: `nest-locked:${name}:one`, text: s.one },
     });
     this.exclusive = named('x', statements('pg_advisory_lock', 'pg_try_advisory_lock'));
     this.shared = named('s', statements('pg_advisory_lock_shared', 'pg_try_advisory_lock_shared'));
@@ -117,10 +128,9 @@ export class PostgresDialect extends SqlDialectBase<PostgresSession, Pool> {
     // A key most likely free is tried first: the try is the plain statement, as cheap as the
     // raw lock, and never passes a waiter (a try conflicts with requests already queued).
     if (waitMs <= 0 || (!contended && names.length === 1)) {
-      const { rows } = await session.client.query<{ fence: string | null }>({
-        ...s.try,
-        values: [names],
-      });
+      const { rows } = await session.client.query<{ fence: string | null }>(
+        names.length === 1 ? { ...s.one, values: [names[0]] } : { ...s.try, values: [names] },
+      );
       fence = rows[0].fence;
     }
     if (fence === null && waitMs > 0) {
@@ -174,7 +184,7 @@ export class PostgresDialect extends SqlDialectBase<PostgresSession, Pool> {
   }
 
   async unlock(session: PostgresSession): Promise<void> {
-    await session.client.query('SELECT pg_advisory_unlock_all()');
+    await session.client.query(UNLOCK_ALL);
   }
 
   async keepAlive(session: PostgresSession): Promise<void> {

@@ -21,6 +21,9 @@ import { settleTo } from '../settle-to';
 import type { SqlDialect, SqlSession } from './sql-dialect';
 import { SqlTimeoutError, within } from './sql-timeout';
 
+/** Keys whose server-side names are kept (a hot set; many more keys just hash again). */
+const NAME_CACHE_SIZE = 1024;
+
 /** What the module gives the engine of one group. */
 export interface SqlBackendSettings {
   readonly keyPrefix: string;
@@ -108,6 +111,8 @@ export class SqlLockBackend<S extends SqlSession>
   private readonly held = new Map<Lease, SqlHold<S>>();
   private closed = false;
   private tokens = 0;
+  /** Server-side names of recent keys: a hash per acquire is a measurable part of a cycle. */
+  private readonly names = new Map<string, string>();
 
   constructor(
     readonly name: string,
@@ -202,7 +207,7 @@ export class SqlLockBackend<S extends SqlSession>
   async isLocked(key: string): Promise<boolean> {
     if (this.local.holds(key)) return true;
     try {
-      const name = this.dialect.lockName(this.settings.keyPrefix + key);
+      const name = this.lockName(key);
       return await within(this.dialect.isLocked(name), this.timeout, 'a lock check');
     } catch (err) {
       throw new LockBackendError([key], [this.dialect.describe(err)], 'check', this.dialect.label);
@@ -248,6 +253,17 @@ export class SqlLockBackend<S extends SqlSession>
 
   // ---------------------------------------------------------------- internals
 
+  /** The server-side name of `key`, from a bounded cache of recent keys. */
+  private lockName(key: string): string {
+    let name = this.names.get(key);
+    if (name === undefined) {
+      if (this.names.size >= NAME_CACHE_SIZE) this.names.clear();
+      name = this.dialect.lockName(this.settings.keyPrefix + key);
+      this.names.set(key, name);
+    }
+    return name;
+  }
+
   private get timeout(): number {
     return this.settings.commandTimeout;
   }
@@ -282,7 +298,7 @@ export class SqlLockBackend<S extends SqlSession>
     const startedAt = performance.now();
     const deadline = startedAt + waitTimeout;
     const left = () => Math.max(0, deadline - performance.now());
-    const names = keys.map((key) => this.dialect.lockName(this.settings.keyPrefix + key));
+    const names = keys.map((key) => this.lockName(key));
     this.stats.attempts++;
     // Busy here or just found busy (a segmented sweep): straight into the server's queue.
     const contended =
