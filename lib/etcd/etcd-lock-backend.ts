@@ -19,6 +19,8 @@ import { kindValue, linePrefix, OTHER_PART, prefixEnd, READ_PART, shareOf } from
 import { EtcdSession, type SessionListener } from './etcd-session';
 import { EtcdWait } from './etcd-wait';
 import { checkEndpoints } from './etcd-health';
+import { cancelMark, lineRange, notCancelled, ownedBy, permitted, put } from './etcd-requests';
+import { Successors } from './etcd-successors';
 
 /** Pause between tries when etcd fails a waiter's query or watch (the wait goes on). */
 const RETRY_MS = 100;
@@ -792,95 +794,6 @@ export class EtcdLockBackend
     if (error instanceof LockBackendError) return error;
     return new LockBackendError(keys, [toError(error)], operation, 'etcd');
   }
-}
-
-/** Who waits for the deletion of which key, in this process. */
-class Successors {
-  private readonly byKey = new Map<string, ((handedOver: boolean) => void)[]>();
-
-  add(key: string, wake: (handedOver: boolean) => void): void {
-    const list = this.byKey.get(key);
-    if (list) list.push(wake);
-    else this.byKey.set(key, [wake]);
-  }
-
-  remove(key: string, wake: (handedOver: boolean) => void): void {
-    const list = this.byKey.get(key);
-    const at = list ? list.indexOf(wake) : -1;
-    if (at < 0) return;
-    list!.splice(at, 1);
-    if (list!.length === 0) this.byKey.delete(key);
-  }
-
-  /** Wakes every waiter of `key`; whether there was one. */
-  wake(key: string, handedOver: boolean): boolean {
-    const list = this.byKey.get(key);
-    if (!list) return false;
-    for (const wake of [...list]) wake(handedOver);
-    return true;
-  }
-}
-
-/**
- * The cancel mark of the acquire that writes `names` (see `abandon`): `<keyPrefix>\0cancelled/`
- * and the first name, outside every line (a line's prefix goes on with a digit, its length).
- */
-function cancelMark(keyPrefix: string, names: readonly string[]): string {
-  return `${keyPrefix}\0cancelled/${names[0]}`;
-}
-
-/** Compare: the acquire that writes `names` was not abandoned. */
-function notCancelled(keyPrefix: string, names: readonly string[]) {
-  return {
-    key: Buffer.from(cancelMark(keyPrefix, names)),
-    target: 'Version' as const,
-    result: 'Equal' as const,
-    version: 0,
-  };
-}
-
-/** A put of `name` bound to `lease`. */
-function put(name: string, value: string, lease: string, prevKv = false): IRequestOp {
-  return {
-    request_put: { key: Buffer.from(name), value: Buffer.from(value), lease, prev_kv: prevKv },
-  };
-}
-
-/** The keys of `prefix` by create revision (`limit` of them), without values. */
-function lineRange(prefix: string, order: 'Ascend' | 'Descend', limit: number): IRequestOp {
-  const key = Buffer.from(prefix);
-  return {
-    request_range: {
-      key,
-      range_end: prefixEnd(key),
-      sort_order: order,
-      sort_target: 'Create',
-      limit,
-      keys_only: order === 'Descend',
-    },
-  };
-}
-
-/** Compares: each key still exists with the hold's create revision. */
-function ownedBy(names: readonly string[], revision: string) {
-  return names.map((name) => ({
-    key: Buffer.from(name),
-    target: 'Create' as const,
-    result: 'Equal' as const,
-    create_revision: revision,
-  }));
-}
-
-/**
- * Permits of N: the caller's key is among the first N of the line, behind permits of N only
- * (an exclusive holder or a reader first keeps it waiting).
- */
-function permitted(first: readonly IKeyValue[], name: string, value: string): boolean {
-  for (const kv of first) {
-    if (kv.key.toString() === name) return true;
-    if (kv.value.toString() !== value) return false;
-  }
-  return false;
 }
 
 function toError(error: unknown): Error {
