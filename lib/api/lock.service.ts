@@ -18,8 +18,7 @@ import {
 } from '../errors';
 import type { LockCallOptions, LockContextInfo, LockedOptions, LockHandle } from '../interfaces';
 import { assertRawKey, type KeyRenderer, rawKeys } from '../keys';
-import type { AcquireRequest, Lease, LockBackend, Share } from '../engine/lock-backend';
-import type { ReplicaAcks } from '../redis/lock-protocol';
+import type { Lease, LockBackend } from '../engine/lock-backend';
 import { Chain } from '../chain';
 import { settleTo } from '../settle-to';
 import { ActiveHold, type HoldOwner } from './active-hold';
@@ -27,8 +26,9 @@ import { HoldHandle } from './hold-handle';
 import { HoldScope } from './hold-scope';
 import { HoldTimes, withRetryEstimate } from './hold-times';
 import { ReleaseWaits } from './release-waits';
+import { acquireRequest, type Behaviour, leaseTtl, resolveBehaviour } from './call-behaviour';
 import { holdId, holderInScope, holdsInScope, LockContext, type LockScope } from './lock-context';
-import { RANGES, type ResolvedRedlockOptions, validateBehaviour } from '../options/redlock-options';
+import { type ResolvedRedlockOptions, validateBehaviour } from '../options/redlock-options';
 import { DEFAULT_CLIENT, RESOLVED_OPTIONS } from '../redlock.constants';
 import {
   ACQUIRE_TAKES_NO_SEGMENTS,
@@ -73,25 +73,6 @@ export interface LockedMethod {
   readonly where: string;
   readonly render: KeyRenderer;
   readonly options: LockedOptions;
-}
-
-interface Behaviour {
-  /** The acquire request of a call without a signal, built on first use. */
-  request?: AcquireRequest;
-  /** Replica acknowledgements each acquire and renewal needs, if any. */
-  acks?: ReplicaAcks;
-  client: LockBackend;
-  clientName: string;
-  ttl: number;
-  watchdog: boolean;
-  maxHold: number;
-  waitTimeout: number;
-  segments?: number;
-  minHold: number;
-  mode: 'read' | 'write';
-  permits: number;
-  /** The engine's shared hold, if the call asks for one (read, or permits > 1). */
-  share?: Share;
 }
 
 /** A locked call in progress: what `runHeld` runs, and the promise it settles. */
@@ -366,23 +347,8 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
   }
 
   private resolveBehaviour(options: LockedOptions): Behaviour {
-    const o = this.options;
     const clientName = options.client ?? DEFAULT_CLIENT;
-    return {
-      client: this.client(clientName),
-      clientName,
-      ttl: options.ttl ?? o.ttl,
-      watchdog: options.watchdog ?? o.watchdog,
-      maxHold: options.maxHold ?? o.maxHold,
-      waitTimeout: options.waitTimeout ?? o.waitTimeout,
-      acks: replicaAcks(
-        options.replicaAcks ?? o.replicaAcks,
-        options.replicaAckTimeout ?? o.replicaAckTimeout,
-      ),
-      segments: options.segments,
-      minHold: options.minHold ?? 0,
-      ...sharing(options),
-    };
+    return resolveBehaviour(options, this.options, clientName, this.client(clientName));
   }
 
   /**
@@ -692,13 +658,6 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
 }
 
 /** A call's mode and permits, and the shared hold they make (none for the exclusive lock). */
-function sharing(options: LockedOptions): Pick<Behaviour, 'mode' | 'permits' | 'share'> {
-  const mode = options.mode ?? 'write';
-  const permits = options.permits ?? 1;
-  if (mode === 'read') return { mode, permits: 1, share: 'read' };
-  return { mode, permits, share: permits > 1 ? permits : undefined };
-}
-
 /**
  * A nested call asking for keys its async context holds: a write holder may enter any hold of
  * its keys, a holder enters the same kind again; a read holder asking for the write lock (or a
@@ -719,30 +678,6 @@ function checkReentry(scope: LockScope, keys: readonly string[], b: Behaviour): 
 
 const describe = (h: { mode: 'read' | 'write'; permits: number }): string =>
   h.mode === 'read' ? 'read' : h.permits > 1 ? `permits: ${h.permits}` : 'write';
-
-/** The replica acknowledgement a call needs, or none. */
-const replicaAcks = (replicas: number, timeout: number): ReplicaAcks | undefined =>
-  replicas > 0 ? { replicas, timeout } : undefined;
-
-/**
- * The acquire request of a call: a decorated method's behaviour is resolved once, and so is its
- * request when no signal comes.
- */
-function acquireRequest(b: Behaviour, signal: AbortSignal | undefined): AcquireRequest {
-  if (signal) {
-    return { ttl: leaseTtl(b), waitTimeout: b.waitTimeout, signal, acks: b.acks, share: b.share };
-  }
-  return (b.request ??= {
-    ttl: leaseTtl(b),
-    waitTimeout: b.waitTimeout,
-    acks: b.acks,
-    share: b.share,
-  });
-}
-
-/** The lease asked for: never longer than maxHold, nor shorter than a ttl may be. */
-const leaseTtl = (b: Behaviour): number =>
-  Math.max(RANGES.ttl.min, Math.ceil(Math.min(b.ttl, b.maxHold)));
 
 function sortUnique(keys: readonly string[]): readonly string[] {
   if (keys.length === 1) return keys;
