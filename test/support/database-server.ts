@@ -1,17 +1,16 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import * as fs from 'node:fs';
-import type * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 // From node:timers, not globals: a suite with jest's fake timers must still start servers.
 import { clearTimeout, setTimeout } from 'node:timers';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  removePidRecord,
+  followServer,
   removeServerDir,
   SERVER_DIR_PREFIX,
-  writePidRecord,
+  SERVER_OUTPUT_LIMIT,
 } from './pid-registry';
 
 /**
@@ -22,7 +21,6 @@ import {
 
 const READY_TIMEOUT_MS = 30_000;
 const STOP_GRACE_MS = 5_000;
-const OUTPUT_LIMIT = 16 * 1024;
 
 export interface DatabaseServerHandle {
   readonly port: number;
@@ -146,23 +144,11 @@ class SpawnedDatabaseServer implements DatabaseServerHandle {
       const [error] = (await once(child, 'error')) as [Error];
       throw new Error(`Could not start ${this.spec.command}: ${error.message}`);
     }
-    const pid = child.pid;
-    writePidRecord(pid, this.port, this.dir, this.spec.binary);
-    this.exited = new Promise((resolve) =>
-      child.once('exit', () => {
-        removePidRecord(pid);
-        resolve();
-      }),
+    this.exited = followServer(
+      child as typeof child & { pid: number },
+      { port: this.port, dir: this.dir, binary: this.spec.binary },
+      (text) => (this.output = (this.output + text).slice(-SERVER_OUTPUT_LIMIT)),
     );
-    const collect = (chunk: Buffer) => {
-      this.output = (this.output + chunk.toString()).slice(-OUTPUT_LIMIT);
-    };
-    child.stdout?.on('data', collect);
-    child.stderr?.on('data', collect);
-    // A server a test forgot must not keep jest alive; the global teardown kills it.
-    child.unref();
-    (child.stdout as net.Socket | null)?.unref();
-    (child.stderr as net.Socket | null)?.unref();
     const deadline = Date.now() + READY_TIMEOUT_MS;
     for (;;) {
       if (!this.running()) {

@@ -1,4 +1,6 @@
+import type { ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
+import type * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
@@ -112,4 +114,34 @@ export function isRecordedRedisServer(record: PidRecord): boolean {
   if (cmdline.includes('QuorumPeerMain')) return cmdline.includes(`${record.dir}/`);
   // An etcd member of test/support/etcd-server.ts: its record's port is its client port.
   return /(^|\/)etcd /.test(cmdline) && cmdline.includes(`http://127.0.0.1:${record.port} `);
+}
+
+/** The most a harness keeps of a server's output, for the message of a failed start. */
+export const SERVER_OUTPUT_LIMIT = 16 * 1024;
+
+/**
+ * Follows a server a harness spawned: records its PID for the global teardown (removed once it
+ * exits), hands its output to `onOutput`, and lets the jest worker exit without it (a server a
+ * test forgot is killed from its record). Resolves once the process exited.
+ */
+export function followServer(
+  child: ChildProcess & { pid: number },
+  record: { port: number; dir: string; binary?: string },
+  onOutput: (text: string) => void,
+): Promise<void> {
+  const { pid } = child;
+  writePidRecord(pid, record.port, record.dir, record.binary);
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      removePidRecord(pid);
+      resolve();
+    }),
+  );
+  const collect = (chunk: Buffer) => onOutput(chunk.toString());
+  child.stdout?.on('data', collect);
+  child.stderr?.on('data', collect);
+  child.unref();
+  (child.stdout as net.Socket | null)?.unref();
+  (child.stderr as net.Socket | null)?.unref();
+  return exited;
 }

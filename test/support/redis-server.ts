@@ -11,10 +11,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { findBinary, installWithApt } from './server-binary';
 import {
-  removePidRecord,
+  followServer,
   removeServerDir,
   SERVER_DIR_PREFIX,
-  writePidRecord,
+  SERVER_OUTPUT_LIMIT,
 } from './pid-registry';
 
 /**
@@ -29,7 +29,6 @@ const CLUSTER_CREATE_TIMEOUT_MS = 30_000;
 const CLUSTER_READY_TIMEOUT_MS = 20_000;
 /** Attempts at a fresh port when another process takes ours between picking and binding. */
 const SPAWN_ATTEMPTS = 5;
-const OUTPUT_LIMIT = 16 * 1024;
 /** Redis listens for cluster bus traffic on port + 10000, so a cluster port must stay below. */
 const MAX_CLUSTER_PORT = 65_535 - 10_000;
 const CLUSTER_ARGS = [
@@ -377,23 +376,11 @@ class SpawnedRedisServer implements RedisServerHandle {
       throw new Error(`Could not start ${this.binary}: ${error.message}`);
     }
     const pid = child.pid;
-    writePidRecord(pid, this.port, this.dir);
-    this.exited = new Promise((resolve) => {
-      child.once('exit', () => {
-        removePidRecord(pid);
-        resolve();
-      });
-    });
-    const collect = (chunk: Buffer) => {
-      this.output = (this.output + chunk.toString()).slice(-OUTPUT_LIMIT);
-    };
-    child.stdout?.on('data', collect);
-    child.stderr?.on('data', collect);
-    // A server a test forgot to stop must not keep the jest worker alive; the global teardown
-    // kills it from its PID record.
-    child.unref();
-    (child.stdout as net.Socket | null)?.unref();
-    (child.stderr as net.Socket | null)?.unref();
+    this.exited = followServer(
+      child as typeof child & { pid: number },
+      { port: this.port, dir: this.dir },
+      (text) => (this.output = (this.output + text).slice(-SERVER_OUTPUT_LIMIT)),
+    );
     await this.waitUntilReady(child, pid);
   }
 

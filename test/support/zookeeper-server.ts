@@ -7,10 +7,10 @@ import * as path from 'node:path';
 import { clearTimeout, setTimeout } from 'node:timers';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  removePidRecord,
+  followServer,
   removeServerDir,
   SERVER_DIR_PREFIX,
-  writePidRecord,
+  SERVER_OUTPUT_LIMIT,
 } from './pid-registry';
 import { freePorts } from './redis-server';
 import { installWithApt } from './server-binary';
@@ -59,7 +59,6 @@ const JVM_ARGS = [
 ];
 const READY_TIMEOUT_MS = 30_000;
 const STOP_GRACE_MS = 2_000;
-const OUTPUT_LIMIT = 16 * 1024;
 const NOT_INSTALLED =
   'ZooKeeper is not installed; install it with `sudo apt-get install -y zookeeperd` (Debian/Ubuntu: ' +
   'the server jars land in /usr/share/java, java comes with it).';
@@ -268,21 +267,11 @@ class SpawnedMember implements ZooKeeperMember {
     const pid = child.pid;
     if (pid === undefined) throw new Error('Could not start java for ZooKeeper.');
     // The record's dir is the ensemble's: the teardown removes it with a leftover member.
-    writePidRecord(pid, this.port, this.dir);
-    this.exited = new Promise((resolve) =>
-      child.once('exit', () => {
-        removePidRecord(pid);
-        resolve();
-      }),
+    this.exited = followServer(
+      child as typeof child & { pid: number },
+      { port: this.port, dir: this.dir },
+      (text) => (this.output = (this.output + text).slice(-SERVER_OUTPUT_LIMIT)),
     );
-    const collect = (chunk: Buffer) => {
-      this.output = (this.output + chunk.toString()).slice(-OUTPUT_LIMIT);
-    };
-    child.stdout?.on('data', collect);
-    child.stderr?.on('data', collect);
-    child.unref();
-    (child.stdout as net.Socket | null)?.unref();
-    (child.stderr as net.Socket | null)?.unref();
     // Listening is enough here; the ensemble waits for a quorum itself.
     const deadline = performance.now() + READY_TIMEOUT_MS;
     while ((await this.mode()) === 'down') {
