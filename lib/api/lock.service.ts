@@ -58,8 +58,6 @@ export interface LockStats {
   readonly timerWakeups: number;
   /** Locks handed straight to the next waiter of this process. */
   readonly localHandoffs: number;
-  /** Read holds that joined a read hold of this process on the key, with no round trip. */
-  readonly readJoins: number;
   /** Acquire round trips sent. */
   readonly attempts: number;
   /** Release channels this process listens to right now. */

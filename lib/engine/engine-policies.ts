@@ -20,8 +20,6 @@ export interface EnginePolicies {
   readonly holdAtOnce: boolean;
   /** A grantee of the releasing process holding from the release's reply (not its message). */
   readonly holdFromReleaseAnswer: boolean;
-  /** Readers of this process joining a read hold of this process, with no round trip. */
-  readonly readJoin: boolean;
   /** A freed permit passed to a permit wait of this process (PASS_SHARE). */
   readonly permitPass: boolean;
   /** Watchdog renewals due together sent as one script call per node (`RenewalBatcher`). */
@@ -33,7 +31,6 @@ export const ALL_POLICIES: EnginePolicies = Object.freeze({
   localHandoff: true,
   holdAtOnce: true,
   holdFromReleaseAnswer: true,
-  readJoin: true,
   permitPass: true,
   renewalBatching: true,
 });
@@ -43,7 +40,6 @@ export const NO_POLICIES: EnginePolicies = Object.freeze({
   localHandoff: false,
   holdAtOnce: false,
   holdFromReleaseAnswer: false,
-  readJoin: false,
   permitPass: false,
   renewalBatching: false,
 });

@@ -2,7 +2,6 @@ import { performance } from 'node:perf_hooks';
 import type { ReplicaAcks, Taken } from '../redis/lock-protocol';
 import { GRANT_CLAIM_MS } from '../redis/script-constants';
 import type { LeaseEndListener } from '../watchdog/watchdog';
-import type { ShareGroup } from './share-group';
 
 /**
  * A shared hold: `'read'` (a read lock: readers share the key, writers exclude them) or the
@@ -23,11 +22,6 @@ export class Lease {
   share?: Share;
   /** The first fence of a block reserved by a refill, if any (see `nextFence`). */
   private refill?: number;
-  /**
-   * A single-key share that callers of this process hold together or in turn (see ShareGroup);
-   * undefined for everything else.
-   */
-  group?: ShareGroup;
   /**
    * A permit passed from caller to caller of this process: how many of those passes, since it
    * last went back to Redis, went past a waiter of another process queued before the caller it
@@ -147,27 +141,6 @@ export class Leases {
       performance.now() - taker.startedAt,
       taker.acks,
     );
-  }
-
-  /**
-   * A reader of this process joins the read share `base` holds, with no round trip: the same
-   * token and fence, and the share's validity (see ShareGroup).
-   */
-  joined(base: Lease, group: ShareGroup, ttl: number): Lease {
-    const lease = new Lease(
-      base.keys,
-      base.token,
-      base.fences,
-      0,
-      ttl,
-      false,
-      group.validUntil,
-      Date.now(),
-      0,
-    );
-    lease.share = 'read';
-    lease.group = group;
-    return lease;
   }
 
   /**

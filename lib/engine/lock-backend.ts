@@ -27,8 +27,6 @@ export interface LockClientStats {
   timerWakeups: number;
   /** Locks handed straight to a waiter of this process. */
   localHandoffs: number;
-  /** Read holds that joined a read hold of this process, with no round trip. */
-  readJoins: number;
   /** Acquire round trips sent. */
   attempts: number;
   /** Locks received by grant: a release in another process passed the key to us. */
@@ -40,7 +38,6 @@ export const noStats = (): LockClientStats => ({
   notifiedWakeups: 0,
   timerWakeups: 0,
   localHandoffs: 0,
-  readJoins: 0,
   attempts: 0,
   grants: 0,
 });

@@ -55,7 +55,7 @@ export interface LockClientSettings {
  * - `KeyLine` (per key: local holds, the FIFO of waiting callers, first tries in flight),
  *   `Waiter` / `waitForKeys` (one caller's wait), `Leases` (lease arithmetic), `Tokens`;
  * - `LocalHandoffs` (a freed key to the next caller of this process), `SharedHolds` (read holds
- *   and permits, with their own waits, joins and passes), each given only what it needs of this
+ *   and permits, with their own waits and passes), each given only what it needs of this
  *   class (`HandoffEngine`, `SharedHoldsEngine`);
  * - `LockProtocol` (rounds over the nodes, Redlock's quorum rules, undoing what a round cannot
  *   keep), `KeySpace` (every Redis name), `ScriptRunner`, `LockNotifier` (wake-ups).
@@ -80,7 +80,7 @@ export class LockClient implements LockBackend {
   private readonly closing = new AbortController();
   private readonly lineWait: LineWaitContext;
   private readonly keysWait: MultiKeyWaitContext;
-  /** Read holds and permits: their waits, grants, joins and passes. */
+  /** Read holds and permits: their waits, grants and passes. */
   private readonly shared: SharedHolds;
   /** Passing a freed key to the next caller of this process (exclusive holds). */
   private readonly handoffs: LocalHandoffs;
@@ -310,10 +310,8 @@ export class LockClient implements LockBackend {
       true,
       batched && this.policies.renewalBatching,
     );
-    if (ok) {
-      lease.renewed(start, ttl, this.leases.drift(ttl));
-      lease.group?.renewed(lease.validUntil);
-    } else this.leaseEnded(lease);
+    if (ok) lease.renewed(start, ttl, this.leases.drift(ttl));
+    else this.leaseEnded(lease);
     return ok;
   }
 
@@ -323,7 +321,6 @@ export class LockClient implements LockBackend {
    */
   leaseEnded(lease: Lease): void {
     lease.end();
-    lease.group?.close();
     if (lease.keys.length === 1) this.lines.get(lease.keys[0])?.holdEnded();
     // Found by a claim or a refill rather than a renewal: the holder's watchdog reports it now.
     lease.watcher?.leaseEnded();
@@ -400,9 +397,6 @@ export class LockClient implements LockBackend {
   private answered(keys: readonly string[], grants: readonly ReleaseGrant[], sentAt: number): void {
     for (const grant of grants) {
       const shared = this.shared.grantee(grant.token);
-      // A share granted up to a writer queued behind it; of a release of several keys, which key
-      // is not said: each of them is taken to have a writer waiting.
-      if (grant.writerBehind) for (const key of keys) this.shared.writerWaits(key);
       // Off: the grantee waits for the grant message, as one of another process does.
       if (!this.policies.holdFromReleaseAnswer) continue;
       if (shared) shared.answered(grant.fence, sentAt);
@@ -514,7 +508,6 @@ export class LockClient implements LockBackend {
       if (key === undefined) return;
       // A waiter of another process queued for a key a share or a token of ours holds.
       this.lines.get(key)?.othersWait();
-      this.shared.writerWaits(key);
       return;
     }
     this.stats.grants++;
@@ -667,7 +660,6 @@ export class LockClient implements LockBackend {
       keysWait: this.keysWait,
       closed: () => this.closed,
       taker: (ttl, acks) => this.taker(ttl, acks),
-      busyHere: (key) => this.lines.get(key)?.occupied() ?? false,
       listenForGrants: () => {
         // A grant may come: the clock bound that lets it hold at once is kept fresh.
         this.serverClock?.refresh();

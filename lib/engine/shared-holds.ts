@@ -1,13 +1,11 @@
 import { performance } from 'node:perf_hooks';
 import { LockNotAcquiredError } from '../errors';
-import type { LockNotifier } from '../redis/lock-notifier';
 import type { LockProtocol, ReleaseGrant, ReplicaAcks, Taken } from '../redis/lock-protocol';
 import type { EnginePolicies } from './engine-policies';
 import { KeyCounts } from './key-counts';
 import type { Lease, LeaseTaker, Leases } from './lease';
 import type { AcquireRequest, LockClientStats, Share } from './lock-backend';
 import { waitForKeys } from './multi-key-wait';
-import { ShareGroup } from './share-group';
 import {
   conflictError,
   type PermitWait,
@@ -17,7 +15,6 @@ import {
   type SharedWaitOwner,
   shareArg,
 } from './shared-wait';
-import { WriterNotices } from './writer-notices';
 
 /**
  * What the shared holds need of the engine that owns them (`LockClient`): its parts, read only,
@@ -31,19 +28,16 @@ export interface SharedHoldsEngine extends SharedWaitEngine {
     LockProtocol,
     'attemptShared' | 'abandon' | 'extend' | 'release' | 'passShare'
   >;
-  readonly leases: Pick<Leases, 'taken' | 'joined' | 'freshFor'>;
-  readonly notifier: Pick<LockNotifier, 'listenInBackground' | 'heardSince'>;
+  readonly leases: Pick<Leases, 'taken'>;
   readonly stats: LockClientStats;
   /** Single node: a shared wait of one key queues in Redis and a release grants it. */
   readonly fair: boolean;
-  /** Fast paths switched on: `readJoin`, `permitPass` are taken here. */
-  readonly policies: Pick<EnginePolicies, 'readJoin' | 'permitPass'>;
+  /** Fast paths switched on: `permitPass` is taken here. */
+  readonly policies: Pick<EnginePolicies, 'permitPass'>;
   /** Whether the client closed: a freed permit then goes back to Redis, not on. */
   closed(): boolean;
   /** A new acquisition's token, lease length and start. */
   taker(ttl: number, acks: ReplicaAcks | undefined): LeaseTaker;
-  /** Whether a caller of this process holds, tries or awaits `key` exclusively. */
-  busyHere(key: string): boolean;
   /** Renews a lease set for a claim window only to the taker's full lease. */
   claimRest(lease: Lease, ttl: number, taken: Taken): void;
   /** What a release's answer granted, to waiters of this process (exclusive or shared). */
@@ -54,9 +48,9 @@ export interface SharedHoldsEngine extends SharedWaitEngine {
  * The read holds and permits of one client group (`LockClient` owns one and hands it every
  * shared `acquire` and release). No local line: shared holders do not exclude each other, and a
  * local handoff would skip the Redis queue that keeps a waiting writer ahead of later readers.
- * Instead readers of this process join one read share (`ShareGroup`) until a writer waits, and
- * a freed permit passes to a permit wait of this process queued in Redis (bounded like local
- * handoffs).
+ * Each reader holds a share of its own (readers joining one share of their process gained nothing
+ * on the bench: docs/ARCHITECTURE.md, "Fast paths"); a freed permit passes to a permit wait of
+ * this process queued in Redis (bounded like local handoffs).
  * @internal
  */
 export class SharedHolds implements SharedWaitOwner {
@@ -66,12 +60,8 @@ export class SharedHolds implements SharedWaitOwner {
   private readonly sharedKeys = new KeyCounts();
   /** Per key (single node): shared waits of this process queued in Redis right now. */
   private readonly sharedWaits = new KeyCounts();
-  /** Per key with shared waits queued: when a writer was last heard waiting (see hold). */
-  private readonly writerNotices = new WriterNotices(this.sharedWaits);
   /** Per key (single node): permit waits of this process queued in Redis, oldest first. */
   private readonly permitWaits = new Map<string, Set<PermitWait>>();
-  /** Per key: the read hold of this process that later readers of this process may join. */
-  private readonly openReads = new Map<string, Lease>();
 
   constructor(private readonly engine: SharedHoldsEngine) {}
 
@@ -92,10 +82,6 @@ export class SharedHolds implements SharedWaitOwner {
   async acquire(keys: readonly string[], request: AcquireRequest, share: Share): Promise<Lease> {
     const { ttl, waitTimeout, signal, acks } = request;
     if (signal?.aborted) throw signal.reason;
-    if (share === 'read' && keys.length === 1) {
-      const joined = this.joinRead(keys, ttl, acks);
-      if (joined) return joined;
-    }
     const taker = this.engine.taker(ttl, acks);
     const arg = shareArg(share)!;
     const queued = this.engine.fair && keys.length === 1;
@@ -125,7 +111,6 @@ export class SharedHolds implements SharedWaitOwner {
         return await waitForKeys(ctx, keys, taker, deadline, signal);
       } finally {
         this.sharedWaits.remove(keys[0]);
-        this.writerNotices.waitEnded(keys[0]);
       }
     } catch (err) {
       this.done(keys);
@@ -135,59 +120,32 @@ export class SharedHolds implements SharedWaitOwner {
 
   /** The lease of a round that took a share (for `SharedWait` too). */
   hold(keys: readonly string[], taker: LeaseTaker, taken: Taken, share: Share): Lease {
-    const { leases, tokens, notifier } = this.engine;
+    const { leases, tokens } = this.engine;
     const lease = leases.taken(keys, taker, taken);
     lease.share = share;
     // A grant for this token that is still on its way is ignored.
     tokens.hold(taker.token);
-    if (
-      share === 'read' &&
-      keys.length === 1 &&
-      !lease.acks &&
-      this.engine.localHandoffs > 0 &&
-      this.engine.policies.readJoin &&
-      // A writer heard waiting since this reader asked (queued behind it, so its grant came
-      // first): later readers of this process wait behind that writer, none joins.
-      !this.writerNotices.heardSince(keys[0], taker.startedAt)
-    ) {
-      // Later readers of this process may join it until a writer waits.
-      lease.group = new ShareGroup(taker.ttl, taker.startedAt, lease.validUntil);
-      this.openReads.set(keys[0], lease);
-      // Joins need the writer notices of the grant channel: listen (once) if not yet.
-      notifier.listenInBackground();
-    }
     this.engine.claimRest(lease, taker.ttl, taken);
     return lease;
   }
 
   /**
-   * A shared holder lets go: a holder of a share others of this process still hold just leaves;
-   * the last one out gives the share back (the last of all holders frees or grants the key, as a
-   * writer's release does).
+   * A shared holder lets go: its permit passes to a permit wait of this process, or the share
+   * goes back to Redis (the last of all holders frees or grants the key, as a writer's release
+   * does).
    */
   release(lease: Lease): Promise<void> {
     this.done(lease.keys);
     const passes = this.engine.policies.permitPass && !this.engine.closed();
     const next = passes ? this.permitWaitFor(lease) : undefined;
     if (next) return this.passPermit(lease, next);
-    const keep = this.leftShare(lease, 0);
-    if (keep === false) return Promise.resolve();
-    if (keep > 0) return this.letExpire(lease, keep);
     return this.giveBack(lease);
   }
 
-  /** `LockClient.releaseByExpiry` of a share: it stays locked `ms` more unless others hold it. */
+  /** `LockClient.releaseByExpiry` of a share: it stays locked `ms` more. */
   releaseByExpiry(lease: Lease, ms: number): Promise<void> {
     this.done(lease.keys);
-    const keep = this.leftShare(lease, ms);
-    return keep === false ? Promise.resolve() : this.letExpire(lease, keep);
-  }
-
-  /** A writer waits for `key`: the read share of this process there takes no more readers. */
-  writerWaits(key: string): void {
-    this.writerNotices.writerHeard(key, performance.now());
-    this.openReads.get(key)?.group?.close();
-    this.openReads.delete(key);
+    return this.letExpire(lease, ms);
   }
 
   /** A shared wait queued in Redis listens for its grant (see `SharedWait.grants`). */
@@ -216,20 +174,6 @@ export class SharedHolds implements SharedWaitOwner {
     for (const key of keys) this.sharedKeys.remove(key);
   }
 
-  /**
-   * The holder of `lease` leaves its group (`keepMs`: it asked the key to stay locked that
-   * long). False while others of this process hold the share; else how long it must stay
-   * locked (0: give it back now).
-   */
-  private leftShare(lease: Lease, keepMs: number): number | false {
-    const { group } = lease;
-    if (!group) return keepMs;
-    const key = lease.keys[0];
-    const keep = group.left(performance.now(), keepMs);
-    if (keep !== false && this.openReads.get(key)?.group === group) this.openReads.delete(key);
-    return keep;
-  }
-
   /** The share's lease is set to end in `ms` (not renewed): the other holders go on meanwhile. */
   private letExpire(lease: Lease, ms: number): Promise<void> {
     this.engine.tokens.drop(lease.token);
@@ -247,38 +191,6 @@ export class SharedHolds implements SharedWaitOwner {
     const granted = (grants: readonly ReleaseGrant[]) =>
       engine.answered(lease.keys, grants, sentAt);
     return engine.protocol.release(lease.keys, lease.token, granted).then(() => undefined);
-  }
-
-  /**
-   * A reader joins the read hold of this process on the key, with no round trip: the same token
-   * and fence, and the share's validity. Only while nothing of this process waits for or holds
-   * the key exclusively (a waiting writer is not overtaken), the share was set or renewed
-   * moments ago (as for a local handoff), and no writer of another process is known to wait (see
-   * ShareGroup).
-   */
-  private joinRead(
-    keys: readonly string[],
-    ttl: number,
-    acks: ReplicaAcks | undefined,
-  ): Lease | undefined {
-    const key = keys[0];
-    const base = this.openReads.get(key);
-    const group = base?.group;
-    if (!base || !group) return undefined;
-    const now = performance.now();
-    if (group.closed || group.validUntil <= now) {
-      this.openReads.delete(key);
-      return undefined;
-    }
-    const { leases, notifier } = this.engine;
-    if (acks || !group.takes(ttl, now, leases.freshFor(ttl))) return undefined;
-    // A writer's notice could have been missed: no join.
-    if (!notifier.heardSince(group.askedAt)) return undefined;
-    if (this.engine.busyHere(key)) return undefined;
-    group.joined();
-    this.started(keys);
-    this.engine.stats.readJoins++;
-    return leases.joined(base, group, ttl);
   }
 
   /**

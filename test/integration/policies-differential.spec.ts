@@ -78,7 +78,6 @@ async function run(policies: EnginePolicies, keyPrefix: string, dataDir: string)
   const sum = (count: (d: Done) => number) => done.reduce((n, d) => n + count(d), 0);
   return {
     localHandoffs: sum((d) => d.localHandoffs),
-    readJoins: sum((d) => d.readJoins),
     holds: lines.filter((l): l is Hold => l.type === 'hold'),
     refused: lines.filter((l) => l.type === 'failed').length,
   };
@@ -98,11 +97,10 @@ describe('every fast path keeps the plain path verdicts', () => {
     const keyPrefix = uniquePrefix('policies');
     const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'policies-'));
     try {
-      const { holds, localHandoffs, readJoins } = await run(policies, keyPrefix, dataDir);
+      const { holds, localHandoffs } = await run(policies, keyPrefix, dataDir);
       // A path switched off is never taken (permit passes count as local handoffs); a hot key
       // shared by callers of each process is passed on when the local handoff is on.
       if (!policies.localHandoff && !policies.permitPass) expect(localHandoffs).toBe(0);
-      if (!policies.readJoin) expect(readJoins).toBe(0);
       if (policies.localHandoff) expect(localHandoffs).toBeGreaterThan(0);
       const writes = holds.filter((h) => h.kind === 'write');
       const reads = holds.filter((h) => h.kind === 'read');

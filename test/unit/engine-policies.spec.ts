@@ -9,9 +9,9 @@ describe('policiesFromEnv (the bench switch of the fast paths)', () => {
 
   it('switches off the paths it names, or all of them', () => {
     expect(policiesFromEnv({ NEST_LOCKED_POLICIES_OFF: 'all' })).toEqual(NO_POLICIES);
-    expect(policiesFromEnv({ NEST_LOCKED_POLICIES_OFF: 'readJoin, permitPass' })).toEqual({
+    expect(policiesFromEnv({ NEST_LOCKED_POLICIES_OFF: 'holdAtOnce, permitPass' })).toEqual({
       ...ALL_POLICIES,
-      readJoin: false,
+      holdAtOnce: false,
       permitPass: false,
     });
   });
