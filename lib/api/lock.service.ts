@@ -7,38 +7,27 @@ import {
   Optional,
 } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import { isObservable, Observable } from 'rxjs';
-import {
-  LockBackendError,
-  LockConfigError,
-  LockError,
-  LockLostError,
-  LockNotAcquiredError,
-  SegmentExhaustedError,
-} from '../errors';
+import { isObservable } from 'rxjs';
+import { LockConfigError, LockNotAcquiredError, SegmentExhaustedError } from '../errors';
 import type { LockCallOptions, LockContextInfo, LockedOptions, LockHandle } from '../interfaces';
 import { assertRawKey, type KeyRenderer, rawKeys } from '../keys';
 import type { Lease, LockBackend } from '../engine/lock-backend';
-import { Chain } from '../chain';
-import { settleTo } from '../settle-to';
-import { ActiveHold, type HoldOwner } from './active-hold';
+import type { ActiveHold } from './active-hold';
+import { ActiveHolds } from './active-holds';
 import { HoldHandle } from './hold-handle';
 import { HoldScope } from './hold-scope';
-import { HoldTimes, withRetryEstimate } from './hold-times';
-import { ReleaseWaits } from './release-waits';
+import { heldObservable } from './held-observable';
 import { acquireRequest, type Behaviour, leaseTtl, resolveBehaviour } from './call-behaviour';
-import { holdId, holderInScope, holdsInScope, LockContext, type LockScope } from './lock-context';
+import { holdId, holdsInScope, LockContext, type LockScope } from './lock-context';
+import { checkReentry } from './reentry';
 import { type ResolvedRedlockOptions, validateBehaviour } from '../options/redlock-options';
 import { DEFAULT_CLIENT, RESOLVED_OPTIONS } from '../redlock.constants';
 import {
   ACQUIRE_TAKES_NO_SEGMENTS,
   LOCK_EVENT_LISTENER_FAILED,
-  MODE_MISMATCH,
-  READ_TO_WRITE,
   USING_NEEDS_FUNCTION,
 } from '../redlock.messages';
 import { SegmentedStrategy, sliceKey } from './segmented.strategy';
-import { Watchdog } from '../watchdog/watchdog';
 import {
   findNestEventBus,
   type LockEventName,
@@ -86,9 +75,6 @@ interface HeldCall {
 
 const settle = async <T>(value: T | Promise<T>): Promise<T> => value;
 
-/** What `finish` returns for a hold already finished. */
-const DONE: Promise<void> = Promise.resolve();
-
 /**
  * Distributed locks for code that is not a decorated method, and the engine behind `@Locked`.
  *
@@ -113,21 +99,11 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
   );
   /** Set only when locked calls get spans. */
   private tracing?: LockTelemetry;
-  /** Holds in progress, for shutdown. */
-  private readonly holds = new Chain<ActiveHold>();
+  /** Holds in progress: started, lost, finished. */
+  private readonly holds = new ActiveHolds(this.events, this.logger);
   /** Resolved options of decorated methods, per options object. */
   private readonly behaviours = new WeakMap<LockedOptions, Behaviour>();
   private readonly segmented: SegmentedStrategy;
-  /** Recent hold times per client group, for the Retry-After of busy answers. */
-  private readonly holdTimes = new Map<string, HoldTimes>();
-  /** Results of locked calls waiting (a bounded time) for their release to answer. */
-  private readonly releaseWaits = new ReleaseWaits();
-  private shuttingDown = false;
-  /** What every hold calls back: one object for all of them, no closure per hold. */
-  private readonly holdOwner: HoldOwner = {
-    lost: (hold, error) => this.lost(hold, hold.client.name, error),
-    finish: (hold) => this.finish(hold),
-  };
 
   constructor(
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedRedlockOptions,
@@ -142,8 +118,8 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
    * nothing is recorded for it on the lock path).
    * @internal
    */
-  *heldNow(): IterableIterator<ActiveHold> {
-    for (let hold = this.holds.first; hold; hold = hold.next) yield hold;
+  heldNow(): IterableIterator<ActiveHold> {
+    return this.holds[Symbol.iterator]();
   }
 
   /**
@@ -155,7 +131,10 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     this.tracing = telemetry?.tracing ? telemetry : undefined;
     this.events.connect(this.moduleRef && findNestEventBus(this.moduleRef), telemetry);
     // Holds exist only once the application runs: told from then on.
-    this.registry.whenReady((group) => this.renewHoldsOf(group));
+    // A Redis connection of the group is ready (again): every hold of it renews now, so one whose
+    // lock went with the server's data learns it within a round trip (renewals go out batched,
+    // see RenewalBatcher).
+    this.registry.whenReady((group) => this.holds.renewGroup(group));
   }
 
   /**
@@ -215,7 +194,7 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
       return Promise.reject(this.refused(err, b));
     }
     return acquired.then(
-      (lease) => new HoldHandle(this.start(lease, b)),
+      (lease) => new HoldHandle(this.holds.start(lease, b)),
       (err: unknown) => {
         throw this.refused(err, b);
       },
@@ -292,16 +271,11 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
 
   /** @internal */
   async beforeApplicationShutdown(): Promise<void> {
-    this.shuttingDown = true;
+    this.holds.shutdown();
     // Callers still waiting for a lock get a LockBackendError now instead of holding the
     // shutdown up until their waitTimeout.
     this.registry.abortWaits();
-    await Promise.all(
-      this.activeHolds().map((hold) => {
-        hold.abort(new LockLostError(hold.lease.keys, 'shutdown'));
-        return this.finish(hold);
-      }),
-    );
+    await this.holds.endAll();
   }
 
   /**
@@ -309,24 +283,7 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
    * hold learns it now, as its watchdog would at the next renewal. Whether a hold had it.
    */
   leaseLost(lease: Lease): boolean {
-    for (let h = this.holds.first; h; h = h.next) {
-      if (h.lease !== lease) continue;
-      h.watchdog?.stop();
-      this.lost(h, h.client.name, new LockLostError(lease.keys, 'lost'));
-      return true;
-    }
-    return false;
-  }
-
-  /**
-   * A Redis connection of `group` is ready (again): every hold of the group renews now, so one
-   * whose lock went with the server's data learns it within a round trip (renewals go out
-   * batched, see RenewalBatcher).
-   */
-  private renewHoldsOf(group: string): void {
-    for (let h = this.holds.first; h; h = h.next) {
-      if (h.client.name === group) h.watchdog?.renewNow();
-    }
+    return this.holds.leaseLost(lease);
   }
 
   /** The group a call locks in. @throws LockConfigError for an unknown group */
@@ -406,7 +363,7 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
               const r = await b.client.tryAcquireAny(keys, leaseTtl(b), b.acks);
               if (typeof r === 'number') return { busy: true, pttl: r };
               const segment = order[r.index];
-              const hold = this.start(r.lease, b);
+              const hold = this.holds.start(r.lease, b);
               try {
                 const value = await this.runWith(hold, [keys[r.index]], b, fn, scope, segment);
                 return { busy: false, value };
@@ -460,7 +417,7 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
         (lease) => {
           let hold: ActiveHold;
           try {
-            hold = this.start(lease, b);
+            hold = this.holds.start(lease, b);
           } catch (err) {
             return reject(err);
           }
@@ -479,47 +436,22 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     try {
       result = LockContext.run(scope, call.fn);
     } catch (err) {
-      return this.finishThen(hold, () => reject(err), false);
+      return this.holds.finishThen(hold, () => reject(err), false);
     }
-    if (isObservable(result)) return resolve(this.holdObservable(result, scope, hold));
+    if (isObservable(result)) {
+      return resolve(heldObservable(result, scope, () => this.holds.finish(hold)));
+    }
     // As `await result` would: a thenable is followed, any other value is the result.
     Promise.resolve(result).then(
-      (value) => this.finishThen(hold, () => resolve(value), false),
-      (err: unknown) => this.finishThen(hold, () => reject(err), false),
+      (value) => this.holds.finishThen(hold, () => resolve(value), false),
+      (err: unknown) => this.holds.finishThen(hold, () => reject(err), false),
     );
-  }
-
-  /** An Observable keeps the lock until it completes, errors or is unsubscribed. */
-  private holdObservable(
-    source: Observable<unknown>,
-    scope: LockScope,
-    hold: ActiveHold,
-  ): Observable<unknown> {
-    return new Observable((subscriber) => {
-      const inner = LockContext.run(scope, () =>
-        source.subscribe({
-          next: (v) => subscriber.next(v),
-          error: (e: unknown) => void this.finish(hold).then(() => subscriber.error(e)),
-          complete: () => void this.finish(hold).then(() => subscriber.complete()),
-        }),
-      );
-      return () => {
-        inner.unsubscribe();
-        void this.finish(hold);
-      };
-    });
   }
 
   /** An acquire that failed: told to the `busy` / `error` listeners, and the error to throw. */
   private refused(err: unknown, b: Behaviour): unknown {
     this.events.refused(err, b.clientName);
-    return this.estimated(err, b);
-  }
-
-  /** A busy answer gets the keys' usual hold here as its retry estimate. */
-  private estimated(err: unknown, b: Behaviour): unknown {
-    if (!(err instanceof LockNotAcquiredError)) return err;
-    return withRetryEstimate(err, this.holdTimes.get(b.clientName), b.segments);
+    return this.holds.estimated(err, b);
   }
 
   /**
@@ -548,134 +480,9 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
               throw err;
             })
         : await b.client.tryAcquire(keys, ttl, b.acks);
-    return typeof r === 'number' ? r : this.start(r, b);
-  }
-
-  private start(lease: Lease, b: Behaviour): ActiveHold {
-    const hold = new ActiveHold(lease, b.client, this.holdOwner);
-    hold.minHold = b.minHold;
-    hold.mode = b.mode;
-    hold.permits = b.permits;
-    // Without renewals it still reports the lease's end, so the signal never outlives it.
-    hold.watchdog = new Watchdog(hold, leaseTtl(b), b.maxHold, b.watchdog);
-    hold.watchdog.start();
-    this.holds.push(hold);
-    if (this.shuttingDown) hold.abort(new LockLostError(lease.keys, 'shutdown'));
-    if (this.events.acquired && this.events.wants('acquired')) {
-      const { keys, fences, waitedMs } = lease;
-      this.events.emit('acquired', { keys, client: b.clientName, fence: fences[0], waitedMs });
-    }
-    return hold;
-  }
-
-  private recordHold(client: string, keys: readonly string[], ms: number): void {
-    let times = this.holdTimes.get(client);
-    if (!times) this.holdTimes.set(client, (times = new HoldTimes()));
-    for (const key of keys) times.record(key, ms);
-  }
-
-  private activeHolds(): ActiveHold[] {
-    const holds: ActiveHold[] = [];
-    for (let h = this.holds.first; h; h = h.next) holds.push(h);
-    return holds;
-  }
-
-  private lost(hold: ActiveHold, client: string, error: LockLostError): void {
-    hold.abort(error);
-    if (error.reason === 'expired') hold.client.leaseEnded(hold.lease);
-    this.logger.warn(error.message);
-    if (this.events.lost && this.events.wants('lost')) {
-      const { keys, fences } = hold.lease;
-      this.events.emit('lost', { keys, client, fence: fences[0], error });
-    }
-  }
-
-  /**
-   * Stops renewals and releases; a failed release is logged, never thrown over the result. Not
-   * async itself (a promise and an await less per call): the release's own promise carries on.
-   */
-  private finish(hold: ActiveHold): Promise<void> {
-    if (!hold.active) return DONE;
-    return new Promise((resolve) => this.finishThen(hold, resolve));
-  }
-
-  /**
-   * `finish`, then `done` (at once for a hold already finished). Never throws. `untilAnswered`
-   * false (a locked call's result): `done` runs once the release answers or at most
-   * RELEASE_ANSWER_WAIT_MS after it was sent, the release going on in the background (with Redis
-   * stalled, a result would otherwise wait the whole commandTimeout).
-   */
-  private finishThen(hold: ActiveHold, done: () => void, untilAnswered = true): void {
-    if (!hold.active) return done();
-    this.holds.remove(hold);
-    hold.watchdog?.stop();
-    hold.active = false;
-    const { lease, client } = hold;
-    const held = Date.now() - lease.acquiredAt;
-    // Kept for minHold, the key is busy that long whatever the method took.
-    this.recordHold(client.name, lease.keys, Math.max(held, hold.minHold));
-    const pending = untilAnswered ? undefined : this.releaseWaits.wait(done);
-    const after = (err?: unknown) => {
-      if (err !== undefined) {
-        const why = err instanceof LockError || err instanceof Error ? err.message : String(err);
-        this.logger.warn(`Release failed, the lease will expire by itself: ${why}`);
-        if (this.events.error && this.events.wants('error')) this.releaseFailed(hold, err);
-      }
-      this.released(hold, held);
-      if (pending) this.releaseWaits.answered(pending);
-      else done();
-    };
-    try {
-      if (hold.minHold > held) settleTo(client.releaseByExpiry(lease, hold.minHold - held), after);
-      else client.releaseThen(lease, after);
-    } catch (err) {
-      after(err ?? new Error('release failed'));
-    }
-  }
-
-  /** The `released` event, once the release was sent (whether or not it succeeded). */
-  private released(hold: ActiveHold, heldMs: number): void {
-    if (this.events.released && this.events.wants('released')) {
-      const { keys, fences } = hold.lease;
-      this.events.emit('released', { keys, client: hold.client.name, fence: fences[0], heldMs });
-    }
-  }
-
-  private releaseFailed(hold: ActiveHold, err: unknown): void {
-    const { keys } = hold.lease;
-    const error =
-      err instanceof LockBackendError
-        ? err
-        : new LockBackendError(
-            keys,
-            [err instanceof Error ? err : new Error(String(err))],
-            'release',
-          );
-    this.events.emit('error', { keys, client: hold.client.name, operation: 'release', error });
+    return typeof r === 'number' ? r : this.holds.start(r, b);
   }
 }
-
-/** A call's mode and permits, and the shared hold they make (none for the exclusive lock). */
-/**
- * A nested call asking for keys its async context holds: a write holder may enter any hold of
- * its keys, a holder enters the same kind again; a read holder asking for the write lock (or a
- * permit holder for another kind) fails at once: it would wait for itself.
- * @throws LockConfigError
- */
-function checkReentry(scope: LockScope, keys: readonly string[], b: Behaviour): void {
-  for (const key of keys) {
-    const holder = holderInScope(scope, b.clientName, key);
-    if (!holder || (holder.mode === 'write' && holder.permits === 1)) continue;
-    if (holder.mode === b.mode && holder.permits === b.permits) continue;
-    if (holder.mode === 'read' && b.mode === 'write' && b.permits === 1) {
-      throw new LockConfigError(READ_TO_WRITE(key), 'mode');
-    }
-    throw new LockConfigError(MODE_MISMATCH(key, describe(b), describe(holder)), 'mode');
-  }
-}
-
-const describe = (h: { mode: 'read' | 'write'; permits: number }): string =>
-  h.mode === 'read' ? 'read' : h.permits > 1 ? `permits: ${h.permits}` : 'write';
 
 function sortUnique(keys: readonly string[]): readonly string[] {
   if (keys.length === 1) return keys;
