@@ -72,11 +72,6 @@ export interface ReleaseGrantReply {
   readonly token: string;
   readonly fence: number;
   readonly spare: number;
-  /**
-   * A read share granted up to a writer queued behind it: its process lets no later reader join
-   * it (the `w` notice that says so too is on its way on the grant channel).
-   */
-  readonly writerBehind: boolean;
 }
 
 /** What RELEASE did, counted in keys. */
@@ -148,13 +143,8 @@ export const RELEASE = defineScript<[Token, Leave, Block, FenceMode], ReleaseRep
     if (!Array.isArray(reply)) return FREED;
     const r = reply as unknown[];
     const grants: ReleaseGrantReply[] = [];
-    for (let i = 3; i + 3 < r.length; i += 4) {
-      grants.push({
-        token: String(r[i]),
-        fence: Number(r[i + 1]),
-        spare: Number(r[i + 2]),
-        writerBehind: String(r[i + 3]) === '1',
-      });
+    for (let i = 3; i + 2 < r.length; i += 3) {
+      grants.push({ token: String(r[i]), fence: Number(r[i + 1]), spare: Number(r[i + 2]) });
     }
     return { released: Number(r[0]), granted: Number(r[1]), published: Number(r[2]), grants };
   },

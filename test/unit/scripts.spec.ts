@@ -82,28 +82,16 @@ describe('scripts', () => {
       ...none,
     });
     // What the release granted follows the counts: token, fence (whole, as text), spare fences
-    // (a share's 0, a lock's block), and '1' for a read share granted up to a queued writer.
+    // (a share's 0, a lock's block).
     expect(
-      RELEASE.decode([
-        1,
-        1,
-        0,
-        'p1:7',
-        '1795438628934258',
-        0,
-        '1',
-        'p2:9',
-        '1795438628934259',
-        4,
-        '0',
-      ]),
+      RELEASE.decode([1, 1, 0, 'p1:7', '1795438628934258', 0, 'p2:9', '1795438628934259', 4]),
     ).toEqual({
       released: 1,
       granted: 1,
       published: 0,
       grants: [
-        { token: 'p1:7', fence: 1795438628934258, spare: 0, writerBehind: true },
-        { token: 'p2:9', fence: 1795438628934259, spare: 4, writerBehind: false },
+        { token: 'p1:7', fence: 1795438628934258, spare: 0 },
+        { token: 'p2:9', fence: 1795438628934259, spare: 4 },
       ],
     });
   });

@@ -7,7 +7,7 @@
   ARGV[3] fences to reserve for an exclusive grant, ARGV[4] fence mode (see mint)
   Reply: 1 when one key was freed with nobody waiting; else {keys released, keys granted to a
   queued waiter, keys freed with a published wake-up, then per grant made: token, fence, spare
-  fences, '1' when a read share was granted up to a queued writer else '0'}.
+  fences}.
 ]]
 local token, leave, block, mode = ARGV[1], ARGV[2] == '1', tonumber(ARGV[3]), ARGV[4]
 -- One key nobody waits for: GET and one DEL, before any function below is defined. When the

@@ -24,7 +24,7 @@ local function enqueue(k, token, ttl, wait_ms, kind)
   flag(k, keep)
   local owner = redis.call('GET', k.lock)
   if not kind and owner == marker_of('r') then
-    -- A writer queued behind readers: their processes let no later reader join their shares.
+    -- A writer queued behind readers: their processes are told that others wait.
     tell_readers(k)
   elseif owner and string.byte(owner, 1) ~= 0 then
     -- Tells the holder's process (a token's) that a waiter of another process queued: it passes

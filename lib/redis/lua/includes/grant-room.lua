@@ -7,7 +7,6 @@
 -- first fence, or 0.
 local function grant_room(k, kind, room, mode)
   local first, now = 0, now_ms()
-  local from = #grants
   while room > 0 do
     local head = redis.call('ZRANGE', k.queue, 0, 0)
     if #head == 0 then break end
@@ -17,9 +16,7 @@ local function grant_room(k, kind, room, mode)
     if meta then ttl, deadline, kk = entry(meta) end
     if deadline > now and kk ~= kind then
       if kind == 'r' then
-        -- A writer queued behind the readers: none of their processes lets a later reader join
-        -- (the grants answered to the releaser say so; the others hear it after their grant).
-        for j = from + 4, #grants, 4 do grants[j] = '1' end
+        -- A writer queued behind the readers: their processes are told that others wait.
         tell_readers(k)
       end
       break

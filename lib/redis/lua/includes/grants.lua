@@ -1,6 +1,5 @@
 --- @include "includes/process-of"
--- Grants made by this script (locks and shares), flat: token, fence, spare fences, writer
--- behind ('1': a read share granted up to a queued writer, which no later reader may join).
+-- Grants made by this script (locks and shares), flat: token, fence, spare fences.
 -- RELEASE returns them to the releaser, whose process may be the grantee's: it then holds from
 -- the answer, without waiting for the grant message.
 local grants = {}
@@ -16,5 +15,4 @@ local function granted(lock, token, fence, spare, now)
   grants[#grants + 1] = token
   grants[#grants + 1] = f
   grants[#grants + 1] = spare
-  grants[#grants + 1] = '0'
 end

@@ -1,7 +1,7 @@
 --- @include "includes/process-of"
 -- A writer waits for the key set k, which readers hold: each holder's process is told
--- ('w <lock key>' on its grant channel, once per process), so its later readers stop joining the
--- share it holds and queue behind the writer instead.
+-- ('w <lock key>' on its grant channel, once per process), as the holder of an exclusive lock
+-- is: its line for the key (if a caller of it waits there too) knows that others wait.
 local function tell_readers(k)
   local told = {}
   for _, t in ipairs(redis.call('ZRANGE', k.holders, 0, -1)) do
