@@ -2,7 +2,7 @@ import type { INestApplication } from '@nestjs/common';
 import { Cluster } from 'ioredis';
 import { LockBackendError, LockService } from 'nest-locked';
 import { findOverlaps, type Interval, maxConcurrency, now } from '../support/intervals';
-import { createLockApp, sleep, uniquePrefix, within } from '../support/lock-app';
+import { createLockApp, queuedInRedis, sleep, uniquePrefix, within } from '../support/lock-app';
 import {
   type RedisClusterHandle,
   type RedisServerHandle,
@@ -71,10 +71,10 @@ describe('Redis Cluster', () => {
   const clients: Cluster[] = [];
   const apps: INestApplication[] = [];
   let locks: LockService[];
+  const keyPrefix = uniquePrefix('shared-cluster');
 
   beforeAll(async () => {
     cluster = await startRedisCluster(3);
-    const keyPrefix = uniquePrefix('shared-cluster');
     for (let i = 0; i < 2; i++) {
       const client = new Cluster(cluster.startupNodes);
       clients.push(client);
@@ -100,9 +100,9 @@ describe('Redis Cluster', () => {
     const before = locks[1].stats();
     const order: string[] = [];
     const writer = locks[1].using('catalog:2', () => void order.push('writer'));
-    await sleep(50);
+    await queuedInRedis(clients[0], keyPrefix, 'catalog:2', 1);
     const late = locks[1].using('catalog:2', () => void order.push('reader'), read);
-    await sleep(50);
+    await queuedInRedis(clients[0], keyPrefix, 'catalog:2', 2);
     await r.release();
     await within(Promise.all([writer, late]), 5_000, 'writer and reader');
     expect(order).toEqual(['writer', 'reader']);

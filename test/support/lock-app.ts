@@ -54,7 +54,12 @@ export async function until(
  * Waits until `count` entries are in the Redis queue of `key` under `prefix`: one per waiting
  * process head of an exclusive lock or of a read lock, one per waiter of permits.
  */
-export const queuedInRedis = (redis: Redis, prefix: string, key: string, count: number) =>
+export const queuedInRedis = (
+  redis: Pick<Redis, 'zcard'>,
+  prefix: string,
+  key: string,
+  count: number,
+) =>
   until(
     async () => (await redis.zcard(`${lockRedisKey(prefix, key)}:q`)) === count,
     `${count} queued in Redis for ${key}`,
