@@ -13,6 +13,7 @@ import {
 import { abortReason } from '../engine/wait-rules';
 import { settleTo } from '../settle-to';
 import { shareMismatch } from '../engine/share-mismatch';
+import { BusyRules } from './busy-rules';
 
 /** A lease held in memory, shared by every key it holds (several keys: all or nothing). */
 interface Held {
@@ -42,15 +43,6 @@ interface MemoryWaiter extends LeaseTaker {
   settle(lease: Lease | undefined, reason?: unknown): void;
 }
 
-/** A `busy` control: the next `remaining` acquisitions of its key find it busy. */
-interface BusyRule {
-  remaining: number;
-  readonly retryAfterMs?: number;
-}
-
-/** Slices of a segmented key are `<key>:seg:<n>` (see `sliceKey`): a busy key covers them. */
-const SLICE = /^(.*):seg:\d+$/;
-
 /**
  * The lock engine of one client group, in this process's memory, for `nest-locked/testing`: the
  * `LockBackend` contract the Redis engine keeps, without a server, plus the faults a test sets
@@ -78,12 +70,8 @@ export class InMemoryBackend implements LockBackend {
   private readonly leases: Leases;
   private readonly states = new Map<string, KeyState>();
   private readonly waiters: MemoryWaiter[] = [];
-  private readonly busyRules = new Map<string, BusyRule>();
-  /**
-   * Slices a segmented sweep found busy by a `busy` rule: the same call's wait for one of them
-   * (`seenBusy`) is turned away too, so one rule use is one call, sweep and wait together.
-   */
-  private readonly sweptBusy = new Set<string>();
+  /** The `busy` control: acquisitions that find a key busy whoever holds it. */
+  private readonly busyRules = new BusyRules();
   private tokens = 0;
   private downCause?: Error;
   private closed = false;
@@ -119,15 +107,8 @@ export class InMemoryBackend implements LockBackend {
     if (signal?.aborted) throw signal.reason;
     this.stats.attempts++;
     this.failIfDown(keys, 'acquire');
-    const rule = this.ruleFor(keys);
-    // The wait of a call whose sweep a rule turned away: that use of the rule was this call's.
-    if (request.seenBusy && keys.some((k) => this.sweptBusy.delete(k))) {
-      throw new LockNotAcquiredError(keys, 0, rule?.retryAfterMs ?? ttl);
-    }
-    if (rule) {
-      this.spend(rule);
-      throw new LockNotAcquiredError(keys, 0, rule.retryAfterMs ?? ttl);
-    }
+    const turnedAway = this.busyRules.turnsAway(keys, !!request.seenBusy, ttl);
+    if (turnedAway !== undefined) throw new LockNotAcquiredError(keys, 0, turnedAway);
     const { share } = request;
     this.checkKind(keys, share);
     const taker: LeaseTaker = { token: this.nextToken(), ttl, startedAt, acks };
@@ -141,11 +122,8 @@ export class InMemoryBackend implements LockBackend {
   async tryAcquire(keys: readonly string[], ttl: number): Promise<Lease | number> {
     this.stats.attempts++;
     this.failIfDown(keys, 'acquire');
-    const rule = this.ruleFor(keys);
-    if (rule) {
-      this.spend(rule);
-      return rule.retryAfterMs ?? ttl;
-    }
+    const turnedAway = this.busyRules.turnsAway(keys, false, ttl);
+    if (turnedAway !== undefined) return turnedAway;
     if (!this.free(keys)) return this.pttl(keys, ttl);
     return this.take(keys, { token: this.nextToken(), ttl, startedAt: performance.now() }, true);
   }
@@ -156,11 +134,7 @@ export class InMemoryBackend implements LockBackend {
   ): Promise<{ lease: Lease; index: number } | number> {
     this.stats.attempts++;
     this.failIfDown(keys, 'acquire');
-    for (const key of keys) this.sweptBusy.delete(key);
-    const ruled = keys.filter((k) => this.ruleFor([k]));
-    // One sweep is one use of each rule it meets, however many slices the rule covers.
-    for (const rule of new Set(ruled.map((k) => this.ruleFor([k])!))) this.spend(rule);
-    for (const key of ruled) this.sweptBusy.add(key);
+    const ruled = this.busyRules.sweep(keys);
     let shortest = Infinity;
     for (let index = 0; index < keys.length; index++) {
       const key = [keys[index]];
@@ -239,7 +213,7 @@ export class InMemoryBackend implements LockBackend {
 
   /** The next `times` acquisitions of `key` (and of its slices) find it busy. */
   busy(key: string, times: number, retryAfterMs?: number): void {
-    this.busyRules.set(key, { remaining: times, retryAfterMs });
+    this.busyRules.set(key, times, retryAfterMs);
   }
 
   /** Every call fails with a LockBackendError caused by `cause` until `restore`. */
@@ -274,7 +248,6 @@ export class InMemoryBackend implements LockBackend {
   /** Clears every control (`busy`, `down`); holds, waiters and fences stay as they are. */
   reset(): void {
     this.busyRules.clear();
-    this.sweptBusy.clear();
     this.restore();
   }
 
@@ -476,21 +449,6 @@ export class InMemoryBackend implements LockBackend {
       }
     }
     return out;
-  }
-
-  /** The rule that covers one of `keys` (the key itself, or the key a slice belongs to). */
-  private ruleFor(keys: readonly string[]): BusyRule | undefined {
-    for (const key of keys) {
-      const rule = this.busyRules.get(key) ?? this.busyRules.get(SLICE.exec(key)?.[1] ?? '');
-      if (rule) return rule;
-    }
-    return undefined;
-  }
-
-  /** One use of a rule; used up, it goes. */
-  private spend(rule: BusyRule): void {
-    if (--rule.remaining > 0) return;
-    for (const [key, r] of this.busyRules) if (r === rule) this.busyRules.delete(key);
   }
 
   private failIfDown(keys: readonly string[], operation: string): void {
