@@ -12,9 +12,6 @@ import {
 import { isCluster, type RedisNode } from '../redis/redis-node';
 import { ScriptRunner } from '../redis/script-runner';
 import { promiseFrom, settleTo } from '../settle-to';
-import type { KeyLine as Line } from './key-line';
-
-type KeyLine = Line<Waiter>;
 import { Grants } from './grants';
 import { KeyLines } from './key-lines';
 import { ALL_POLICIES, type EnginePolicies } from './engine-policies';
@@ -225,7 +222,7 @@ export class LockClient implements LockBackend {
       // The first try neither queues nor flags: only a waiting caller asks to be woken.
       this.protocol.firstTryThen(keys, taker.token, ttl, startedAt, acks, (error, first) => {
         if (error !== undefined) {
-          this.endTry(line);
+          this.lines.tryEnded(line);
           return reject(error);
         }
         if (first!.kind === 'ok') {
@@ -234,14 +231,14 @@ export class LockClient implements LockBackend {
           try {
             lease = this.hold(keys, taker, first!);
           } catch (err) {
-            this.endTry(line);
+            this.lines.tryEnded(line);
             return reject(err);
           }
-          this.endTry(line);
+          this.lines.tryEnded(line);
           return resolve(lease);
         }
         if (!waits || performance.now() >= deadline) {
-          this.endTry(line);
+          this.lines.tryEnded(line);
           return reject(new LockNotAcquiredError(keys, performance.now() - startedAt, first!.pttl));
         }
         // First in line: ahead of the callers that queued behind this try.
@@ -387,7 +384,7 @@ export class LockClient implements LockBackend {
     this.tokens.drop(lease.token);
     return this.protocol
       .letExpire(lease.keys, lease.token, ms)
-      .finally(() => this.holdReturned(lease, () => true));
+      .finally(() => this.lines.holdReturned(lease, () => true));
   }
 
   /** Whether a majority of nodes has the key locked right now. */
@@ -438,20 +435,10 @@ export class LockClient implements LockBackend {
     claimBeside(lease, ttl, taken, () => this.extend(lease, ttl));
   }
 
-  private endTry(line: KeyLine): void {
-    line.endTry();
-    this.lines.dropIfIdle(line);
-  }
-
-  /** Gives the key back in Redis (compare-and-delete), then wakes our head if it must try. */
-  private giveBack(lease: Lease): Promise<void> {
-    return promiseFrom((done) => this.giveBackThen(lease, done));
-  }
-
   /**
-   * `giveBack` answered by callback. The key goes public: its line's run of local handoffs ends
-   * here, whichever path gave it back (nobody of this process waiting, the bound reached, a
-   * waiter that left during a handoff).
+   * Gives the key back in Redis (compare-and-delete), then wakes our head if it must try. The
+   * key goes public: its line's run of local handoffs ends here, whichever path gave it back
+   * (nobody of this process waiting, the bound reached, a waiter that left during a handoff).
    */
   private giveBackThen(lease: Lease, done: (error?: unknown) => void): void {
     this.tokens.drop(lease.token);
@@ -463,20 +450,12 @@ export class LockClient implements LockBackend {
     this.protocol.releaseThen(lease.keys, lease.token, granted, (error, published) => {
       // A head that listens hears the PUBLISH at the same moment as the other processes' heads
       // and competes on equal terms; one that does not is told directly.
-      this.holdReturned(lease, (line) => error !== undefined || !published || !line.hearsReleases);
+      this.lines.holdReturned(
+        lease,
+        (line) => error !== undefined || !published || !line.hearsReleases,
+      );
       done(error);
     });
-  }
-
-  /**
-   * The hold of `lease` is over in this process: its line stops counting it and may go.
-   * `wakeHead`: whether the line's head must be told to try now.
-   */
-  private holdReturned(lease: Lease, wakeHead: (line: KeyLine) => boolean): void {
-    const line = lease.keys.length === 1 ? this.lines.get(lease.keys[0]) : undefined;
-    if (!line) return;
-    line.endHold(lease, wakeHead(line));
-    this.lines.dropIfIdle(line);
   }
 
   /** A new acquisition's token, lease length and start. */
@@ -503,8 +482,8 @@ export class LockClient implements LockBackend {
       hold: (keys, taker, taken) => this.hold(keys, taker, taken),
       taker: (ttl, acks) => this.taker(ttl, acks),
       leaseEnded: (lease) => this.leaseEnded(lease),
-      holdReturned: (lease, wakeHead) => this.holdReturned(lease, wakeHead),
-      giveBack: (lease) => this.giveBack(lease),
+      holdReturned: (lease, wakeHead) => this.lines.holdReturned(lease, wakeHead),
+      giveBack: (lease) => promiseFrom((done) => this.giveBackThen(lease, done)),
       release: (lease) => this.release(lease),
       claimRest: (lease, ttl, taken) => this.claimRest(lease, ttl, taken),
     };
