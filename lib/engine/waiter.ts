@@ -204,10 +204,11 @@ export class Waiter implements LeaseTaker, DeadlineListener {
 
   /**
    * Policy `holdFromReleaseAnswer`: a release this process sent at `sentAt` granted the key to
-   * this waiter's token, and its answer just came: the claim window began after `sentAt`, so the waiter holds the key from
-   * there at once, for that window (the claim to its full lease follows beside the holder). Not
-   * while an attempt or a claim of its own is on its way: the grant message then takes the usual
-   * path, nor when replicas must acknowledge the hold (the claim of that path waits for them).
+   * this waiter's token, and its answer just came: the claim window began after `sentAt`, so the
+   * waiter holds the key from there at once, for that window (the claim to its full lease follows
+   * beside the holder). Not while an attempt or a claim of its own is on its way: the grant
+   * message then takes the usual path, nor when replicas must acknowledge the hold (the claim of
+   * that path waits for them).
    */
   answered(grant: GrantedKey, sentAt: number): void {
     if (this.done || this.attempting || this.grant || this.acks) return;

@@ -21,7 +21,8 @@ import type { GrantedKey } from '../waiter';
  *
  * Built by `Grants` only when its switch is on (`EnginePolicies.holdAtOnce`, checked there
  * once); the waits then ask it (`taken`) before they claim a grant the plain way. Dropping the
- * policy is deleting this file, `server-clock.ts` and that switch.
+ * policy is deleting this file, `server-clock.ts` and that switch (the waits' optional `atOnce`
+ * hooks and the `claimNow` branch of `claimBeside` then go unused).
  * @internal
  */
 export class HoldAtOnce {
