@@ -1,4 +1,5 @@
 import { KeyLine, type LineWaiter } from './key-line';
+import type { Lease } from './lease';
 
 /**
  * The key lines of one client group, created on first use and dropped when idle, so millions
@@ -33,6 +34,23 @@ export class KeyLines<W extends LineWaiter = LineWaiter> {
       for (let w = line.head; w; w = w.next) all.push(w);
     }
     return all;
+  }
+
+  /** A first try in `line` ended: the line goes if nothing else is in it. */
+  tryEnded(line: KeyLine<W>): void {
+    line.endTry();
+    this.dropIfIdle(line);
+  }
+
+  /**
+   * The hold of `lease` is over in this process: its line (single key) stops counting it and
+   * may go. `wakeHead`: whether the line's head must be told to try now.
+   */
+  holdReturned(lease: Lease, wakeHead: (line: KeyLine<W>) => boolean): void {
+    const line = lease.keys.length === 1 ? this.lines.get(lease.keys[0]) : undefined;
+    if (!line) return;
+    line.endHold(lease, wakeHead(line));
+    this.dropIfIdle(line);
   }
 
   /** Drops the line if nothing is held, tried or awaited in it (and stops its listening). */

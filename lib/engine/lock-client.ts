@@ -1,9 +1,8 @@
 import { setMaxListeners } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { LockNotAcquiredError } from '../errors';
-import { type Grant, KeySpace, RELEASED_MESSAGE } from '../redis/key-space';
+import { KeySpace } from '../redis/key-space';
 import { LockNotifier } from '../redis/lock-notifier';
-import { GRANT_CLAIM_MS } from '../redis/script-constants';
 import {
   LockProtocol,
   type ReleaseGrant,
@@ -12,17 +11,22 @@ import {
 } from '../redis/lock-protocol';
 import { isCluster, type RedisNode } from '../redis/redis-node';
 import { ScriptRunner } from '../redis/script-runner';
-import { ServerClock } from '../redis/server-clock';
 import { promiseFrom, settleTo } from '../settle-to';
-import type { KeyLine as Line, LineListener } from './key-line';
-
-type KeyLine = Line<Waiter>;
+import { Grants } from './grants';
 import { KeyLines } from './key-lines';
 import { ALL_POLICIES, type EnginePolicies } from './engine-policies';
-import { claimWindow, type Lease, type LeaseTaker, Leases } from './lease';
-import { type MultiKeyWaitContext, type ReleaseWatch, waitForKeys } from './multi-key-wait';
-import { type HandoffEngine, LocalHandoffs } from './local-handoffs';
-import { SharedHolds, type SharedHoldsEngine } from './shared-holds';
+import { type Lease, type LeaseTaker, Leases } from './lease';
+import { type MultiKeyWaitContext, waitForKeys } from './multi-key-wait';
+import {
+  type EngineCore,
+  handoffEngine,
+  keysWaitContext,
+  lineWaitContext,
+  sharedHoldsEngine,
+} from './engine-wiring';
+import { LocalHandoffs } from './local-handoffs';
+import { claimBeside } from './policies/claim-beside';
+import { SharedHolds } from './shared-holds';
 import { shareArg } from './shared-wait';
 import { Tokens } from './tokens';
 import {
@@ -30,9 +34,9 @@ import {
   type LockBackend,
   type LockClientStats,
   noStats,
-  type Share,
 } from './lock-backend';
-import { type GrantedKey, type LineWaitContext, Waiter } from './waiter';
+import { type LineWaitContext, Waiter } from './waiter';
+import { WakeUps } from './wake-ups';
 
 export type { Lease } from './lease';
 export type { RedisNode } from '../redis/redis-node';
@@ -54,11 +58,13 @@ export interface LockClientSettings {
  * back leases. It coordinates; the parts do the work:
  * - `KeyLine` (per key: local holds, the FIFO of waiting callers, first tries in flight),
  *   `Waiter` / `waitForKeys` (one caller's wait), `Leases` (lease arithmetic), `Tokens`;
+ * - `Grants` (a grant reaching its waiter, which claims it; the policies that hold earlier),
+ *   `WakeUps` (how waits hear releases and grants);
  * - `LocalHandoffs` (a freed key to the next caller of this process), `SharedHolds` (read holds
  *   and permits, with their own waits and passes), each given only what it needs of this
- *   class (`HandoffEngine`, `SharedHoldsEngine`);
+ *   class (`engine-wiring.ts`);
  * - `LockProtocol` (rounds over the nodes, Redlock's quorum rules, undoing what a round cannot
- *   keep), `KeySpace` (every Redis name), `ScriptRunner`, `LockNotifier` (wake-ups).
+ *   keep), `KeySpace` (every Redis name), `ScriptRunner`, `LockNotifier` (subscriptions).
  * Single-node groups queue waiters in Redis and grant on release (FIFO across processes);
  * quorum groups race, woken by a PUBLISH. A release hands the key to the next caller of this
  * process when one waits (at most `localHandoffs` times in a row), in memory when it can.
@@ -84,10 +90,12 @@ export class LockClient implements LockBackend {
   private readonly shared: SharedHolds;
   /** Passing a freed key to the next caller of this process (exclusive holds). */
   private readonly handoffs: LocalHandoffs;
-  /** One plain node: its clock, bounded against ours, lets a fresh grant hold at once. */
-  private readonly serverClock?: ServerClock;
+  /** How waits hear releases and grants. */
+  private readonly wakeUps: WakeUps;
   /** The fast paths this engine takes (all but in the differential test and the bench). */
   private readonly policies: EnginePolicies;
+  /** Where a grant goes: claimed by its waiter, or held earlier by a policy. */
+  private readonly grants: Grants;
 
   constructor(
     readonly name: string,
@@ -97,7 +105,6 @@ export class LockClient implements LockBackend {
   ) {
     this.fair = nodes.length === 1;
     this.policies = settings.policies ?? ALL_POLICIES;
-    if (this.fair && !isCluster(nodes[0])) this.serverClock = new ServerClock(nodes[0]);
     this.space = new KeySpace(settings.keyPrefix, nodes.some(isCluster));
     this.runner = new ScriptRunner(settings.commandTimeout, settings.connectionError);
     this.leases = new Leases(settings.driftFactor);
@@ -113,18 +120,25 @@ export class LockClient implements LockBackend {
       },
       this.stats,
     );
+    const { space, protocol, tokens, lines, leases, stats } = this;
+    this.grants = new Grants(
+      { space, protocol, tokens, lines, leases, stats, nodes, shared: () => this.shared },
+      this.policies,
+    );
     this.notifier = new LockNotifier(
       nodes,
       onSubscriberError,
       KeySpace.grantChannel(this.tokens.prefix),
-      (message) => this.onGrantMessage(message),
+      (message) => this.grants.message(message),
     );
+    this.wakeUps = new WakeUps(this.notifier, this.space, this.stats, settings.commandTimeout);
     // Every wait in progress listens for the close: thousands at once are normal, not a leak.
     setMaxListeners(0, this.closing.signal);
-    this.lineWait = this.lineWaitContext();
-    this.keysWait = this.keysWaitContext();
-    this.shared = new SharedHolds(this.sharedHoldsEngine());
-    this.handoffs = new LocalHandoffs(this.handoffEngine());
+    const core = this.core();
+    this.lineWait = lineWaitContext(core);
+    this.keysWait = keysWaitContext(core);
+    this.shared = new SharedHolds(sharedHoldsEngine(core, this.keysWait));
+    this.handoffs = new LocalHandoffs(handoffEngine(core));
   }
 
   /** The prefix of every token of this group in this process (what its grant channel is named by). */
@@ -208,7 +222,7 @@ export class LockClient implements LockBackend {
       // The first try neither queues nor flags: only a waiting caller asks to be woken.
       this.protocol.firstTryThen(keys, taker.token, ttl, startedAt, acks, (error, first) => {
         if (error !== undefined) {
-          this.endTry(line);
+          this.lines.tryEnded(line);
           return reject(error);
         }
         if (first!.kind === 'ok') {
@@ -217,14 +231,14 @@ export class LockClient implements LockBackend {
           try {
             lease = this.hold(keys, taker, first!);
           } catch (err) {
-            this.endTry(line);
+            this.lines.tryEnded(line);
             return reject(err);
           }
-          this.endTry(line);
+          this.lines.tryEnded(line);
           return resolve(lease);
         }
         if (!waits || performance.now() >= deadline) {
-          this.endTry(line);
+          this.lines.tryEnded(line);
           return reject(new LockNotAcquiredError(keys, performance.now() - startedAt, first!.pttl));
         }
         // First in line: ahead of the callers that queued behind this try.
@@ -367,7 +381,7 @@ export class LockClient implements LockBackend {
     this.tokens.drop(lease.token);
     return this.protocol
       .letExpire(lease.keys, lease.token, ms)
-      .finally(() => this.holdReturned(lease, () => true));
+      .finally(() => this.lines.holdReturned(lease, () => true));
   }
 
   /** Whether a majority of nodes has the key locked right now. */
@@ -389,27 +403,11 @@ export class LockClient implements LockBackend {
     await this.notifier.close();
   }
 
-  /**
-   * A release sent at `sentAt` granted locks or shares (its answer says which): those of waiters
-   * of this process hold from now on, not from the grant message (the claim window began after
-   * `sentAt`); the claim follows beside the holder.
-   */
-  private answered(keys: readonly string[], grants: readonly ReleaseGrant[], sentAt: number): void {
-    for (const grant of grants) {
-      const shared = this.shared.grantee(grant.token);
-      // Off: the grantee waits for the grant message, as one of another process does.
-      if (!this.policies.holdFromReleaseAnswer) continue;
-      if (shared) shared.answered(grant.fence, sentAt);
-      else if (keys.length === 1)
-        this.lines.get(keys[0])?.waiterOf(grant.token)?.answered(grant, sentAt);
-    }
-  }
-
   // ---------------------------------------------------------------- holding and giving back
 
   /**
-   * The lease a round took; a single key's line counts it as held. One set for a claim window
-   * only is renewed to the taker's full lease (`claimRest`).
+   * The lease a round took; a single key's line counts it as held. One a policy set for a claim
+   * window only is renewed to the taker's full lease beside the holder (`claimBeside`).
    */
   private hold(keys: readonly string[], taker: LeaseTaker, taken: Taken): Lease {
     const lease = this.leases.taken(keys, taker, taken);
@@ -429,70 +427,32 @@ export class LockClient implements LockBackend {
     return lease;
   }
 
-  /**
-   * A lease set for a claim window only (shorter than `ttl`) is renewed to the full `ttl`: at
-   * once when held from a grant message (`claimNow`: the claim must be on its way before the
-   * holder runs), else later if it still holds then (`renewLater`).
-   */
+  /** A lease a policy held for a claim window only gets its full `ttl` (see `claimBeside`). */
   private claimRest(lease: Lease, ttl: number, taken: Taken): void {
-    if (lease.ttl >= ttl) return;
-    if (taken.claimNow) void this.extend(lease, ttl).catch(() => undefined);
-    else this.renewLater(lease, ttl);
+    claimBeside(lease, ttl, taken, () => this.extend(lease, ttl));
   }
 
   /**
-   * A lease set for a grant's claim window only (granted by a release of this process, held from
-   * its answer): renewed to the full `ttl` a third of the way through the window if it is still
-   * held then, beside the holder. Most such holds end sooner and need no renewal at all; lost or
-   * failing, the lease ends with the window and its watchdog says so.
-   */
-  private renewLater(lease: Lease, ttl: number): void {
-    const timer = setTimeout(() => {
-      // Released, over, or renewed meanwhile (by its watchdog).
-      if (lease.released || !lease.validAt(performance.now()) || lease.ttl >= ttl) return;
-      void this.extend(lease, ttl).catch(() => undefined);
-    }, lease.ttl / 3);
-    timer.unref();
-  }
-
-  private endTry(line: KeyLine): void {
-    line.endTry();
-    this.lines.dropIfIdle(line);
-  }
-
-  /** Gives the key back in Redis (compare-and-delete), then wakes our head if it must try. */
-  private giveBack(lease: Lease): Promise<void> {
-    return promiseFrom((done) => this.giveBackThen(lease, done));
-  }
-
-  /**
-   * `giveBack` answered by callback. The key goes public: its line's run of local handoffs ends
-   * here, whichever path gave it back (nobody of this process waiting, the bound reached, a
-   * waiter that left during a handoff).
+   * Gives the key back in Redis (compare-and-delete), then wakes our head if it must try. The
+   * key goes public: its line's run of local handoffs ends here, whichever path gave it back
+   * (nobody of this process waiting, the bound reached, a waiter that left during a handoff).
    */
   private giveBackThen(lease: Lease, done: (error?: unknown) => void): void {
     this.tokens.drop(lease.token);
     const single = lease.keys.length === 1;
     if (single) this.lines.get(lease.keys[0])?.wentPublic();
     const sentAt = performance.now();
-    const granted = (grants: readonly ReleaseGrant[]) => this.answered(lease.keys, grants, sentAt);
+    const granted = (grants: readonly ReleaseGrant[]) =>
+      this.grants.answered(lease.keys, grants, sentAt);
     this.protocol.releaseThen(lease.keys, lease.token, granted, (error, published) => {
       // A head that listens hears the PUBLISH at the same moment as the other processes' heads
       // and competes on equal terms; one that does not is told directly.
-      this.holdReturned(lease, (line) => error !== undefined || !published || !line.hearsReleases);
+      this.lines.holdReturned(
+        lease,
+        (line) => error !== undefined || !published || !line.hearsReleases,
+      );
       done(error);
     });
-  }
-
-  /**
-   * The hold of `lease` is over in this process: its line stops counting it and may go.
-   * `wakeHead`: whether the line's head must be told to try now.
-   */
-  private holdReturned(lease: Lease, wakeHead: (line: KeyLine) => boolean): void {
-    const line = lease.keys.length === 1 ? this.lines.get(lease.keys[0]) : undefined;
-    if (!line) return;
-    line.endHold(lease, wakeHead(line));
-    this.lines.dropIfIdle(line);
   }
 
   /** A new acquisition's token, lease length and start. */
@@ -500,135 +460,8 @@ export class LockClient implements LockBackend {
     return { token: this.tokens.next(), ttl, startedAt: performance.now(), acks };
   }
 
-  /** A grant message on this group's channel. */
-  private onGrantMessage(message: string): void {
-    const grant = this.space.parseGrant(message);
-    if (!grant) {
-      const key = this.space.parseWriterNotice(message);
-      if (key === undefined) return;
-      // A waiter of another process queued for a key a share or a token of ours holds.
-      this.lines.get(key)?.othersWait();
-      return;
-    }
-    this.stats.grants++;
-    this.granted(grant);
-  }
-
-  /**
-   * A release granted a key to a token of ours: its waiter confirms the grant (claims it) before
-   * it holds the key; with no waiter left, the key is given back.
-   */
-  private granted(grant: Grant): void {
-    const { key, token } = grant;
-    if (this.tokens.holds(token)) return; // already taken by a retry that found it ours
-    const share = this.shared.grantee(token);
-    if (share) return share.message(grant);
-    const waiter = this.lines.get(key)?.waiterOf(token);
-    // Its waiter left (timed out) after the grant: pass the key on.
-    if (!waiter?.granted(grant)) this.protocol.abandon([key], token);
-  }
-
-  /**
-   * Confirms a grant: renews the key from its claim window to the taker's lease, timed from
-   * the moment the claim is sent (as any round).
-   */
-  private async claim(
-    keys: readonly string[],
-    taker: LeaseTaker,
-    grant: GrantedKey,
-    share?: Share,
-  ): Promise<Taken | undefined> {
-    const start = performance.now();
-    const { token, ttl, acks } = taker;
-    const ours = await this.protocol.extend(keys, token, ttl, acks, shareArg(share));
-    if (!ours) return undefined;
-    return { kind: 'ok', fences: [grant.fence], start, spare: grant.spare, uncontended: false };
-  }
-
-  /**
-   * A grant held at once, without waiting for its claim: only when the message carries the
-   * server's clock at the grant (`serverMs`, read before the key was set for the claim window)
-   * and this process has a bound on that clock (`ServerClock`). The window then surely runs
-   * until a local moment computed here; the lease ends there (less the drift allowance), and
-   * only a grant with at least half of its window ahead is held this way: one read late (a
-   * stalled event loop, a starved CPU) is claimed first, as any grant without the time. The
-   * claim is sent here, before the holder's method starts (not deferred past it: a method that
-   * blocks the event loop for longer than the window would then hold a key Redis let go). A
-   * lost claim ends the lease when it answers (its watchdog is told through `Lease.watcher`); a
-   * failing one lets the lease end with the window.
-   */
-  private holdAtOnce(
-    keys: readonly string[],
-    taker: LeaseTaker,
-    grant: GrantedKey,
-  ): Lease | undefined {
-    const atOnce = this.atOnce(taker, grant);
-    return atOnce && this.hold(keys, taker, atOnce);
-  }
-
-  /**
-   * A grant message held at once (exclusive or shared): its claim window, timed from where it
-   * surely began on this process's clock, its claim to go out before the holder runs. Undefined
-   * when it must be claimed first: no server time in the message, no bound on the server's clock
-   * yet, replicas to acknowledge (a failover may lose the grant), or less than half of the
-   * window surely ahead.
-   */
-  private atOnce(taker: LeaseTaker, grant: GrantedKey): Taken | undefined {
-    if (!this.policies.holdAtOnce) return undefined;
-    if (grant.serverMs === undefined || !this.serverClock || taker.acks) return undefined;
-    const claim = Math.min(taker.ttl, GRANT_CLAIM_MS);
-    const end = this.serverClock.localBefore(grant.serverMs + claim);
-    if (end === undefined) return undefined;
-    const start = end - claim;
-    if (this.leases.validUntil(start, claim) - performance.now() < claim / 2) return undefined;
-    return { ...claimWindow(grant, start, taker.ttl), claimNow: true };
-  }
-
-  // ---------------------------------------------------------------- waiting
-
-  private lineWaitContext(): LineWaitContext {
-    return {
-      ...this.waitContext(),
-      fair: this.fair,
-      // Single node: grants come on this group's own channel, nothing to subscribe per key.
-      // Quorum: heads race, woken by the key's release channel.
-      listen: (line) => {
-        // A grant may come: the clock bound that lets it hold at once is kept fresh.
-        this.serverClock?.refresh();
-        return this.fair
-          ? this.subscribed()
-          : line.hearsReleases
-            ? RESOLVED
-            : this.soon(line.listen(() => this.onReleases(line.key, () => line.head?.wake())));
-      },
-      holds: (token) => this.tokens.holds(token),
-      claim: (keys, taker, grant) => this.claim(keys, taker, grant),
-      holdAtOnce: (keys, taker, grant) => this.holdAtOnce(keys, taker, grant),
-      dropIfIdle: (line) => this.lines.dropIfIdle(line),
-    };
-  }
-
-  private keysWaitContext(): MultiKeyWaitContext {
-    return { ...this.waitContext(), watch: (keys, onRelease) => this.watch(keys, onRelease) };
-  }
-
-  /** What every wait needs, single key or several. */
-  private waitContext(): Pick<
-    LineWaitContext,
-    'closing' | 'attempt' | 'hold' | 'abandon' | 'timerWakeup'
-  > {
-    return {
-      closing: this.closing.signal,
-      attempt: (keys, taker, waitMs) =>
-        this.protocol.attempt(keys, taker.token, taker.ttl, waitMs, undefined, taker.acks),
-      hold: (keys, taker, taken) => this.hold(keys, taker, taken),
-      abandon: (keys, token) => this.protocol.abandon(keys, token),
-      timerWakeup: () => this.stats.timerWakeups++,
-    };
-  }
-
-  /** The parts of this engine both the local handoffs and the shared holds take. */
-  private engineParts() {
+  /** This engine's parts and own steps, that its parts are wired from (see `EngineCore`). */
+  private core(): EngineCore {
     return {
       protocol: this.protocol,
       leases: this.leases,
@@ -637,79 +470,19 @@ export class LockClient implements LockBackend {
       stats: this.stats,
       fair: this.fair,
       localHandoffs: this.settings.localHandoffs,
-    };
-  }
-
-  /** What the local handoffs take of this engine (see `HandoffEngine`). */
-  private handoffEngine(): HandoffEngine {
-    return {
-      ...this.engineParts(),
-      closed: () => this.closed,
-      subscribed: () => this.subscribed(),
-      leaseEnded: (lease) => this.leaseEnded(lease),
-      holdReturned: (lease, wakeHead) => this.holdReturned(lease, wakeHead),
-      giveBack: (lease) => this.giveBack(lease),
-    };
-  }
-
-  /** What the shared holds take of this engine (see `SharedHoldsEngine`). */
-  private sharedHoldsEngine(): SharedHoldsEngine {
-    return {
-      ...this.engineParts(),
       policies: this.policies,
-      keysWait: this.keysWait,
+      lines: this.lines,
+      closing: this.closing.signal,
+      wakeUps: this.wakeUps,
+      grants: this.grants,
       closed: () => this.closed,
+      hold: (keys, taker, taken) => this.hold(keys, taker, taken),
       taker: (ttl, acks) => this.taker(ttl, acks),
-      listenForGrants: () => {
-        // A grant may come: the clock bound that lets it hold at once is kept fresh.
-        this.serverClock?.refresh();
-        return { ready: this.subscribed(), stop: () => undefined };
-      },
-      atOnce: (taker, grant) => this.atOnce(taker, grant),
-      claim: (keys, taker, grant, share) => this.claim(keys, taker, grant, share),
-      claimRest: (lease, ttl, taken) => this.claimRest(lease, ttl, taken),
+      leaseEnded: (lease) => this.leaseEnded(lease),
+      holdReturned: (lease, wakeHead) => this.lines.holdReturned(lease, wakeHead),
+      giveBack: (lease) => promiseFrom((done) => this.giveBackThen(lease, done)),
       release: (lease) => this.release(lease),
-      answered: (keys, grants, sentAt) => this.answered(keys, grants, sentAt),
+      claimRest: (lease, ttl, taken) => this.claimRest(lease, ttl, taken),
     };
-  }
-
-  /** Listens for releases of any of `keys` (one shared subscriber connection). */
-  private watch(keys: readonly string[], onRelease: () => void): ReleaseWatch {
-    const subs = keys.map((k) => this.onReleases(k, onRelease));
-    return {
-      ready: this.soon(Promise.all(subs.map((s) => s.ready)).then(() => undefined)),
-      stop: () => {
-        for (const s of subs) s.stop();
-      },
-    };
-  }
-
-  /** Calls `onRelease` at each release of `key` (racing waiters; counted as a push wake-up). */
-  private onReleases(key: string, onRelease: () => void): LineListener {
-    return this.notifier.listen(this.space.releaseChannel(key), (message) => {
-      if (message !== RELEASED_MESSAGE) return;
-      this.stats.notifiedWakeups++;
-      onRelease();
-    });
-  }
-
-  /** Waits (see `soon`) for the group's grant channel, unless it is subscribed already. */
-  private subscribed(): Promise<void> {
-    return this.notifier.listening ? RESOLVED : this.soon(this.notifier.ready());
-  }
-
-  /**
-   * Waits for a subscription, never long (`commandTimeout` at most) and never failing: without
-   * it a waiter still retries on its timer.
-   */
-  private async soon(ready: Promise<void>): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      ready.catch(() => undefined),
-      new Promise((resolve) => (timer = setTimeout(resolve, this.settings.commandTimeout))),
-    ]);
-    clearTimeout(timer);
   }
 }
-
-const RESOLVED: Promise<void> = Promise.resolve();

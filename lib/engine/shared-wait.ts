@@ -20,8 +20,11 @@ export interface SharedWaitEngine {
   readonly keysWait: MultiKeyWaitContext;
   /** Listens for this group's grant channel (a queued wait's grants come there). */
   listenForGrants(): ReleaseWatch;
-  /** A grant message held at once, or undefined when it must be claimed first. */
-  atOnce(taker: LeaseTaker, grant: GrantedKey): Taken | undefined;
+  /**
+   * Policy `holdAtOnce` (absent when off): a grant message held at once, or undefined when it
+   * must be claimed first.
+   */
+  atOnce?(taker: LeaseTaker, grant: GrantedKey): Taken | undefined;
   /** Confirms a grant (its claim): undefined when the key was lost meanwhile. */
   claim(
     keys: readonly string[],
@@ -53,7 +56,10 @@ export interface SharedWaitOwner {
 export interface SharedGrantee {
   /** The grant message came (from any process's release). */
   message(grant: Grant): void;
-  /** A release of this process granted it, per the release's answer (sent at `sentAt`). */
+  /**
+   * Policy `holdFromReleaseAnswer`: a release of this process granted it, per the release's
+   * answer (sent at `sentAt`).
+   */
   answered(fence: number, sentAt: number): void;
 }
 
@@ -153,20 +159,19 @@ export class SharedWait implements MultiKeyWaitContext {
     // Granted or passed a share: no other way may give it one any more.
     const stop = () => holds.grantEnded(token, key, permit);
     holds.expectGrant(token, {
-      // A grant message: held at once when its window surely still runs for long enough, its
-      // claim sent before the holder runs (as `holdAtOnce`); otherwise a hold only once its
-      // claim is confirmed (see `claim`).
+      // A grant message: a hold once its claim is confirmed (see `claim`), or at once by the
+      // `holdAtOnce` policy, its claim sent before the holder runs.
       message: (grant) => {
         stop();
-        const atOnce = engine.atOnce(waiter, grant);
+        const atOnce = engine.atOnce?.(waiter, grant);
         if (atOnce) return deliver(atOnce);
         void engine
           .claim([grant.key], waiter, grant, share)
           .then(deliver, () => deliver(undefined));
       },
-      // Granted by a release of this process whose answer just came: the claim window began
-      // after `sentAt`, so the share holds from there at once; the claim to the full lease
-      // follows (see `SharedHolds.hold`).
+      // Policy `holdFromReleaseAnswer`: granted by a release of this process whose answer just
+      // came, the claim window began after `sentAt`, so the share holds from there at once; the
+      // claim to the full lease follows (see `SharedHolds.hold`).
       answered: (fence, sentAt) => {
         // Replicas must acknowledge it first: the grant message's claim (with WAIT) decides, as
         // for a grant from another process.

@@ -46,11 +46,11 @@ export interface LineWaitContext {
    */
   claim(keys: readonly string[], taker: LeaseTaker, grant: GrantedKey): Promise<Taken | undefined>;
   /**
-   * A grant whose claim window surely still runs long enough (by a bound of this process's clock
-   * against the server's): held at once (the line counts it), the lease ending with the window,
-   * its claim sent beside the holder; undefined when it must be claimed first.
+   * Policy `holdAtOnce` (absent when off): a grant whose claim window surely still runs long
+   * enough (by a bound of this process's clock against the server's) is held at once for that
+   * window, its claim sent beside the holder; undefined when it must be claimed first.
    */
-  holdAtOnce(keys: readonly string[], taker: LeaseTaker, grant: GrantedKey): Lease | undefined;
+  atOnce?(taker: LeaseTaker, grant: GrantedKey): Taken | undefined;
 }
 
 /**
@@ -203,11 +203,12 @@ export class Waiter implements LeaseTaker, DeadlineListener {
   }
 
   /**
-   * A release this process sent at `sentAt` granted the key to this waiter's token, and its
-   * answer just came: the claim window began after `sentAt`, so the waiter holds the key from
-   * there at once, for that window (the claim to its full lease follows beside the holder). Not
-   * while an attempt or a claim of its own is on its way: the grant message then takes the usual
-   * path, nor when replicas must acknowledge the hold (the claim of that path waits for them).
+   * Policy `holdFromReleaseAnswer`: a release this process sent at `sentAt` granted the key to
+   * this waiter's token, and its answer just came: the claim window began after `sentAt`, so the
+   * waiter holds the key from there at once, for that window (the claim to its full lease follows
+   * beside the holder). Not while an attempt or a claim of its own is on its way: the grant
+   * message then takes the usual path, nor when replicas must acknowledge the hold (the claim of
+   * that path waits for them).
    */
   answered(grant: GrantedKey, sentAt: number): void {
     if (this.done || this.attempting || this.grant || this.acks) return;
@@ -316,14 +317,14 @@ export class Waiter implements LeaseTaker, DeadlineListener {
   }
 
   /**
-   * Confirms a grant: the lease, or (the key went to someone else) back to trying. A grant whose
-   * claim window surely still runs is held at once, its claim sent beside the holder.
+   * Confirms a grant: the lease, or (the key went to someone else) back to trying. A grant the
+   * `holdAtOnce` policy takes is held at once, its claim sent beside the holder.
    */
   private async claimGrant(grant: GrantedKey): Promise<void> {
     this.grant = undefined;
-    const lease = this.ctx.holdAtOnce(this.keys, this, grant);
-    if (lease) {
-      this.handOver(lease);
+    const atOnce = this.ctx.atOnce?.(this, grant);
+    if (atOnce) {
+      this.handOver(this.ctx.hold(this.keys, this, atOnce));
       return;
     }
     this.attempting = true;

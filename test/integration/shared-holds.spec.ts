@@ -269,11 +269,9 @@ describe('readers of one process', () => {
   });
 
   it('a writer of their process queued behind their share holds from the last release answer, with no grant message', async () => {
-    const client = clientOf(a);
+    const { grants } = clientOf(a) as unknown as { grants: { granted(): void } };
     // Grant messages to A are dropped: only the release's answer can tell A's writer.
-    const messages = jest
-      .spyOn(client as unknown as { granted(): void }, 'granted')
-      .mockImplementation(() => undefined);
+    const messages = jest.spyOn(grants, 'granted').mockImplementation(() => undefined);
     try {
       const r1 = await locksA.acquire('j:6', { ...read, ttl: 30_000 });
       let entered = 0;

@@ -55,10 +55,7 @@ class FakeContext implements LineWaitContext {
     return Promise.resolve(this.claimAnswer);
   }
 
-  holdAtOnce(): Lease | undefined {
-    // Never at once here: a grant goes through its claim.
-    return undefined;
-  }
+  // No `atOnce` (policy `holdAtOnce` off): a grant goes through its claim.
 }
 
 const taken = (fence: number): Taken =>
