@@ -2,7 +2,9 @@ import type { NumberRange } from './options/number-range';
 import { MAX_TIMER_MS } from './redlock.constants';
 
 /**
- * Error texts, one factory each, so every message says what happened and what to do.
+ * Error texts, one factory each, so every message says what happened and what to do. The optional
+ * entry points keep theirs in their folders: `sql/sql.messages.ts`, `postgres/postgres.messages.ts`,
+ * `etcd/etcd.messages.ts`, `zookeeper/zookeeper.messages.ts`, `board/board.messages.ts`.
  * @internal
  */
 const list = (keys: readonly string[]): string => keys.map((k) => `"${k}"`).join(', ');
@@ -14,7 +16,7 @@ const show = (value: unknown): string => {
   if (value !== null && typeof value === 'object') return 'an object';
   return String(value);
 };
-export { show as describeValue };
+export { list as quotedList, show as describeValue };
 
 export const LOCK_NOT_ACQUIRED = (keys: readonly string[], waitedMs: number) =>
   `Lock ${list(keys)} is held by another caller; gave up after waiting ${Math.round(waitedMs)} ms ` +
@@ -599,128 +601,9 @@ export const APP_NOT_INITIALISED = (group: string) =>
   `Lock group "${group}" is not connected: the Nest application was not initialised; call ` +
   `app.init() (or app.listen(), or init() on a testing module) before taking locks. ` +
   `RedlockModule opens its connections when the application initialises.`;
-// --- SQL backends (nest-locked/postgres, nest-locked/mysql) ------------------------------------
-
-export const SQL_PEER_MISSING = (factory: string, peer: string) =>
-  `${factory} needs the "${peer}" package: install it (npm install ${peer}).`;
-
-export const SQL_POOL_AND_CONFIG = (factory: string, fields: readonly string[]) =>
-  `${factory}: give either "pool" (a pool of your own) or connection settings, not both ` +
-  `(also given: ${fields.join(', ')}).`;
-
-export const SQL_NOT_A_POOL = (factory: string, expected: string) =>
-  `${factory}: "pool" must be ${expected}.`;
-
-export const SQL_BAD_POOL_SIZE = (factory: string, field: string, value: unknown) =>
-  `${factory}: "${field}" must be an integer >= 1 (the lock's own pool: one connection per hold ` +
-  `or wait in this process); got ${String(value)}.`;
-
-export const SQL_SHARED_UNSUPPORTED = (kind: string, keys: readonly string[], shared: string) =>
-  `Lock ${list(keys)}: ${shared} is not available on the ${kind} backend (it has no shared lock ` +
-  `primitive). Use an exclusive lock, or put this lock group on Redis or PostgreSQL.`;
-
-export const SQL_AUTH_FAILED = (label: string, node: string, user: string, detail: string) =>
-  `${label} at ${node} refused user "${user}": authentication failed (${detail}). Check the ` +
-  `user and password of the lock backend.`;
-
-export const SQL_UNKNOWN_DATABASE = (label: string, node: string, database: string) =>
-  `${label} at ${node} has no database "${database}" the lock user may use. Create it (and grant ` +
-  `it), or fix the database name of the lock backend.`;
-
-export const SQL_REFUSED = (label: string, node: string, detail: string) =>
-  `${label} at ${node} refused the connection (${detail}): is the server running and ` +
-  `listening there?`;
-
-export const SQL_HOST_UNKNOWN = (label: string, node: string, detail: string) =>
-  `${label} host of ${node} is unknown (${detail}). Check the host of the lock backend.`;
-
-export const SQL_FAILED = (label: string, node: string, detail: string) =>
-  `${label} at ${node}: ${detail}`;
-
-export const SQL_NO_ANSWER = (label: string, node: string, ms: number, what: string) =>
-  `${label} at ${node} did not answer ${what} within ${ms} ms.`;
-
-export const SQL_SESSION_LOST = (label: string, node: string, detail: string) =>
-  `${label} at ${node} ended the lock's session (${detail}): the lock was freed with it.`;
-
-// --- nest-locked/etcd ---------------------------------------------------------------------------
-
-export const ETCD_SESSION_LOST = (cause?: Error) =>
-  `the etcd session lease of this process was lost${cause ? ` (${cause.message})` : ''}; ` +
-  'its holds and waiting places are gone, the next call opens a new session';
-
-export const ETCD_ACQUIRE_ABANDONED =
-  'the acquire was abandoned after an earlier try of it failed, before etcd applied it';
-
-export const ETCD_BAD_HOSTS = (hosts: unknown) =>
-  `etcdBackend: hosts must be an etcd endpoint ("127.0.0.1:2379", "http://10.0.0.1:2379") or a ` +
-  `non-empty array of them, got ${show(hosts)}.`;
-
-export const ETCD_HOSTS_OR_CLIENT =
-  'etcdBackend: give either hosts (the backend builds and closes its client) or client (an Etcd3 ' +
-  'of yours, never closed by the backend), not both and not neither.';
-
-export const ETCD_BAD_SESSION_TTL = (ttl: unknown) =>
-  `etcdBackend: sessionTtl must be an integer number of ms from 1000 to 3600000 (it is rounded ` +
-  `up to whole seconds, etcd's unit), got ${show(ttl)}.`;
-
-export const ETCD_UNKNOWN_OPTION = (name: string) =>
-  `etcdBackend: unknown option "${name}"; the options are hosts, client, sessionTtl and ` +
-  'clientOptions.';
-
-export const ETCD_STARTED = (group: string, hosts: string, ttl: number) =>
-  `Lock group "${group}" uses etcd (${hosts}); a process's holds end ${ttl} s after it stops ` +
-  'renewing its session lease.';
-// --- nest-locked/zookeeper ---------------------------------------------------------------------
-
-export const ZK_NOT_CONNECTED = (connectString: string, ms: number) =>
-  `not connected to ${connectString} after ${Math.round(ms)} ms: no member reachable, ` +
-  'or none serving (quorum lost)';
-export const ZK_NO_ANSWER = (connectString: string, ms: number) =>
-  `no answer from ${connectString} within ${ms} ms (a member frozen or cut off, or ` +
-  'quorum lost); the client moves to another member';
-export const ZK_SESSION_EXPIRED = (connectString: string) =>
-  `the session expired (${connectString}): every lock it held is free for others`;
-export const ZK_NODE_GONE = (key: string) =>
-  `the lock node of ${JSON.stringify(key)} is gone (its session ended, or it was deleted)`;
-export const ZK_NOT_INSTALLED =
-  'nest-locked/zookeeper needs the node-zookeeper-client package: npm install node-zookeeper-client';
-export const ZK_BAD_OPTION = (field: string, value: unknown, expected: string) =>
-  `zookeeperBackend: ${field} must be ${expected}; got ${typeof value === 'string' ? JSON.stringify(value) : String(value)}.`;
-export const ZK_MEMBER_NOT_SERVING = 'the member is up but not serving requests (it has no quorum)';
-export const ZK_NO_HEALTH_ANSWER = (ms: number) => `no answer within ${ms} ms`;
-// --- nest-locked/board ---------------------------------------------------------------------------
-
-export const BOARD_NEEDS_GUARD =
-  'LockBoardModule.forRoot: give a `guard` (a function that says who may see the board), or say `public: true` to mount it open to anyone who can reach the app.';
-export const BOARD_ACTIONS_NEED_GUARD =
-  'LockBoardModule.forRoot: `actions: true` (force release) needs a `guard`; `public: true` is not enough to let anyone release locks.';
-export const BOARD_PUBLIC = (path: string) =>
-  `The lock board at ${path} is public (public: true): anyone who can reach this app sees every lock key and instance. Give it a guard in production.`;
-export const BOARD_BAD_PATH = (path: unknown) =>
-  `LockBoardModule.forRoot: path must start with "/" and name a route such as "/locks", got ${JSON.stringify(path)}.`;
-export const BOARD_BAD_NUMBER = (field: string, value: unknown, min: number) =>
-  `LockBoardModule.forRoot: ${field} must be an integer of at least ${min}, got ${JSON.stringify(value)}.`;
-export const BOARD_UNSUPPORTED_PLATFORM = (type: string) =>
-  `LockBoardModule: the HTTP platform "${type}" is not supported; the board mounts on Express and Fastify.`;
-export const BOARD_NO_HTTP =
-  'LockBoardModule: no HTTP server in this application; the board is not mounted.';
-export const BOARD_PUBLISH_FAILED = (group: string, reason: string) =>
-  `lock board: could not publish this instance's view to group "${group}" (${reason}); retrying.`;
-export const BOARD_RELEASE_NOT_HELD = (key: string) => `"${key}" is not held: nothing to release.`;
-export const BOARD_RELEASE_UNSUPPORTED = (group: string, backend: string) =>
-  `Group "${group}" runs on ${backend}: the board force-releases Redis locks only.`;
-export const BOARD_EMPTY_PASSWORD =
-  'lockBoardBasicAuth: the password is empty; set it (from an environment variable or a secret) so the board is not open to anyone.';
-export const BOARD_RELEASE_UNCONFIRMED =
-  'Force release needs confirm=<the key>, the key typed again.';
 
 export type TYPE_KEY_FUNCTION_THIS =
   "@Locked key function: its 'this' parameter is not the class of the decorated method";
-export const POSTGRES_PERMITS_ONE_KEY = (keys: number) =>
-  `permits on PostgreSQL take one key per call (each key's permits are advisory-lock slots); ` +
-  `got ${keys} keys. Take them in separate calls, or use Redis for permits over several keys.`;
-
 // ---- Engine policies (bench switch of the fast paths)
 export const UNKNOWN_POLICY = (name: string, known: readonly string[]) =>
   `NEST_LOCKED_POLICIES_OFF names "${name}", which is no fast path: ` +
