@@ -13,7 +13,7 @@ import {
   type Share,
 } from '../engine/lock-backend';
 import { abortReason } from '../engine/wait-rules';
-import { MODE_MISMATCH, PERMITS_MISMATCH } from '../redlock.messages';
+import { MODE_MISMATCH, PERMITS_MISMATCH } from '../engine/engine.messages';
 import { ZK_NODE_GONE } from './zookeeper.messages';
 import {
   admission,
