@@ -2,7 +2,7 @@ import { LockConfigError, LockLostError } from '../errors';
 import type { LockHandle } from '../interfaces';
 import { inRange } from '../options/number-range';
 import { RANGES } from '../options/redlock-options';
-import { BAD_OPTION, EXPECTED_NUMBER } from '../redlock.messages';
+import { BAD_OPTION, EXPECTED_NUMBER } from '../options/option.messages';
 import type { ActiveHold } from './active-hold';
 import { HoldInfo } from './hold-scope';
 

@@ -7,7 +7,7 @@ import {
   LockNotAcquiredError,
 } from '../errors';
 import { loadOptionalPeer } from '../optional-peer';
-import { UNKNOWN_LOCK_EVENT } from '../redlock.messages';
+import { UNKNOWN_LOCK_EVENT } from './api.messages';
 
 /** What every lock event tells: which lock. */
 export interface LockEventBase {

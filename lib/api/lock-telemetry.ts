@@ -1,7 +1,7 @@
 import type * as OTel from '@opentelemetry/api';
 import { LockConfigError } from '../errors';
 import { loadOptionalPeer } from '../optional-peer';
-import { TELEMETRY_NEEDS_OTEL } from '../redlock.messages';
+import { TELEMETRY_NEEDS_OTEL } from './api.messages';
 import { LOCK_METRICS } from './lock-metrics';
 import type { LockEventName, LockEventPayload, LockEventSink } from './lock-events';
 

@@ -20,7 +20,7 @@ import {
 } from '../errors';
 import type { ResolvedRedlockOptions } from '../options/redlock-options';
 import { DEFAULT_OPTIONS, RESOLVED_OPTIONS } from '../redlock.constants';
-import { CLIENT_MESSAGES, SERVER_ERROR_ANSWERED } from '../redlock.messages';
+import { CLIENT_MESSAGES, SERVER_ERROR_ANSWERED } from './api.messages';
 
 /** How a lock error maps onto a transport. */
 export interface LockErrorMapping {

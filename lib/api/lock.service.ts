@@ -26,7 +26,7 @@ import {
   ACQUIRE_TAKES_NO_SEGMENTS,
   LOCK_EVENT_LISTENER_FAILED,
   USING_NEEDS_FUNCTION,
-} from '../redlock.messages';
+} from './api.messages';
 import { SegmentedStrategy, sliceKey } from './segmented.strategy';
 import {
   findNestEventBus,

@@ -18,7 +18,7 @@ import {
   type TYPE_NOT_ASYNC,
   type TYPE_SKIP_RESOLVES_UNDEFINED,
   type TYPE_UNKNOWN_OPTION,
-} from '../redlock.messages';
+} from './api.messages';
 
 type AnyMethod = (...args: never[]) => unknown;
 

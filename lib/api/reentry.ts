@@ -1,5 +1,6 @@
 import { LockConfigError } from '../errors';
-import { MODE_MISMATCH, READ_TO_WRITE } from '../redlock.messages';
+import { READ_TO_WRITE } from './api.messages';
+import { MODE_MISMATCH } from '../engine/engine.messages';
 import type { Behaviour } from './call-behaviour';
 import { holderInScope, type LockScope } from './lock-context';
 

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as path from 'node:path';
 import { LockConfigError } from '../errors';
-import { BOARD_RELEASE_UNCONFIRMED, BOARD_UNSUPPORTED_PLATFORM } from '../redlock.messages';
+import { BOARD_RELEASE_UNCONFIRMED, BOARD_UNSUPPORTED_PLATFORM } from './board.messages';
 import type { EventFilter } from './board-data';
 import type { ResolvedLockBoardOptions } from './lock-board-options.interface';
 import type { LockBoardService } from './lock-board.service';

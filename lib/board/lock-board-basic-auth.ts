@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import { LockConfigError } from '../errors';
-import { BOARD_EMPTY_PASSWORD } from '../redlock.messages';
+import { BOARD_EMPTY_PASSWORD } from './board.messages';
 import type { LockBoardGuard } from './lock-board-options.interface';
 
 function same(a: string, b: string): boolean {

@@ -5,7 +5,7 @@ import {
   BOARD_BAD_NUMBER,
   BOARD_BAD_PATH,
   BOARD_NEEDS_GUARD,
-} from '../redlock.messages';
+} from './board.messages';
 import type { LockBoardOptions, ResolvedLockBoardOptions } from './lock-board-options.interface';
 
 /** Token of the resolved board options. @internal */

@@ -12,7 +12,7 @@ import { LockService } from '../api/lock.service';
 import { LockClientRegistry } from '../module/lock-client.registry';
 import type { ResolvedRedlockOptions } from '../options/redlock-options';
 import { RESOLVED_OPTIONS } from '../redlock.constants';
-import { BOARD_NO_HTTP, BOARD_PUBLIC } from '../redlock.messages';
+import { BOARD_NO_HTTP, BOARD_PUBLIC } from './board.messages';
 import { BoardHttp } from './board-http';
 import type { LockBoardOptions, ResolvedLockBoardOptions } from './lock-board-options.interface';
 import { LOCK_BOARD_OPTIONS, resolveBoardOptions } from './lock-board-options';

@@ -10,7 +10,7 @@ import {
   BOARD_PUBLISH_FAILED,
   BOARD_RELEASE_NOT_HELD,
   BOARD_RELEASE_UNSUPPORTED,
-} from '../redlock.messages';
+} from './board.messages';
 import {
   type BoardGroup,
   type BoardHeld,

@@ -1,7 +1,7 @@
 import { LockConfigError } from '../errors';
 import type { Grant } from '../redis/key-space';
 import type { LockProtocol, Outcome, SharedOutcome, Taken } from '../redis/lock-protocol';
-import { MODE_MISMATCH, PERMITS_MISMATCH } from '../redlock.messages';
+import { MODE_MISMATCH, PERMITS_MISMATCH } from './engine.messages';
 import { claimWindow, type Lease, type LeaseTaker } from './lease';
 import type { Share } from './lock-backend';
 import type { Granted, MultiKeyWaitContext, ReleaseWatch } from './multi-key-wait';

@@ -1,4 +1,4 @@
-import { ALL_SEGMENTS_EXHAUSTED } from '../redlock.messages';
+import { ALL_SEGMENTS_EXHAUSTED } from './error.messages';
 import { LockError } from './lock.error';
 
 /**

@@ -1,4 +1,4 @@
-import { LOCK_BACKEND_FAILED } from '../redlock.messages';
+import { LOCK_BACKEND_FAILED } from './error.messages';
 import { LockError } from './lock.error';
 
 /**

@@ -1,4 +1,4 @@
-import { LOCK_LOST } from '../redlock.messages';
+import { LOCK_LOST } from './error.messages';
 import { LockError } from './lock.error';
 
 /** Why a held lock was lost. */

@@ -1,4 +1,4 @@
-import { LOCK_NOT_ACQUIRED } from '../redlock.messages';
+import { LOCK_NOT_ACQUIRED } from './error.messages';
 import { LockError } from './lock.error';
 
 /**

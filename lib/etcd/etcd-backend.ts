@@ -7,7 +7,7 @@ import {
   ETCD_HOSTS_OR_CLIENT,
   ETCD_STARTED,
   ETCD_UNKNOWN_OPTION,
-} from '../redlock.messages';
+} from './etcd.messages';
 import { EtcdLockBackend } from './etcd-lock-backend';
 
 /** Options of {@link etcdBackend}. */

@@ -13,7 +13,7 @@ import {
   type Share,
 } from '../engine/lock-backend';
 import { abortReason } from '../engine/wait-rules';
-import { ETCD_ACQUIRE_ABANDONED, ETCD_SESSION_LOST } from '../redlock.messages';
+import { ETCD_ACQUIRE_ABANDONED, ETCD_SESSION_LOST } from './etcd.messages';
 import { shareMismatch } from '../engine/share-mismatch';
 import { kindValue, linePrefix, OTHER_PART, prefixEnd, READ_PART, shareOf } from './etcd-names';
 import { EtcdSession, type SessionListener } from './etcd-session';

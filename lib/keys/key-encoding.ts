@@ -1,5 +1,5 @@
 import { LockKeyError } from '../errors';
-import { KEY_BAD_VALUE, KEY_TOO_LONG } from '../redlock.messages';
+import { KEY_BAD_VALUE, KEY_TOO_LONG } from './key.messages';
 import { MAX_KEY_BYTES } from './key-length';
 
 /** Where a placeholder sits, for error messages (only read on the error path). */

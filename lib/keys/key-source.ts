@@ -4,7 +4,7 @@ import {
   KEY_FUNCTION_THREW,
   KEY_SOURCE_INVALID,
   KEY_TEMPLATE_NOT_STRING,
-} from '../redlock.messages';
+} from './key.messages';
 import { compileTemplate } from './key-template';
 import { getParamNames, type ParamNames } from './param-names';
 import { rawKeyList } from './raw-key';

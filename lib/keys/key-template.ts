@@ -6,7 +6,7 @@ import {
   KEY_TEMPLATE_EMPTY,
   KEY_TEMPLATE_UNCLOSED,
   KEY_TEMPLATE_UNOPENED,
-} from '../redlock.messages';
+} from './key.messages';
 import { type Site, tooLong, valueEncoder } from './key-encoding';
 import { MAX_KEY_BYTES, utf8Length } from './key-length';
 import type { ParamNames } from './param-names';

@@ -7,7 +7,7 @@ import {
   KEY_PLACEHOLDER_WHITESPACE,
   KEY_REST_PLACEHOLDER,
   KEY_UNKNOWN_PARAMETER,
-} from '../redlock.messages';
+} from './key.messages';
 import type { ParamNames } from './param-names';
 
 /** Reads one placeholder's raw value from the call's arguments. */

@@ -4,7 +4,7 @@ import {
   RAW_KEY_LONE_SURROGATE,
   RAW_KEY_TOO_LONG,
   RAW_KEYS_INVALID,
-} from '../redlock.messages';
+} from './key.messages';
 import { MAX_KEY_BYTES, utf8Length } from './key-length';
 
 /**

@@ -26,7 +26,7 @@ import type {
   TYPE_PLACEHOLDERS_ADJACENT,
   TYPE_TEMPLATE_UNCLOSED,
   TYPE_TEMPLATE_UNOPENED,
-} from '../redlock.messages';
+} from './key.messages';
 
 /** A problem found in a template, carried as a value of the type-level parse. */
 interface TemplateProblem<M extends string> {

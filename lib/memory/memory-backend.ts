@@ -1,5 +1,5 @@
 import type { LockBackendDefinition } from '../interfaces/lock-backend-definition.interface';
-import { MEMORY_BACKEND_STARTED } from '../redlock.messages';
+import { MEMORY_BACKEND_STARTED } from './memory.messages';
 import { InMemoryBackend } from './in-memory-backend';
 
 /**

@@ -28,7 +28,7 @@ import {
   REDLOCK_WITHOUT_REDIS,
   UNKNOWN_CLIENT,
   APP_NOT_INITIALISED,
-} from '../redlock.messages';
+} from './module.messages';
 
 /**
  * Builds the backend of a client group instead of the Redis engine (`nest-locked/testing`

@@ -4,7 +4,7 @@ import { LockConfigError } from '../errors';
 import { LockClientRegistry } from './lock-client.registry';
 import { getLockedMethod } from '../api/locked.decorator';
 import { DEFAULT_CLIENT } from '../redlock.constants';
-import { LOCKED_UNKNOWN_CLIENT, SHARED_UNSUPPORTED } from '../redlock.messages';
+import { LOCKED_UNKNOWN_CLIENT, SHARED_UNSUPPORTED } from './module.messages';
 
 /**
  * Checks every `@Locked` method at startup against the module's options (a `client` group that

@@ -1,7 +1,7 @@
 /**
  * The accepted range of a number option. Each range is written once (`RANGES` in
  * `redlock-options.ts`): its check (`inRange`) and the "expected ..." of its error
- * (`EXPECTED_NUMBER` in `redlock.messages.ts`) are both read from it, so they cannot drift apart.
+ * (`EXPECTED_NUMBER` in `option.messages.ts`) are both read from it, so they cannot drift apart.
  * @internal
  */
 export interface NumberRange {

@@ -35,7 +35,7 @@ import {
   READ_WITH_PERMITS,
   SHARED_WITH_SEGMENTS,
   UNKNOWN_OPTION,
-} from '../redlock.messages';
+} from './option.messages';
 import { inRange, type NumberRange } from './number-range';
 
 /** Module options after validation, with every default applied. @internal */

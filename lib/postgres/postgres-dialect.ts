@@ -1,7 +1,7 @@
 import type { Pool, QueryConfig } from 'pg';
 import type { Share } from '../engine/lease';
 import { LockConfigError } from '../errors';
-import { POSTGRES_PERMITS_ONE_KEY } from '../redlock.messages';
+import { POSTGRES_PERMITS_ONE_KEY } from './postgres.messages';
 import { keyDigest } from '../sql/key-hash';
 import { SqlDialectBase } from '../sql/sql-dialect-base';
 import type { SqlErrorCodes, SqlTarget } from '../sql/sql-errors';

@@ -2,7 +2,7 @@ import { Chain } from '../chain';
 import type { Redis } from 'ioredis';
 import type { Writable } from 'node:stream';
 import type { RedisNode } from './redis-node';
-import { REPLICAS_DID_NOT_ACK, REPLICAS_NOT_ANSWERING } from '../redlock.messages';
+import { REPLICAS_DID_NOT_ACK, REPLICAS_NOT_ANSWERING } from './redis.messages';
 import { ReplicaAckGate } from './replica-ack-gate';
 import type { Script, ScriptArgs } from './scripts';
 

@@ -5,7 +5,7 @@ import {
   SQL_NO_ANSWER,
   SQL_REFUSED,
   SQL_UNKNOWN_DATABASE,
-} from '../redlock.messages';
+} from './sql.messages';
 import { SqlTimeoutError } from './sql-timeout';
 
 /** Where a backend connects, for messages (never a password). @internal */

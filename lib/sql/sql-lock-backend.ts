@@ -16,7 +16,7 @@ import type {
   LockBackendDefinition,
   LockBackendSupports,
 } from '../interfaces/lock-backend-definition.interface';
-import { SQL_SESSION_LOST, SQL_SHARED_UNSUPPORTED } from '../redlock.messages';
+import { SQL_SESSION_LOST, SQL_SHARED_UNSUPPORTED } from './sql.messages';
 import { settleTo } from '../settle-to';
 import type { SqlDialect, SqlSession } from './sql-dialect';
 import { SqlTimeoutError, within } from './sql-timeout';

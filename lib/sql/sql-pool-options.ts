@@ -5,7 +5,7 @@ import {
   SQL_NOT_A_POOL,
   SQL_PEER_MISSING,
   SQL_POOL_AND_CONFIG,
-} from '../redlock.messages';
+} from './sql.messages';
 
 /** What a SQL backend factory was given: a pool of the application's, or settings for its own. */
 export interface SqlPoolChoice<P> {

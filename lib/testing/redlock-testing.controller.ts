@@ -3,14 +3,14 @@ import { LockService } from '../api/lock.service';
 import { LockConfigError } from '../errors';
 import { assertRawKey } from '../keys';
 import type { LockBackendFactory } from '../module/lock-client.registry';
+import { InMemoryBackend } from '../memory/in-memory-backend';
+import { UNKNOWN_CLIENT } from '../module/module.messages';
+import { BAD_OPTION } from '../options/option.messages';
 import {
-  BAD_OPTION,
   TESTING_BACKEND_DOWN,
   TESTING_EXPECTED,
   TESTING_NOTHING_TO_LOSE,
-  UNKNOWN_CLIENT,
-} from '../redlock.messages';
-import { InMemoryBackend } from '../memory/in-memory-backend';
+} from './testing.messages';
 
 /** Which client group a control acts on. */
 export interface TestingControlTarget {

@@ -2,14 +2,8 @@ import { LockConfigError } from '../errors';
 import type { RedlockModuleExtras, RedlockModuleOptions } from '../interfaces';
 import { MODULE_KEYS, nearestName } from '../options/redlock-options';
 import { DEFAULT_CLIENT, DEFAULT_REDIS_URL } from '../redlock.constants';
-import {
-  BAD_OPTION,
-  OPTIONS_NOT_OBJECT,
-  TESTING_CLIENTS,
-  TESTING_EXPECTED,
-  TESTING_OPTIONS_LABEL,
-  UNKNOWN_OPTION,
-} from '../redlock.messages';
+import { BAD_OPTION, OPTIONS_NOT_OBJECT, UNKNOWN_OPTION } from '../options/option.messages';
+import { TESTING_CLIENTS, TESTING_EXPECTED, TESTING_OPTIONS_LABEL } from './testing.messages';
 
 /**
  * Options of `RedlockTestingModule.forRoot()`: the options of `RedlockModule.forRoot()` (ttl,

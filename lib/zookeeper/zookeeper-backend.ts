@@ -1,7 +1,7 @@
 import type { LockBackendDefinition } from '../interfaces/lock-backend-definition.interface';
 import { LockConfigError } from '../errors';
 import { loadOptionalPeer } from '../optional-peer';
-import { ZK_BAD_OPTION, ZK_NOT_INSTALLED } from '../redlock.messages';
+import { ZK_BAD_OPTION, ZK_NOT_INSTALLED } from './zookeeper.messages';
 import { ZooKeeperLockBackend } from './zookeeper-lock-backend';
 import type { ZooKeeperDriver } from './zookeeper-session';
 

@@ -1,7 +1,7 @@
 import * as net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { BackendHealth, BackendNodeHealth } from '../engine/lock-backend';
-import { ZK_MEMBER_NOT_SERVING, ZK_NO_HEALTH_ANSWER } from '../redlock.messages';
+import { ZK_MEMBER_NOT_SERVING, ZK_NO_HEALTH_ANSWER } from './zookeeper.messages';
 import type { ZooKeeperSession } from './zookeeper-session';
 
 /**

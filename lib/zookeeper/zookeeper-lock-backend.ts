@@ -13,7 +13,8 @@ import {
   type Share,
 } from '../engine/lock-backend';
 import { abortReason } from '../engine/wait-rules';
-import { MODE_MISMATCH, PERMITS_MISMATCH, ZK_NODE_GONE } from '../redlock.messages';
+import { MODE_MISMATCH, PERMITS_MISMATCH } from '../engine/engine.messages';
+import { ZK_NODE_GONE } from './zookeeper.messages';
 import {
   admission,
   keyNodeName,

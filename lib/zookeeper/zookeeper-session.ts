@@ -1,5 +1,5 @@
 import type * as Zk from 'node-zookeeper-client';
-import { ZK_NO_ANSWER, ZK_NOT_CONNECTED, ZK_SESSION_EXPIRED } from '../redlock.messages';
+import { ZK_NO_ANSWER, ZK_NOT_CONNECTED, ZK_SESSION_EXPIRED } from './zookeeper.messages';
 
 /** The driver, loaded by the factory (an optional peer). @internal */
 export type ZooKeeperDriver = typeof Zk;

@@ -1,7 +1,7 @@
 import { LockConfigError } from '../../lib/errors';
 import { inRange, type NumberRange } from '../../lib/options/number-range';
 import { RANGES, resolveRedlockOptions } from '../../lib/options/redlock-options';
-import { EXPECTED_NUMBER } from '../../lib/redlock.messages';
+import { EXPECTED_NUMBER } from '../../lib/options/option.messages';
 
 /**
  * Each number option's range is written once (RANGES): its check and the "expected ..." of its

@@ -1,0 +1,9 @@
+/** The messages of the Redis protocol (`redis/`). */
+
+export const REPLICAS_DID_NOT_ACK = (acked: number, wanted: number, timeout: number) =>
+  `only ${acked} of ${wanted} replicas acknowledged the lock within ${timeout} ms ` +
+  `(replicaAcks / replicaAckTimeout)`;
+
+export const REPLICAS_NOT_ANSWERING = (wanted: number, timeout: number) =>
+  `the replicas did not acknowledge the last lock within ${timeout} ms (replicaAcks: ${wanted}); ` +
+  `until they do, one lock at a time is tried and the others fail at once`;

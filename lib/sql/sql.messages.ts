@@ -1,0 +1,45 @@
+import { quotedList } from '../redlock.messages';
+
+/** The messages of the SQL backends (`nest-locked/postgres`, `nest-locked/mysql`; `sql/`). */
+
+export const SQL_PEER_MISSING = (factory: string, peer: string) =>
+  `${factory} needs the "${peer}" package: install it (npm install ${peer}).`;
+
+export const SQL_POOL_AND_CONFIG = (factory: string, fields: readonly string[]) =>
+  `${factory}: give either "pool" (a pool of your own) or connection settings, not both ` +
+  `(also given: ${fields.join(', ')}).`;
+
+export const SQL_NOT_A_POOL = (factory: string, expected: string) =>
+  `${factory}: "pool" must be ${expected}.`;
+
+export const SQL_BAD_POOL_SIZE = (factory: string, field: string, value: unknown) =>
+  `${factory}: "${field}" must be an integer >= 1 (the lock's own pool: one connection per hold ` +
+  `or wait in this process); got ${String(value)}.`;
+
+export const SQL_SHARED_UNSUPPORTED = (kind: string, keys: readonly string[], shared: string) =>
+  `Lock ${quotedList(keys)}: ${shared} is not available on the ${kind} backend (it has no shared lock ` +
+  `primitive). Use an exclusive lock, or put this lock group on Redis or PostgreSQL.`;
+
+export const SQL_AUTH_FAILED = (label: string, node: string, user: string, detail: string) =>
+  `${label} at ${node} refused user "${user}": authentication failed (${detail}). Check the ` +
+  `user and password of the lock backend.`;
+
+export const SQL_UNKNOWN_DATABASE = (label: string, node: string, database: string) =>
+  `${label} at ${node} has no database "${database}" the lock user may use. Create it (and grant ` +
+  `it), or fix the database name of the lock backend.`;
+
+export const SQL_REFUSED = (label: string, node: string, detail: string) =>
+  `${label} at ${node} refused the connection (${detail}): is the server running and ` +
+  `listening there?`;
+
+export const SQL_HOST_UNKNOWN = (label: string, node: string, detail: string) =>
+  `${label} host of ${node} is unknown (${detail}). Check the host of the lock backend.`;
+
+export const SQL_FAILED = (label: string, node: string, detail: string) =>
+  `${label} at ${node}: ${detail}`;
+
+export const SQL_NO_ANSWER = (label: string, node: string, ms: number, what: string) =>
+  `${label} at ${node} did not answer ${what} within ${ms} ms.`;
+
+export const SQL_SESSION_LOST = (label: string, node: string, detail: string) =>
+  `${label} at ${node} ended the lock's session (${detail}): the lock was freed with it.`;
