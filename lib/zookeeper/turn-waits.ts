@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { LockClientStats, Share } from '../engine/lock-backend';
 import { abortReason } from '../engine/wait-rules';
-import type { HeldNode, KeyLines } from './key-lines';
+import type { HeldNode, ZnodeLines } from './znode-lines';
 import { backendError } from './zookeeper-errors';
 import { type ZooKeeperSession, zkCode, ZK } from './zookeeper-session';
 
@@ -14,7 +14,7 @@ export interface Wait {
 /** What waiting for a turn needs from the backend. @internal */
 export interface TurnScope {
   readonly session: ZooKeeperSession;
-  readonly lines: KeyLines;
+  readonly lines: ZnodeLines;
   readonly stats: LockClientStats;
   parentOf(key: string): string;
   /** Whether the backend is closing (no new wait starts). */

@@ -13,7 +13,8 @@ import {
   type Share,
 } from '../engine/lock-backend';
 import { abortReason } from '../engine/wait-rules';
-import { type HeldNode, KeyLines } from './key-lines';
+import { DeadlineSweep } from './deadline-sweep';
+import { type HeldNode, ZnodeLines } from './znode-lines';
 import { keyNodeName, lockLine } from './lock-nodes';
 import { NodeCleanup } from './node-cleanup';
 import { TurnWaits, type Wait } from './turn-waits';
@@ -36,11 +37,10 @@ export interface ZooKeeperSettings {
   readonly driftFactor: number;
 }
 
-/** A hold of this process: its lease, its nodes, and the timer that ends it at its `ttl`. */
+/** A hold of this process: its lease and its nodes. */
 interface Hold {
   readonly lease: Lease;
   readonly nodes: readonly HeldNode[];
-  timer?: NodeJS.Timeout;
 }
 
 /**
@@ -48,7 +48,7 @@ interface Hold {
  * contract over the ZooKeeper lock recipe, one session per group.
  *
  * - A hold is an ephemeral sequential node under the key's parent; the line is the children in
- *   sequence order (KeyLines). A waiter watches only the node(s) whose leaving can let it in
+ *   sequence order (ZnodeLines). A waiter watches only the node(s) whose leaving can let it in
  *   (TurnWaits): no polling, and a release wakes only who it lets in.
  * - The node is created in a multi with a `setData` on the parent (one round trip): the
  *   parent's stat tells how many children it has (1: the key was free, no listing needed) and its
@@ -69,10 +69,12 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
   readonly canTakeAny = true;
   private readonly session: ZooKeeperSession;
   private readonly cleanup: NodeCleanup;
-  private readonly lines: KeyLines;
+  private readonly lines: ZnodeLines;
   private readonly turns: TurnWaits;
   private readonly leases: Leases;
   private readonly held = new Set<Hold>();
+  /** Ends each hold `ttl` after it was taken or renewed (see `arm`). */
+  private readonly expiries = new DeadlineSweep<Hold>((hold) => this.expire(hold));
   private readonly byLease = new Map<Lease, Hold>();
   private readonly instance = randomBytes(4).toString('hex');
   private tokens = 0;
@@ -99,7 +101,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
       parentOf,
       inUse: (key) => this.local.holds(key) || this.local.queued(key) > 0,
     });
-    this.lines = new KeyLines({
+    this.lines = new ZnodeLines({
       zk,
       session: this.session,
       cleanup: this.cleanup,
@@ -329,13 +331,13 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
 
   /** Frees the keys `ttl` from now unless renewed: a forgotten hold never blocks them longer. */
   private arm(hold: Hold, ttl: number): void {
-    clearTimeout(hold.timer);
-    hold.timer = setTimeout(() => {
-      hold.lease.end();
-      hold.lease.watcher?.leaseEnded();
-      this.drop(hold);
-    }, ttl);
-    hold.timer.unref();
+    this.expiries.set(hold, performance.now() + ttl);
+  }
+
+  private expire(hold: Hold): void {
+    hold.lease.end();
+    hold.lease.watcher?.leaseEnded();
+    this.drop(hold);
   }
 
   /** The hold is over: forgotten here, its nodes deleted. */
@@ -348,7 +350,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
 
   private forget(hold: Hold): void {
     if (!this.held.delete(hold)) return;
-    clearTimeout(hold.timer);
+    this.expiries.delete(hold);
     this.byLease.delete(hold.lease);
     this.local.released(hold.lease.keys);
   }

@@ -42,11 +42,11 @@ const PARENT_RACES = 5;
 const EMPTY = Buffer.alloc(0);
 
 /**
- * The keys' lines on ZooKeeper: a caller's node created in a key's line (one round trip when the
+ * The keys' lines as znodes on ZooKeeper: a caller's node created in a key's line (one round trip when the
  * key is free), found again after a create whose answer was lost, and its place in line.
  * @internal
  */
-export class KeyLines {
+export class ZnodeLines {
   constructor(private readonly scope: LinesScope) {}
 
   /**
