@@ -13,7 +13,6 @@ import {
   type Share,
 } from '../engine/lock-backend';
 import { abortReason } from '../engine/wait-rules';
-import { DeadlineSweep } from './deadline-sweep';
 import { type HeldNode, ZnodeLines } from './znode-lines';
 import { keyNodeName, lockLine } from './lock-nodes';
 import { NodeCleanup } from './node-cleanup';
@@ -37,10 +36,11 @@ export interface ZooKeeperSettings {
   readonly driftFactor: number;
 }
 
-/** A hold of this process: its lease and its nodes. */
+/** A hold of this process: its lease, its nodes, and the timer that ends it at its `ttl`. */
 interface Hold {
   readonly lease: Lease;
   readonly nodes: readonly HeldNode[];
+  timer?: NodeJS.Timeout;
 }
 
 /**
@@ -73,8 +73,6 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
   private readonly turns: TurnWaits;
   private readonly leases: Leases;
   private readonly held = new Set<Hold>();
-  /** Ends each hold `ttl` after it was taken or renewed (see `arm`). */
-  private readonly expiries = new DeadlineSweep<Hold>((hold) => this.expire(hold));
   private readonly byLease = new Map<Lease, Hold>();
   private readonly instance = randomBytes(4).toString('hex');
   private tokens = 0;
@@ -331,13 +329,13 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
 
   /** Frees the keys `ttl` from now unless renewed: a forgotten hold never blocks them longer. */
   private arm(hold: Hold, ttl: number): void {
-    this.expiries.set(hold, performance.now() + ttl);
-  }
-
-  private expire(hold: Hold): void {
-    hold.lease.end();
-    hold.lease.watcher?.leaseEnded();
-    this.drop(hold);
+    clearTimeout(hold.timer);
+    hold.timer = setTimeout(() => {
+      hold.lease.end();
+      hold.lease.watcher?.leaseEnded();
+      this.drop(hold);
+    }, ttl);
+    hold.timer.unref();
   }
 
   /** The hold is over: forgotten here, its nodes deleted. */
@@ -350,7 +348,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
 
   private forget(hold: Hold): void {
     if (!this.held.delete(hold)) return;
-    this.expiries.delete(hold);
+    clearTimeout(hold.timer);
     this.byLease.delete(hold.lease);
     this.local.released(hold.lease.keys);
   }

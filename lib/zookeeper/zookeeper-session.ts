@@ -1,5 +1,4 @@
 import type * as Zk from 'node-zookeeper-client';
-import { DeadlineSweep } from './deadline-sweep';
 import { ZK_NO_ANSWER, ZK_NOT_CONNECTED, ZK_SESSION_EXPIRED } from '../redlock.messages';
 
 /** The driver, loaded by the factory (an optional peer). @internal */
@@ -57,11 +56,6 @@ export class ZooKeeperSession {
   private connected = false;
   /** Waits for a connection: called with nothing once connected, with an error at close. */
   private waiting: ((error?: Error) => void)[] = [];
-  /**
-   * Calls sent and not answered yet, each failed at its deadline: one timer for all of them
-   * rather than one set and cleared per call.
-   */
-  private readonly pending = new DeadlineSweep<() => void>((expire) => expire());
   private probe?: NodeJS.Timeout;
   private stall?: NodeJS.Timeout;
   private closed = false;
@@ -145,13 +139,12 @@ export class ZooKeeperSession {
     const client = this.client;
     const sentAt = performance.now();
     return new Promise<T>((resolve, reject) => {
-      const pending = () => {
+      const timer = setTimeout(() => {
         reject(new Error(ZK_NO_ANSWER(this.connectString, this.commandTimeout)));
         if (client === this.client) this.reconnect();
-      };
-      this.pending.set(pending, sentAt + timeout);
+      }, timeout);
       call(client, (error, value) => {
-        this.pending.delete(pending);
+        clearTimeout(timer);
         if (error) reject(this.explain(error));
         else {
           if (sentAt > this.confirmedAt) this.confirmedAt = sentAt;
