@@ -13,10 +13,10 @@ import {
   type Share,
 } from '../engine/lock-backend';
 import { abortReason } from '../engine/wait-rules';
-import { type HeldNode, ZnodeLines } from './znode-lines';
 import { keyNodeName, lockLine } from './lock-nodes';
 import { NodeCleanup } from './node-cleanup';
 import { TurnWaits, type Wait } from './turn-waits';
+import { type HeldNode, ZnodeLines } from './znode-lines';
 import { callFor, SYSTEM } from './zookeeper-errors';
 import { checkMembers } from './zookeeper-health';
 import { type ZooKeeperDriver, ZooKeeperSession, zkCode, ZK } from './zookeeper-session';
