@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type * as Zk from 'node-zookeeper-client';
-import { LockBackendError, LockConfigError, LockNotAcquiredError } from '../errors';
+import { LockBackendError, LockNotAcquiredError } from '../errors';
 import { Lease, Leases } from '../engine/lease';
 import { LocallyCountedBackend } from '../engine/local-locks';
 import {
@@ -13,25 +13,13 @@ import {
   type Share,
 } from '../engine/lock-backend';
 import { abortReason } from '../engine/wait-rules';
-import { MODE_MISMATCH, PERMITS_MISMATCH } from '../engine/engine.messages';
-import { ZK_NODE_GONE } from './zookeeper.messages';
-import {
-  admission,
-  keyNodeName,
-  kindShare,
-  type LockNode,
-  lockLine,
-  nodePrefix,
-} from './lock-nodes';
+import { keyNodeName, lockLine } from './lock-nodes';
 import { NodeCleanup } from './node-cleanup';
+import { TurnWaits, type Wait } from './turn-waits';
+import { type HeldNode, ZnodeLines } from './znode-lines';
+import { callFor, SYSTEM } from './zookeeper-errors';
 import { checkMembers } from './zookeeper-health';
-import {
-  NotConnectedError,
-  type ZooKeeperDriver,
-  ZooKeeperSession,
-  zkCode,
-  ZK,
-} from './zookeeper-session';
+import { type ZooKeeperDriver, ZooKeeperSession, zkCode, ZK } from './zookeeper-session';
 
 /** What the backend needs to know, resolved from the user's options and the module's. @internal */
 export interface ZooKeeperSettings {
@@ -48,13 +36,6 @@ export interface ZooKeeperSettings {
   readonly driftFactor: number;
 }
 
-/** One key held: its node (full path) and the key's parent. */
-interface HeldNode {
-  readonly key: string;
-  readonly path: string;
-  readonly fence: number;
-}
-
 /** A hold of this process: its lease, its nodes, and the timer that ends it at its `ttl`. */
 interface Hold {
   readonly lease: Lease;
@@ -62,25 +43,13 @@ interface Hold {
   timer?: NodeJS.Timeout;
 }
 
-/** A wait in progress, ended early by an expired session or `abortWaits`. */
-interface Wait {
-  readonly keys: readonly string[];
-  end(reason: unknown): void;
-}
-
-/** Ops on a parent that races a cleanup (NO_NODE) are retried this many times. */
-const PARENT_RACES = 5;
-const EMPTY = Buffer.alloc(0);
-/** The system a LockBackendError names. */
-const SYSTEM = 'ZooKeeper';
-
 /**
  * The lock engine of one group on ZooKeeper (`nest-locked/zookeeper`): the `LockBackend`
  * contract over the ZooKeeper lock recipe, one session per group.
  *
  * - A hold is an ephemeral sequential node under the key's parent; the line is the children in
- *   sequence order. A waiter watches only the node(s) whose leaving can let it in (see
- *   `admission`): no polling, and a release wakes only who it lets in.
+ *   sequence order (ZnodeLines). A waiter watches only the node(s) whose leaving can let it in
+ *   (TurnWaits): no polling, and a release wakes only who it lets in.
  * - The node is created in a multi with a `setData` on the parent (one round trip): the
  *   parent's stat tells how many children it has (1: the key was free, no listing needed) and its
  *   mzxid is the multi's zxid, which is the node's czxid: the fence. zxids are global and
@@ -100,24 +69,21 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
   readonly canTakeAny = true;
   private readonly session: ZooKeeperSession;
   private readonly cleanup: NodeCleanup;
+  private readonly lines: ZnodeLines;
+  private readonly turns: TurnWaits;
   private readonly leases: Leases;
   private readonly held = new Set<Hold>();
   private readonly byLease = new Map<Lease, Hold>();
-  /**
-   * Exclusive waiters of this process by the path of the held node just ahead of theirs: when
-   * that hold ends here, the waiter is first in line, so it is told at once (no watch event, no
-   * look at the line; the delete goes out behind it, and this session's requests keep order).
-   */
-  private readonly successors = new Map<string, () => void>();
   private readonly instance = randomBytes(4).toString('hex');
   private tokens = 0;
   private closed = false;
 
   constructor(
-    private readonly zk: ZooKeeperDriver,
+    zk: ZooKeeperDriver,
     private readonly settings: ZooKeeperSettings,
   ) {
     super();
+    const parentOf = (key: string) => this.parentOf(key);
     this.leases = new Leases(settings.driftFactor);
     this.session = new ZooKeeperSession(
       zk,
@@ -130,8 +96,22 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
       root: settings.root,
       parentCleanupDelay: settings.parentCleanupDelay,
       sessionTimeout: settings.sessionTimeout,
-      parentOf: (key) => this.parentOf(key),
+      parentOf,
       inUse: (key) => this.local.holds(key) || this.local.queued(key) > 0,
+    });
+    this.lines = new ZnodeLines({
+      zk,
+      session: this.session,
+      cleanup: this.cleanup,
+      parentOf,
+      leave: (nodes) => this.leave(nodes),
+    });
+    this.turns = new TurnWaits({
+      session: this.session,
+      lines: this.lines,
+      stats: this.stats,
+      parentOf,
+      isClosed: () => this.closed,
     });
   }
 
@@ -141,7 +121,9 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
 
   async start(): Promise<void> {
     await this.session.ready(this.settings.connectTimeout);
-    await this.call([], 'start', (c, done) => c.mkdirp(this.settings.root, (e) => done(e)));
+    await callFor(this.session, [], 'start', (c, done) =>
+      c.mkdirp(this.settings.root, (e) => done(e)),
+    );
     void this.cleanup.sweepParents();
   }
 
@@ -163,13 +145,13 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     this.local.waitStarted(wait);
     try {
       for (const key of keys) {
-        const entered = await this.enter(key, token, share, keys);
+        const entered = await this.lines.enter(key, token, share, keys);
         taken.push(entered.node);
         if (entered.admitted) continue;
         uncontended = false;
         if (
           waitTimeout <= 0 ||
-          !(await this.waitTurn(entered.node, share, keys, deadline, signal, wait))
+          !(await this.turns.waitTurn(entered.node, share, keys, deadline, signal, wait))
         ) {
           throw new LockNotAcquiredError(keys, performance.now() - startedAt, ttl);
         }
@@ -191,7 +173,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     const taken: HeldNode[] = [];
     try {
       for (const key of keys) {
-        const entered = await this.enter(key, token, undefined, keys);
+        const entered = await this.lines.enter(key, token, undefined, keys);
         taken.push(entered.node);
         if (!entered.admitted) {
           this.leave(taken);
@@ -213,7 +195,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     this.stats.attempts++;
     for (let index = 0; index < keys.length; index++) {
       const token = this.nextToken();
-      const entered = await this.enter(keys[index], token, undefined, [keys[index]]);
+      const entered = await this.lines.enter(keys[index], token, undefined, [keys[index]]);
       if (entered.admitted) {
         const lease = this.hold(
           [keys[index]],
@@ -237,7 +219,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     const start = performance.now();
     const stats = await Promise.all(
       hold.nodes.map((n) =>
-        this.call(lease.keys, 'extend', (c, done: (e: unknown, s?: Zk.Stat) => void) =>
+        callFor(this.session, lease.keys, 'extend', (c, done: (e: unknown, s?: Zk.Stat) => void) =>
           c.exists(n.path, (e, s) => done(e, s)),
         ),
       ),
@@ -266,7 +248,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     const hold = this.byLease.get(lease);
     if (!hold) return;
     this.forget(hold);
-    this.handOff(hold.nodes);
+    this.turns.handOff(hold.nodes);
     await this.deleteNodes(lease.keys, hold.nodes, 'release');
   }
 
@@ -278,14 +260,14 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     // This process forgets the hold now; the nodes stay until `ms` from now (or the session ends).
     this.forget(hold);
     const timer = setTimeout(() => {
-      this.handOff(hold.nodes);
+      this.turns.handOff(hold.nodes);
       this.leave(hold.nodes);
     }, ms);
     timer.unref();
   }
 
   async isLocked(key: string): Promise<boolean> {
-    const children = await this.children(key, [key], 'check');
+    const children = await this.lines.children(key, [key], 'check');
     return lockLine(children).length > 0;
   }
 
@@ -310,197 +292,6 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
 
   private parentOf(key: string): string {
     return `${this.settings.root}/${keyNodeName(this.settings.keyPrefix + key)}`;
-  }
-
-  /**
-   * Creates this caller's node in the key's line: the node and a touch of the parent in one
-   * multi. Admitted at once when it is the parent's only child (the common uncontended case: one
-   * round trip), else after a look at the line.
-   */
-  private async enter(
-    key: string,
-    token: string,
-    share: Share | undefined,
-    keys: readonly string[],
-  ): Promise<{ node: HeldNode; admitted: boolean }> {
-    this.cleanup.keyUsed(key);
-    const parent = this.parentOf(key);
-    const name = nodePrefix(share, token);
-    for (let race = 0; ; race++) {
-      try {
-        const results = await this.session.run(
-          (c, done: (e: unknown, r?: { path?: string; stat?: Zk.Stat }[]) => void) =>
-            c
-              .transaction()
-              .create(`${parent}/${name}`, EMPTY, this.zk.CreateMode.EPHEMERAL_SEQUENTIAL)
-              .setData(parent, EMPTY, -1)
-              .commit((e, r) => done(e, r as { path?: string; stat?: Zk.Stat }[])),
-          false,
-        );
-        const stat = results[1].stat!;
-        const node: HeldNode = { key, path: results[0].path!, fence: zxid(stat.mzxid) };
-        if (stat.numChildren === 1) return { node, admitted: true };
-        return await this.placed(node, share, keys);
-      } catch (error) {
-        if (error instanceof LockConfigError || error instanceof LockBackendError) throw error;
-        const code = zkCode(error);
-        if (code === ZK.NO_NODE && race < PARENT_RACES) {
-          await this.call(keys, 'acquire', (c, done) => c.mkdirp(parent, (e) => done(e)));
-          continue;
-        }
-        if (code === ZK.CONNECTION_LOSS && race < PARENT_RACES) {
-          // The connection broke under the create (a member gone): it may or may not have
-          // happened. The token in the name finds it (Curator's protected mode); else again.
-          const found = await this.findOwn(key, name, keys).catch((e: unknown) => {
-            this.cleanup.findLater(parent, name);
-            throw e;
-          });
-          if (!found) continue;
-          return await this.placed(found, share, keys);
-        }
-        // Sent but no answer: a node made meanwhile is found and deleted once connected.
-        const sent = !(error instanceof NotConnectedError);
-        if (sent && (code === undefined || code === ZK.CONNECTION_LOSS)) {
-          this.cleanup.findLater(parent, name);
-        }
-        throw this.backendError(keys, 'acquire', error);
-      }
-    }
-  }
-
-  /** A node in line whose place is not known yet: admitted or not; deleted if that fails. */
-  private async placed(
-    node: HeldNode,
-    share: Share | undefined,
-    keys: readonly string[],
-  ): Promise<{ node: HeldNode; admitted: boolean }> {
-    try {
-      return { node, admitted: (await this.look(node, share, keys)).admitted };
-    } catch (error) {
-      this.leave([node]);
-      throw error;
-    }
-  }
-
-  /** This caller's node for `key` (its name starts with `name`), if a create made it. */
-  private async findOwn(
-    key: string,
-    name: string,
-    keys: readonly string[],
-  ): Promise<HeldNode | undefined> {
-    const own = (await this.children(key, keys, 'acquire')).find((c) => c.startsWith(name));
-    if (!own) return undefined;
-    const path = `${this.parentOf(key)}/${own}`;
-    const stat = await this.call(keys, 'acquire', (c, done: (e: unknown, s?: Zk.Stat) => void) =>
-      c.exists(path, (e, s) => done(e, s)),
-    );
-    return stat ? { key, path, fence: zxid(stat.czxid) } : undefined;
-  }
-
-  /**
-   * Where `node` stands in its line now. A shared hold of another kind ahead is a
-   * LockConfigError (its node is deleted first).
-   */
-  private async look(
-    node: HeldNode,
-    share: Share | undefined,
-    keys: readonly string[],
-  ): Promise<{ admitted: boolean; watch: readonly LockNode[] }> {
-    let line = lockLine(await this.children(node.key, keys, 'acquire'));
-    const own = node.path.slice(node.path.lastIndexOf('/') + 1);
-    if (!line.some((n) => n.name === own)) {
-      throw this.backendError(keys, 'acquire', new Error(ZK_NODE_GONE(node.key)));
-    }
-    // Another node of this very call: a create whose answer was lost and that a member behind
-    // did not show yet when it was looked for. It would block us: it goes.
-    const twins = line.filter((n) => n.name !== own && sameCall(n.name, own));
-    if (twins.length > 0) {
-      const parent = this.parentOf(node.key);
-      this.leave(twins.map((t) => ({ key: node.key, path: `${parent}/${t.name}`, fence: 0 })));
-      line = line.filter((n) => !twins.includes(n));
-    }
-    const verdict = admission(line, own, share);
-    if ('mismatch' in verdict) {
-      this.leave([node]);
-      throw mismatch(node.key, share!, verdict.mismatch);
-    }
-    return verdict.admitted
-      ? { admitted: true, watch: [] }
-      : { admitted: false, watch: verdict.watch };
-  }
-
-  /**
-   * Waits until `node` is admitted: watches the nodes ahead whose leaving can let it in, looks
-   * again when one goes. False at the deadline; rejects on abort or a lost session.
-   */
-  private async waitTurn(
-    node: HeldNode,
-    share: Share | undefined,
-    keys: readonly string[],
-    deadline: number,
-    signal: AbortSignal | undefined,
-    wait: Wait,
-  ): Promise<boolean> {
-    for (;;) {
-      const verdict = await this.look(node, share, keys);
-      if (verdict.admitted) return true;
-      const left = deadline - performance.now();
-      if (left <= 0) return false;
-      const parent = this.parentOf(node.key);
-      // Exclusive, behind one node: if that is a hold of this process, its end admits us.
-      const successorOf =
-        share === undefined && verdict.watch.length === 1
-          ? `${parent}/${verdict.watch[0].name}`
-          : undefined;
-      const outcome = await new Promise<'moved' | 'deadline' | 'admitted'>((resolve, reject) => {
-        let settled = false;
-        const admit = () => finish('admitted');
-        const finish = (outcome?: 'moved' | 'deadline' | 'admitted', reason?: unknown) => {
-          if (settled) return;
-          settled = true;
-          clearTimeout(timer);
-          if (successorOf && this.successors.get(successorOf) === admit) {
-            this.successors.delete(successorOf);
-          }
-          signal?.removeEventListener('abort', onAbort);
-          wait.end = () => undefined;
-          if (outcome) resolve(outcome);
-          else reject(reason);
-        };
-        const onAbort = () => finish(undefined, signal!.reason);
-        const timer = setTimeout(() => finish('deadline'), left);
-        signal?.addEventListener('abort', onAbort);
-        wait.end = (reason) => finish(undefined, reason);
-        // Aborted (or the app closing) while it was still looking at the line: the listener and
-        // `wait.end` came too late to hear it.
-        if (signal?.aborted) return onAbort();
-        if (this.closed) return finish(undefined, abortReason(keys));
-        if (successorOf) this.successors.set(successorOf, admit);
-        for (const ahead of verdict.watch) {
-          const path = `${parent}/${ahead.name}`;
-          // A data watch (Curator's choice): it fires once, when the node is deleted, and a
-          // node already gone answers NO_NODE and leaves no watch behind (an exists watch would
-          // stay on the server and in the driver until the session ends).
-          this.session
-            .run((c, done) =>
-              c.getData(
-                path,
-                () => finish('moved'),
-                (e) => done(e),
-              ),
-            )
-            .then(
-              () => undefined,
-              (error) =>
-                zkCode(error) === ZK.NO_NODE
-                  ? finish('moved')
-                  : finish(undefined, this.backendError(keys, 'acquire', error)),
-            );
-        }
-      });
-      if (outcome === 'deadline') return false;
-      if (outcome === 'admitted') return true;
-    }
   }
 
   /** The key's holder now, with a lease of this process. */
@@ -551,7 +342,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
   private drop(hold: Hold): void {
     if (!this.held.has(hold)) return;
     this.forget(hold);
-    this.handOff(hold.nodes);
+    this.turns.handOff(hold.nodes);
     this.leave(hold.nodes);
   }
 
@@ -560,17 +351,6 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     clearTimeout(hold.timer);
     this.byLease.delete(hold.lease);
     this.local.released(hold.lease.keys);
-  }
-
-  /** The holds of these nodes end: the waiter of this process right behind each goes in. */
-  private handOff(nodes: readonly HeldNode[]): void {
-    for (const node of nodes) {
-      const next = this.successors.get(node.path);
-      if (!next) continue;
-      this.successors.delete(node.path);
-      this.stats.localHandoffs++;
-      next();
-    }
   }
 
   /** Deletes nodes in the background (a waiter that gave up, a hold dropped). */
@@ -605,40 +385,6 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     if (failures.length > 0) throw new LockBackendError(keys, failures, operation, SYSTEM);
   }
 
-  private async children(
-    key: string,
-    keys: readonly string[],
-    operation: string,
-  ): Promise<string[]> {
-    try {
-      return await this.session.run((c, done: (e: unknown, r?: string[]) => void) =>
-        c.getChildren(this.parentOf(key), (e, r) => done(e, r)),
-      );
-    } catch (error) {
-      if (zkCode(error) === ZK.NO_NODE) return [];
-      throw this.backendError(keys, operation, error);
-    }
-  }
-
-  /** One driver call; any failure is a LockBackendError for `keys`. */
-  private async call<T>(
-    keys: readonly string[],
-    operation: string,
-    run: (client: Zk.Client, done: (error: unknown, value?: T) => void) => void,
-  ): Promise<T> {
-    try {
-      return await this.session.run(run);
-    } catch (error) {
-      throw this.backendError(keys, operation, error);
-    }
-  }
-
-  private backendError(keys: readonly string[], operation: string, error: unknown): Error {
-    if (error instanceof LockBackendError || error instanceof LockConfigError) return error;
-    const cause = error instanceof Error ? error : new Error(String(error));
-    return new LockBackendError(keys, [cause], operation, SYSTEM);
-  }
-
   /** Every node of the old session is gone: every hold is over, every wait has lost its place. */
   private sessionEnded(cause: Error): void {
     for (const hold of [...this.held]) {
@@ -652,33 +398,10 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
   }
 }
 
-/** Whether two node names are of one call (same kind and token: all but the sequence). */
-function sameCall(a: string, b: string): boolean {
-  return a.length === b.length && a.slice(0, -10) === b.slice(0, -10);
-}
-
 /** `Promise.allSettled` of one promise, without the array. */
 function settled<T>(promise: Promise<T>): Promise<PromiseSettledResult<T>> {
   return promise.then(
     (value) => ({ status: 'fulfilled', value }),
     (reason: unknown) => ({ status: 'rejected', reason }),
-  );
-}
-
-/** A zxid (8 bytes, big-endian) as a number: exact below 2^53 (epochs below 2^21). */
-function zxid(bytes: Buffer): number {
-  return Number(bytes.readBigInt64BE(0));
-}
-
-function mismatch(key: string, share: Share, ahead: LockNode): LockConfigError {
-  const held = kindShare(ahead.kind);
-  if (typeof share === 'number' && typeof held === 'number') {
-    return new LockConfigError(PERMITS_MISMATCH(key, share, held), 'permits');
-  }
-  const asked = share === 'read' ? 'read' : `permits: ${share}`;
-  const holders = held === 'read' ? 'read' : `permits: ${held}`;
-  return new LockConfigError(
-    MODE_MISMATCH(key, asked, holders),
-    share === 'read' ? 'mode' : 'permits',
   );
 }

@@ -1,0 +1,48 @@
+import type * as Zk from 'node-zookeeper-client';
+import { LockBackendError, LockConfigError } from '../errors';
+import type { Share } from '../engine/lock-backend';
+import { MODE_MISMATCH, PERMITS_MISMATCH } from '../engine/engine.messages';
+import { kindShare, type LockNode } from './lock-nodes';
+import type { ZooKeeperSession } from './zookeeper-session';
+
+/** The system a LockBackendError names. @internal */
+export const SYSTEM = 'ZooKeeper';
+
+/** `error` as the LockBackendError of `operation` on `keys` (named errors pass as they are). */
+export function backendError(keys: readonly string[], operation: string, error: unknown): Error {
+  if (error instanceof LockBackendError || error instanceof LockConfigError) return error;
+  const cause = error instanceof Error ? error : new Error(String(error));
+  return new LockBackendError(keys, [cause], operation, SYSTEM);
+}
+
+/** One driver call on the session; any failure is a LockBackendError for `keys`. @internal */
+export async function callFor<T>(
+  session: ZooKeeperSession,
+  keys: readonly string[],
+  operation: string,
+  run: (client: Zk.Client, done: (error: unknown, value?: T) => void) => void,
+): Promise<T> {
+  try {
+    return await session.run(run);
+  } catch (error) {
+    throw backendError(keys, operation, error);
+  }
+}
+
+/**
+ * The LockConfigError of a caller asking `share` on a key whose line has a shared hold of
+ * another kind (`ahead`) before it: read against permits, or another number of permits.
+ * @internal
+ */
+export function shareMismatch(key: string, share: Share, ahead: LockNode): LockConfigError {
+  const held = kindShare(ahead.kind);
+  if (typeof share === 'number' && typeof held === 'number') {
+    return new LockConfigError(PERMITS_MISMATCH(key, share, held), 'permits');
+  }
+  const asked = share === 'read' ? 'read' : `permits: ${share}`;
+  const holders = held === 'read' ? 'read' : `permits: ${held}`;
+  return new LockConfigError(
+    MODE_MISMATCH(key, asked, holders),
+    share === 'read' ? 'mode' : 'permits',
+  );
+}
