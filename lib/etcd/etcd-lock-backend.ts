@@ -19,6 +19,7 @@ import { kindValue, linePrefix, OTHER_PART, prefixEnd, READ_PART, shareOf } from
 import { EtcdSession, type SessionListener } from './etcd-session';
 import { EtcdWait } from './etcd-wait';
 import { checkEndpoints } from './etcd-health';
+import { EntryOrder } from './etcd-entry-order';
 import { cancelMark, lineRange, notCancelled, ownedBy, permitted, put } from './etcd-requests';
 import { Successors } from './etcd-successors';
 
@@ -43,6 +44,8 @@ interface Held {
 
 /** What the transaction that puts a caller's keys in their lines found. */
 interface Entry {
+  /** The keys it wrote (one per lock key). */
+  readonly names: readonly string[];
   /** The revision of that transaction: the create revision of every key it wrote. */
   readonly revision: string;
   /** Per key: whether it is the caller's already. */
@@ -106,8 +109,8 @@ export class EtcdLockBackend
   readonly name: string;
   private readonly leases: Leases;
   private readonly held = new Map<Lease, Held>();
-  /** Per key, the last entry of this process into its line (see `inTurn`). */
-  private readonly entering = new Map<string, Promise<void>>();
+  /** The entries of this process into lines, in the order they were asked. */
+  private readonly order = new EntryOrder<Entry>((entry) => BigInt(entry.revision));
   /** Waiters of this process by the key they wait to see deleted. */
   private readonly successors = new Successors();
   /**
@@ -143,14 +146,20 @@ export class EtcdLockBackend
     const session = await this.session(keys);
     const lines = keys.map((key) => linePrefix(this.config.keyPrefix, key));
     const part = share === 'read' ? READ_PART : OTHER_PART;
-    const names = lines.map((line) => session.name(line + part));
+    const asked = lines.map((line) => session.name(line + part));
     let entry: Entry;
     try {
-      entry = await this.inTurn(keys, () => this.enter(keys, lines, names, session, share));
+      // Exclusive holds of the same keys can swap places (see `EntryOrder`).
+      const alike = share === undefined ? JSON.stringify(keys) : undefined;
+      entry = await this.order.inTurn(keys, alike, () =>
+        this.enter(keys, lines, asked, session, share),
+      );
     } catch (error) {
-      this.abandon(names, session);
+      this.abandon(asked, session);
       throw this.backendError(keys, error, 'acquire');
     }
+    // The keys of the place this caller was given.
+    const names = entry.names;
     for (const name of names) this.own.set(name, session);
     if (entry.mismatch) {
       this.discard(names, session);
@@ -411,31 +420,6 @@ export class EtcdLockBackend
   // ---------------------------------------------------------------- protocol
 
   /**
-   * Runs `enter` once the entries of this process for the same keys that started before it
-   * are answered. etcd serves concurrent requests in any order, so two callers of one process
-   * that ask a moment apart could otherwise swap places in a line; between processes, the
-   * order is the order etcd received them.
-   */
-  private async inTurn<T>(keys: readonly string[], enter: () => Promise<T>): Promise<T> {
-    const before: Promise<unknown>[] = [];
-    for (const key of keys) {
-      const pending = this.entering.get(key);
-      if (pending) before.push(pending);
-    }
-    const entered = (before.length === 0 ? enter() : Promise.all(before).then(enter)).finally(
-      () => {
-        for (const key of keys) if (this.entering.get(key) === settled) this.entering.delete(key);
-      },
-    );
-    const settled = entered.then(
-      () => undefined,
-      () => undefined,
-    );
-    for (const key of keys) this.entering.set(key, settled);
-    return entered;
-  }
-
-  /**
    * One transaction: puts the caller's key in the line of each lock key and reads, per line,
    * whether the caller is in already, the kind of the first holder (for a shared hold), and the
    * key a writer or a reader would wait for (the last one before it: Go asks for it in a second
@@ -496,7 +480,7 @@ export class EtcdLockBackend
         before.push(undefined);
       }
     }
-    return { revision, granted, before, seen: res.header.revision, mismatch };
+    return { names, revision, granted, before, seen: res.header.revision, mismatch };
   }
 
   /** Waits until the caller's key in `line` (created at `revision`) is granted. */

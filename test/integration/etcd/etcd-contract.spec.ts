@@ -110,13 +110,15 @@ describe('etcd backend: exclusion and FIFO', () => {
     expect(await leftKeys()).toEqual([]);
   });
 
-  it('callers of one process asking at once are granted in the order they asked', async () => {
+  it('callers of one process asking at once are granted in the order they asked, fences rising', async () => {
     const one = backend();
     const first = await one.acquire(['k'], call());
     const order: number[] = [];
+    const fences: number[] = [];
     const calls = Array.from({ length: 20 }, (_, i) =>
       one.acquire(['k'], call()).then(async (lease) => {
         order.push(i);
+        fences.push(lease.fences[0]);
         await one.release(lease);
       }),
     );
@@ -124,6 +126,9 @@ describe('etcd backend: exclusion and FIFO', () => {
     await one.release(first);
     await Promise.all(calls);
     expect(order).toEqual(Array.from({ length: 20 }, (_, i) => i));
+    expect(fences[0]).toBeGreaterThan(first.fences[0]);
+    for (let i = 1; i < fences.length; i++) expect(fences[i]).toBeGreaterThan(fences[i - 1]);
+    expect(await leftKeys()).toEqual([]);
   });
 
   it('an exclusive holder hands over to the next waiter of its process before etcd answers its delete, keeping the line', async () => {
