@@ -1,4 +1,4 @@
-import type { Etcd3, IRequestOp } from 'etcd3';
+import type { Etcd3, IKeyValue, IRequestOp } from 'etcd3';
 import type { LockConfigError } from '../errors';
 import type { Share } from '../engine/lock-backend';
 import { shareMismatch } from '../engine/share-mismatch';
@@ -15,7 +15,7 @@ export interface Entry {
   /** Per key: whether it is the caller's already. */
   readonly granted: readonly boolean[];
   /** Per key: the key it waits for first, when the transaction told it. */
-  readonly before: readonly (Buffer | undefined)[];
+  readonly before: readonly (IKeyValue | undefined)[];
   /** The revision the transaction saw: a watch of `before` starts after it. */
   readonly seen: string;
   /** A hold of another kind holds one of the keys (LockConfigError). */
@@ -66,7 +66,7 @@ export async function enterLines(
   const revision = prev ? prev.create_revision : res.header.revision;
   const step = share === 'read' ? 3 : 2;
   const granted: boolean[] = [];
-  const before: (Buffer | undefined)[] = [];
+  const before: (IKeyValue | undefined)[] = [];
   let mismatch: LockConfigError | undefined;
   for (let i = 0; i < lines.length; i++) {
     const kvs = res.responses[i * step + 1].response_range.kvs;
@@ -76,11 +76,11 @@ export async function enterLines(
     }
     if (share === undefined) {
       granted.push(!prev && kvs.length === 1);
-      before.push(prev ? undefined : kvs[1]?.key);
+      before.push(prev ? undefined : kvs[1]);
     } else if (share === 'read') {
       const last = res.responses[i * step + 2].response_range.kvs[0];
       granted.push(!prev && !last);
-      before.push(prev ? undefined : last?.key);
+      before.push(prev ? undefined : last);
     } else {
       granted.push(permitted(kvs, names[i], value));
       before.push(undefined);

@@ -26,7 +26,7 @@ export class LineWaits {
     line: string,
     revision: string,
     share: Share | undefined,
-    before: Buffer | undefined,
+    before: IKeyValue | undefined,
     seen: string,
   ): Promise<void> {
     for (;;) {
@@ -60,7 +60,7 @@ export class LineWaits {
     range: string,
     revision: string,
     /** The last key before the caller's, as of revision `seen`, if known. */
-    before: Buffer | undefined,
+    before: IKeyValue | undefined,
     seen: string,
   ): Promise<void> {
     const start = Buffer.from(range);
@@ -84,7 +84,7 @@ export class LineWaits {
       const last = res.kvs[0];
       if (!last) return;
       const from = String(BigInt(res.header.revision) + 1n);
-      if (await this.predecessorGone(wait, last.key, from)) return;
+      if (await this.predecessorGone(wait, last, from)) return;
     }
   }
 
@@ -92,10 +92,11 @@ export class LineWaits {
    * Watches the deletion of `key` from revision `from` on; true when a holder of this process
    * deleted it (nobody is left before the caller), false when the watch saw it go.
    */
-  private predecessorGone(wait: EtcdWait, key: Buffer, from: string): Promise<boolean> {
+  private predecessorGone(wait: EtcdWait, predecessor: IKeyValue, from: string): Promise<boolean> {
+    const { key } = predecessor;
     const name = key.toString();
     // A key of this process in the waiter's session: its deletion is heard here (see `OwnKeys`).
-    const local = this.keys.sessionOf(name) === wait.session;
+    const local = this.keys.owns(name, predecessor.create_revision, wait.session);
     return this.deletion(
       wait,
       local ? undefined : (w) => w.key(key).startRevision(from),

@@ -142,7 +142,7 @@ export class EtcdLockBackend
     }
     // The keys of the place this caller was given.
     const names = entry.names;
-    this.keys.add(names, session);
+    this.keys.add(names, session, entry.revision);
     if (entry.mismatch) {
       this.keys.discard(names, session);
       throw entry.mismatch;
@@ -210,8 +210,8 @@ export class EtcdLockBackend
     }
     const mine = res.responses[0]?.response_range?.kvs[0];
     if (!res.succeeded && !mine) return ttl;
-    this.keys.add(names, session);
     const revision = mine ? mine.create_revision : res.header.revision;
+    this.keys.add(names, session, revision);
     return this.take(keys, names, session, revision, ttl, startedAt, true);
   }
 
@@ -271,7 +271,7 @@ export class EtcdLockBackend
     if (exclusive) this.keys.handOver(held.names);
     try {
       // Waiters of this process that found this key in the meantime go once it is deleted.
-      await this.keys.remove(held.names, exclusive);
+      await this.keys.remove(held.names, exclusive, held.session);
     } catch (error) {
       this.keys.discard(held.names, held.session);
       throw this.backendError(lease.keys, error, 'release');

@@ -18,8 +18,11 @@ const MIN_HOLD_DELETE_TRIES = 20;
 export class OwnKeys {
   /** Waiters of this process by the key they wait to see deleted. */
   readonly successors = new Successors();
-  /** Each key of this process in etcd, and its session. */
-  private readonly own = new Map<string, EtcdSession>();
+  /**
+   * Each key of this process in etcd: its session and create revision (a name is used again
+   * once its key is deleted, see `EtcdSession.reuse`).
+   */
+  private readonly own = new Map<string, { session: EtcdSession; revision: string }>();
 
   constructor(
     private readonly client: Etcd3,
@@ -30,22 +33,26 @@ export class OwnKeys {
   ) {}
 
   /** `names` are in etcd (or may be) for `session`. */
-  add(names: readonly string[], session: EtcdSession): void {
-    for (const name of names) this.own.set(name, session);
+  add(names: readonly string[], session: EtcdSession, revision: string): void {
+    for (const name of names) this.own.set(name, { session, revision });
   }
 
-  /** The session of a key of this process; undefined for any other key. */
-  sessionOf(name: string): EtcdSession | undefined {
-    return this.own.get(name);
+  /** Whether the key `name` created at `revision` is a key of this process in `session`. */
+  owns(name: string, revision: string, session: EtcdSession): boolean {
+    const own = this.own.get(name);
+    return own !== undefined && own.session === session && own.revision === revision;
   }
 
   /** The session ended: etcd deletes its keys itself. */
   forgetSession(session: EtcdSession): void {
-    for (const [name, owner] of this.own) if (owner === session) this.own.delete(name);
+    for (const [name, own] of this.own) if (own.session === session) this.own.delete(name);
   }
 
-  /** Deletes keys of this process; `handedOver`: see `gone`. */
-  async remove(names: readonly string[], handedOver = false): Promise<void> {
+  /**
+   * Deletes keys of this process; `handedOver`: see `gone`. Their names are then free for
+   * `session`'s later keys in the same lines (see `EtcdSession.reuse`).
+   */
+  async remove(names: readonly string[], handedOver = false, session?: EtcdSession): Promise<void> {
     if (names.length === 1) {
       await this.client.kv.deleteRange({ key: Buffer.from(names[0]) });
     } else {
@@ -54,6 +61,7 @@ export class OwnKeys {
       });
     }
     this.gone(names, handedOver);
+    session?.reuse(names);
   }
 
   /** An exclusive hold of this process ends: its waiters of this process go (see `EtcdLockBackend.release`). */
@@ -77,7 +85,7 @@ export class OwnKeys {
    * (once it ends, etcd deletes them), or a few times for keys with a lease of their own.
    */
   discard(names: readonly string[], session: EtcdSession | undefined): void {
-    this.retry(() => this.remove(names), session);
+    this.retry(() => this.remove(names, false, session), session);
   }
 
   /**
