@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import type { Etcd3, IKeyValue, IRequestOp, ITxnResponse, WatchBuilder } from 'etcd3';
-import { LockBackendError, LockConfigError, LockNotAcquiredError } from '../errors';
+import type { Etcd3, ITxnResponse } from 'etcd3';
+import { LockBackendError, LockNotAcquiredError } from '../errors';
 import { DeadlineTimer } from '../engine/deadline-timer';
 import { LocallyCountedBackend } from '../engine/local-locks';
 import { Lease, Leases } from '../engine/lease';
@@ -13,21 +13,16 @@ import {
   type Share,
 } from '../engine/lock-backend';
 import { abortReason } from '../engine/wait-rules';
-import { ETCD_ACQUIRE_ABANDONED, ETCD_SESSION_LOST } from './etcd.messages';
-import { shareMismatch } from '../engine/share-mismatch';
-import { kindValue, linePrefix, OTHER_PART, prefixEnd, READ_PART, shareOf } from './etcd-names';
+import { ETCD_SESSION_LOST } from './etcd.messages';
+import { kindValue, linePrefix, OTHER_PART, prefixEnd, READ_PART } from './etcd-names';
 import { EtcdSession, type SessionListener } from './etcd-session';
 import { EtcdWait } from './etcd-wait';
 import { checkEndpoints } from './etcd-health';
-import { cancelMark, lineRange, notCancelled, ownedBy, permitted, put } from './etcd-requests';
-import { Successors } from './etcd-successors';
-
-/** Pause between tries when etcd fails a waiter's query or watch (the wait goes on). */
-const RETRY_MS = 100;
-/** Pause between tries at deleting keys whose first delete failed (see `discard`). */
-const DISCARD_RETRY_MS = 200;
-/** Tries at deleting the keys of a `minHold` once it is over (they have a lease of their own). */
-const MIN_HOLD_DELETE_TRIES = 20;
+import { EntryOrder } from './etcd-entry-order';
+import { enterLines, type Entry } from './etcd-entry';
+import { LineWaits } from './etcd-line-waits';
+import { OwnKeys } from './etcd-own-keys';
+import { notCancelled, ownedBy, put } from './etcd-requests';
 
 /** A hold of this process: its etcd keys (one per lock key) and its local lease length. */
 interface Held {
@@ -39,20 +34,6 @@ interface Held {
   /** `performance.now()` at which this process frees the keys unless `extend` renews them. */
   expiresAt: number;
   timer?: NodeJS.Timeout;
-}
-
-/** What the transaction that puts a caller's keys in their lines found. */
-interface Entry {
-  /** The revision of that transaction: the create revision of every key it wrote. */
-  readonly revision: string;
-  /** Per key: whether it is the caller's already. */
-  readonly granted: readonly boolean[];
-  /** Per key: the key it waits for first, when the transaction told it. */
-  readonly before: readonly (Buffer | undefined)[];
-  /** The revision the transaction saw: a watch of `before` starts after it. */
-  readonly seen: string;
-  /** A hold of another kind holds one of the keys (LockConfigError). */
-  readonly mismatch?: LockConfigError;
 }
 
 /** What the backend needs besides the client. @internal */
@@ -84,15 +65,16 @@ export interface EtcdLockBackendConfig {
  *   watch: the process hears of that deletion itself, and behind an exclusive holder of its
  *   own it goes when that holder releases, without waiting for etcd to answer the delete.
  *   Permits of N watch the line's deletions and count the keys before them. No polling, and at
- *   most one watch per waiter, on one shared stream. The entries of one process into a line
- *   keep the order they were asked in.
+ *   most one watch per waiter, on one shared stream (see `LineWaits`). The entries of one
+ *   process into a line keep the order they were asked in, and a burst of them goes at once
+ *   (see `EntryOrder`; the entry itself: `enterLines`).
  * - Fence = the create revision of the hold's keys: strictly increasing across the cluster. A
  *   reader's is its own too, so it lies between the last writer's and the next one's.
  * - Lease: the call's `ttl` is kept by this process (the keys are deleted when it passes
  *   without `extend`); a dead process's keys go when the session lease runs out. `extend`
  *   checks that the keys are still the hold's. A session lost aborts every holder's signal.
  * - A waiter that gives up or times out deletes its keys; a failed delete is retried while the
- *   session lives (after that etcd deletes them itself).
+ *   session lives (after that etcd deletes them itself; see `OwnKeys`).
  * @internal
  */
 export class EtcdLockBackend
@@ -106,15 +88,11 @@ export class EtcdLockBackend
   readonly name: string;
   private readonly leases: Leases;
   private readonly held = new Map<Lease, Held>();
-  /** Per key, the last entry of this process into its line (see `inTurn`). */
-  private readonly entering = new Map<string, Promise<void>>();
-  /** Waiters of this process by the key they wait to see deleted. */
-  private readonly successors = new Successors();
-  /**
-   * The keys this process has in etcd (held, waiting, kept for a minHold) and their session:
-   * every deletion of one goes through `gone`, so a waiter behind one needs no watch.
-   */
-  private readonly own = new Map<string, EtcdSession>();
+  /** The entries of this process into lines, in the order they were asked. */
+  private readonly order = new EntryOrder<Entry>((entry) => BigInt(entry.revision));
+  /** The keys of this process in etcd, and their deletion. */
+  private readonly keys: OwnKeys;
+  private readonly waits: LineWaits;
   /** Timers that delete the keys of a `minHold` once it is over. */
   private readonly minHolds = new Set<NodeJS.Timeout>();
   private current?: Promise<EtcdSession>;
@@ -128,6 +106,13 @@ export class EtcdLockBackend
     super();
     this.name = config.group;
     this.leases = new Leases(config.driftFactor);
+    this.keys = new OwnKeys(
+      client,
+      config.keyPrefix,
+      this.stats,
+      () => this.closed && config.ownsClient,
+    );
+    this.waits = new LineWaits(client, this.stats, this.keys);
   }
 
   async start(): Promise<void> {
@@ -143,24 +128,30 @@ export class EtcdLockBackend
     const session = await this.session(keys);
     const lines = keys.map((key) => linePrefix(this.config.keyPrefix, key));
     const part = share === 'read' ? READ_PART : OTHER_PART;
-    const names = lines.map((line) => session.name(line + part));
+    const asked = lines.map((line) => session.name(line + part));
     let entry: Entry;
     try {
-      entry = await this.inTurn(keys, () => this.enter(keys, lines, names, session, share));
+      // Exclusive holds of the same keys can swap places (see `EntryOrder`).
+      const alike = share === undefined ? JSON.stringify(keys) : undefined;
+      entry = await this.order.inTurn(keys, alike, () =>
+        enterLines(this.client, this.config.keyPrefix, keys, lines, asked, session.id, share),
+      );
     } catch (error) {
-      this.abandon(names, session);
+      this.keys.abandon(asked, session);
       throw this.backendError(keys, error, 'acquire');
     }
-    for (const name of names) this.own.set(name, session);
+    // The keys of the place this caller was given.
+    const names = entry.names;
+    this.keys.add(names, session, entry.revision);
     if (entry.mismatch) {
-      this.discard(names, session);
+      this.keys.discard(names, session);
       throw entry.mismatch;
     }
     if (entry.granted.every(Boolean)) {
       return this.take(keys, names, session, entry.revision, ttl, startedAt, true, share);
     }
     if (waitTimeout <= 0) {
-      this.discard(names, session);
+      this.keys.discard(names, session);
       throw new LockNotAcquiredError(keys, performance.now() - startedAt, ttl);
     }
     const wait = new EtcdWait(keys, session, startedAt, ttl);
@@ -173,12 +164,12 @@ export class EtcdLockBackend
         lines.map((line, i) =>
           entry.granted[i]
             ? undefined
-            : this.waitInLine(wait, line, entry.revision, share, entry.before[i], entry.seen),
+            : this.waits.waitInLine(wait, line, entry.revision, share, entry.before[i], entry.seen),
         ),
       );
     } catch (error) {
       wait.cancel(error);
-      this.discard(names, session);
+      this.keys.discard(names, session);
       throw wait.reason;
     } finally {
       timer.cancel();
@@ -214,13 +205,13 @@ export class EtcdLockBackend
         failure: [{ request_range: { key: Buffer.from(names[0]) } }],
       });
     } catch (error) {
-      this.abandon(names, session);
+      this.keys.abandon(names, session);
       throw this.backendError(keys, error, 'acquire');
     }
     const mine = res.responses[0]?.response_range?.kvs[0];
     if (!res.succeeded && !mine) return ttl;
-    for (const name of names) this.own.set(name, session);
     const revision = mine ? mine.create_revision : res.header.revision;
+    this.keys.add(names, session, revision);
     return this.take(keys, names, session, revision, ttl, startedAt, true);
   }
 
@@ -277,12 +268,12 @@ export class EtcdLockBackend
     // delete. They are next by create revision, and a waiter of another process behind them
     // still waits for their keys, so the order across processes holds; this holder is done.
     const exclusive = lease.share === undefined;
-    if (exclusive) this.handOver(held.names);
+    if (exclusive) this.keys.handOver(held.names);
     try {
       // Waiters of this process that found this key in the meantime go once it is deleted.
-      await this.remove(held.names, exclusive);
+      await this.keys.remove(held.names, exclusive, held.session);
     } catch (error) {
-      this.discard(held.names, held.session);
+      this.keys.discard(held.names, held.session);
       throw this.backendError(lease.keys, error, 'release');
     }
   }
@@ -298,7 +289,7 @@ export class EtcdLockBackend
     // the session's, which a shutdown revokes) runs out: in whole seconds, never sooner.
     const timer = setTimeout(() => {
       this.minHolds.delete(timer);
-      this.discard(names, undefined);
+      this.keys.discard(names, undefined);
     }, ms);
     timer.unref();
     this.minHolds.add(timer);
@@ -363,7 +354,7 @@ export class EtcdLockBackend
 
   /** The session's keys are gone or going: its waiters fail, its holders lose their locks. */
   sessionEnded(session: EtcdSession, cause: Error): void {
-    for (const [name, owner] of this.own) if (owner === session) this.own.delete(name);
+    this.keys.forgetSession(session);
     for (const wait of this.local.waits) {
       if (wait.session === session) {
         wait.cancel(this.backendError(wait.keys, new Error(ETCD_SESSION_LOST(cause)), 'acquire'));
@@ -408,243 +399,7 @@ export class EtcdLockBackend
     return this.session(keys);
   }
 
-  // ---------------------------------------------------------------- protocol
-
-  /**
-   * Runs `enter` once the entries of this process for the same keys that started before it
-   * are answered. etcd serves concurrent requests in any order, so two callers of one process
-   * that ask a moment apart could otherwise swap places in a line; between processes, the
-   * order is the order etcd received them.
-   */
-  private async inTurn<T>(keys: readonly string[], enter: () => Promise<T>): Promise<T> {
-    const before: Promise<unknown>[] = [];
-    for (const key of keys) {
-      const pending = this.entering.get(key);
-      if (pending) before.push(pending);
-    }
-    const entered = (before.length === 0 ? enter() : Promise.all(before).then(enter)).finally(
-      () => {
-        for (const key of keys) if (this.entering.get(key) === settled) this.entering.delete(key);
-      },
-    );
-    const settled = entered.then(
-      () => undefined,
-      () => undefined,
-    );
-    for (const key of keys) this.entering.set(key, settled);
-    return entered;
-  }
-
-  /**
-   * One transaction: puts the caller's key in the line of each lock key and reads, per line,
-   * whether the caller is in already, the kind of the first holder (for a shared hold), and the
-   * key a writer or a reader would wait for (the last one before it: Go asks for it in a second
-   * round trip; here every other key of the line is older than the caller's, so it comes in
-   * the same transaction).
-   */
-  private async enter(
-    keys: readonly string[],
-    lines: readonly string[],
-    names: readonly string[],
-    session: EtcdSession,
-    share: Share | undefined,
-  ): Promise<Entry> {
-    const value = kindValue(share);
-    const ops: IRequestOp[] = [];
-    for (let i = 0; i < lines.length; i++) {
-      ops.push(put(names[i], value, session.id, true));
-      if (share === undefined) {
-        // The caller's key and the one before it.
-        ops.push(lineRange(lines[i], 'Descend', 2));
-      } else if (share === 'read') {
-        ops.push(lineRange(lines[i], 'Ascend', 1));
-        // The last writer (or permit) before it.
-        ops.push(lineRange(lines[i] + OTHER_PART, 'Descend', 1));
-      } else {
-        ops.push(lineRange(lines[i], 'Ascend', share));
-      }
-    }
-    const res = await this.client.kv.txn({
-      compare: [notCancelled(this.config.keyPrefix, names)],
-      success: ops,
-    });
-    // Cancelled (see `abandon`) before etcd applied it: as if it had failed.
-    if (!res.succeeded) throw new Error(ETCD_ACQUIRE_ABANDONED);
-    // A retry of a transaction whose answer was lost: the keys were written by the first try,
-    // and newer keys may be in the line now; the waits then ask who is before the caller.
-    const prev = res.responses[0].response_put.prev_kv;
-    const revision = prev ? prev.create_revision : res.header.revision;
-    const step = share === 'read' ? 3 : 2;
-    const granted: boolean[] = [];
-    const before: (Buffer | undefined)[] = [];
-    let mismatch: LockConfigError | undefined;
-    for (let i = 0; i < lines.length; i++) {
-      const kvs = res.responses[i * step + 1].response_range.kvs;
-      // A shared hold's first range starts with the line's first holder.
-      if (share !== undefined && kvs[0]) {
-        mismatch ??= shareMismatch(keys[i], share, shareOf(kvs[0].value.toString()));
-      }
-      if (share === undefined) {
-        granted.push(!prev && kvs.length === 1);
-        before.push(prev ? undefined : kvs[1]?.key);
-      } else if (share === 'read') {
-        const last = res.responses[i * step + 2].response_range.kvs[0];
-        granted.push(!prev && !last);
-        before.push(prev ? undefined : last?.key);
-      } else {
-        granted.push(permitted(kvs, names[i], value));
-        before.push(undefined);
-      }
-    }
-    return { revision, granted, before, seen: res.header.revision, mismatch };
-  }
-
-  /** Waits until the caller's key in `line` (created at `revision`) is granted. */
-  private async waitInLine(
-    wait: EtcdWait,
-    line: string,
-    revision: string,
-    share: Share | undefined,
-    before: Buffer | undefined,
-    seen: string,
-  ): Promise<void> {
-    for (;;) {
-      try {
-        if (typeof share === 'number') await this.waitForPermit(wait, line, revision, share);
-        else {
-          const range = share === 'read' ? line + OTHER_PART : line;
-          await this.waitForPredecessors(wait, range, revision, before, seen);
-        }
-        return;
-      } catch (error) {
-        // A retry asks who is before the caller again.
-        before = undefined;
-        if (wait.cancelled) throw wait.reason;
-        // etcd failed a query or a watch: try again while the wait lasts.
-        wait.outage = toError(error);
-        await wait.pause(RETRY_MS);
-      }
-    }
-  }
-
-  /**
-   * Go's `waitDeletes`: while a key of `range` was created before the caller's, watch the
-   * deletion of the last such key (and of nothing else), then ask again: that key may have
-   * given up while others before it are still there. Unless an exclusive holder of this
-   * process deleted it: it was alone in its line, so nobody is left before the caller (a local
-   * handoff, with no watch event and no query to wait for).
-   */
-  private async waitForPredecessors(
-    wait: EtcdWait,
-    range: string,
-    revision: string,
-    /** The last key before the caller's, as of revision `seen`, if known. */
-    before: Buffer | undefined,
-    seen: string,
-  ): Promise<void> {
-    const start = Buffer.from(range);
-    const end = prefixEnd(start);
-    for (let known = before; ; known = undefined) {
-      if (known) {
-        const from = String(BigInt(seen) + 1n);
-        if (await this.predecessorGone(wait, known, from)) return;
-        continue;
-      }
-      const res = await this.client.kv.range({
-        key: start,
-        range_end: end,
-        max_create_revision: String(BigInt(revision) - 1n),
-        sort_order: 'Descend',
-        sort_target: 'Create',
-        limit: 1,
-        keys_only: true,
-      });
-      if (wait.cancelled) throw wait.reason;
-      const last = res.kvs[0];
-      if (!last) return;
-      const from = String(BigInt(res.header.revision) + 1n);
-      if (await this.predecessorGone(wait, last.key, from)) return;
-    }
-  }
-
-  /**
-   * Watches the deletion of `key` from revision `from` on; true when a holder of this process
-   * deleted it (nobody is left before the caller), false when the watch saw it go.
-   */
-  private predecessorGone(wait: EtcdWait, key: Buffer, from: string): Promise<boolean> {
-    const name = key.toString();
-    // A key of this process in the waiter's session: its deletion is heard here (`gone`).
-    const local = this.own.get(name) === wait.session;
-    return this.deletion(
-      wait,
-      local ? undefined : (w) => w.key(key).startRevision(from),
-      () => true,
-      name,
-    );
-  }
-
-  /**
-   * Permits of N: the caller is in once fewer than N keys created before its own are left, all
-   * of them permits of N. It watches the line's deletions and counts (no query per deletion).
-   */
-  private async waitForPermit(
-    wait: EtcdWait,
-    line: string,
-    revision: string,
-    permits: number,
-  ): Promise<void> {
-    const start = Buffer.from(line);
-    const res = await this.client.kv.range({
-      key: start,
-      range_end: prefixEnd(start),
-      max_create_revision: String(BigInt(revision) - 1n),
-    });
-    if (wait.cancelled) throw wait.reason;
-    const value = String(permits);
-    const before = new Map(res.kvs.map((kv) => [kv.key.toString(), kv.value.toString()]));
-    const admitted = () =>
-      before.size < permits && [...before.values()].every((kind) => kind === value);
-    if (admitted()) return;
-    const from = String(BigInt(res.header.revision) + 1n);
-    await this.deletion(
-      wait,
-      (w) => w.prefix(line).startRevision(from),
-      (kv) => before.delete(kv.key.toString()) && admitted(),
-    );
-  }
-
-  /**
-   * Resolves once the watch `build` makes reports a deletion that `enough` accepts: false; or,
-   * when `predecessor` is given, once a holder of this process released that key: true.
-   */
-  private deletion(
-    wait: EtcdWait,
-    build: ((watch: WatchBuilder) => WatchBuilder) | undefined,
-    enough: (kv: IKeyValue) => boolean,
-    predecessor?: string,
-  ): Promise<boolean> {
-    return new Promise<boolean>((resolve, reject) => {
-      const watcher = build?.(this.client.watch()).only('delete').watcher();
-      const done = (error?: unknown, handedOver = false) => {
-        off();
-        if (predecessor !== undefined) this.successors.remove(predecessor, heard);
-        if (watcher) {
-          watcher.removeAllListeners('delete');
-          void watcher.cancel().catch(() => undefined);
-        }
-        if (error === undefined) resolve(handedOver);
-        else reject(error);
-      };
-      const heard = (handedOver: boolean) => done(undefined, handedOver);
-      const off = wait.onCancel(done);
-      if (predecessor !== undefined) this.successors.add(predecessor, heard);
-      watcher?.on('delete', (kv) => {
-        this.stats.notifiedWakeups++;
-        if (enough(kv)) done();
-      });
-      watcher?.on('error', (error) => done(error));
-    });
-  }
+  // ---------------------------------------------------------------- holds
 
   private take(
     keys: readonly string[],
@@ -707,77 +462,7 @@ export class EtcdLockBackend
   /** Forgets the hold and deletes its keys in the background. */
   private drop(held: Held): void {
     this.forget(held);
-    this.discard(held.names, held.session);
-  }
-
-  /** Deletes keys of this process; `handedOver`: see `gone`. */
-  private async remove(names: readonly string[], handedOver = false): Promise<void> {
-    if (names.length === 1) {
-      await this.client.kv.deleteRange({ key: Buffer.from(names[0]) });
-    } else {
-      await this.client.kv.txn({
-        success: names.map((name) => ({ request_delete_range: { key: Buffer.from(name) } })),
-      });
-    }
-    this.gone(names, handedOver);
-  }
-
-  /** An exclusive hold of this process ends: its waiters of this process go (see `release`). */
-  private handOver(names: readonly string[]): void {
-    for (const name of names) if (this.successors.wake(name, true)) this.stats.localHandoffs++;
-  }
-
-  /**
-   * Keys of this process are deleted: the waiters of this process behind them go on at once
-   * (see `predecessorGone`); `handedOver` when they were an exclusive hold's.
-   */
-  private gone(names: readonly string[], handedOver: boolean): void {
-    for (const name of names) {
-      this.own.delete(name);
-      if (this.successors.wake(name, handedOver) && handedOver) this.stats.localHandoffs++;
-    }
-  }
-
-  /**
-   * Deletes keys in the background, trying again while it fails: while their session lives
-   * (once it ends, etcd deletes them), or a few times for keys with a lease of their own.
-   */
-  private discard(names: readonly string[], session: EtcdSession | undefined): void {
-    this.retry(() => this.remove(names), session);
-  }
-
-  /**
-   * An acquire whose answer never came (a timeout, a connection lost): etcd may still apply it
-   * later, after any delete of ours, and the keys would then wait in their lines for a caller
-   * that left. So one transaction deletes them and puts the call's cancel mark, bound to the
-   * session: the acquire's transaction requires that mark absent, so a late one does nothing.
-   * The mark is one small key outside every line; it goes with the session.
-   */
-  private abandon(names: readonly string[], session: EtcdSession): void {
-    const mark = cancelMark(this.config.keyPrefix, names);
-    this.retry(async () => {
-      await this.client.kv.txn({
-        success: [
-          put(mark, '', session.id),
-          ...names.map((name) => ({ request_delete_range: { key: Buffer.from(name) } })),
-        ],
-      });
-      this.gone(names, false);
-    }, session);
-  }
-
-  private retry(attempt: () => Promise<unknown>, session: EtcdSession | undefined): void {
-    let tries = 0;
-    const run = (): void => {
-      attempt().catch(() => {
-        tries++;
-        const more = session ? !session.ended : tries < MIN_HOLD_DELETE_TRIES;
-        if (more && !(this.closed && this.config.ownsClient)) {
-          setTimeout(run, DISCARD_RETRY_MS).unref();
-        }
-      });
-    };
-    run();
+    this.keys.discard(held.names, held.session);
   }
 
   private endpointClient(host: string): Etcd3 {

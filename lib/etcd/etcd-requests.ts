@@ -4,7 +4,7 @@ import { prefixEnd } from './etcd-names';
 // The operations of the lock recipe's transactions, built in one place.
 
 /**
- * The cancel mark of the acquire that writes `names` (see `abandon`): `<keyPrefix>\0cancelled/`
+ * The cancel mark of the acquire that writes `names` (see `OwnKeys.abandon`): `<keyPrefix>\0cancelled/`
  * and the first name, outside every line (a line's prefix goes on with a digit, its length).
  */
 export function cancelMark(keyPrefix: string, names: readonly string[]): string {

@@ -1,6 +1,11 @@
 import { performance } from 'node:perf_hooks';
 import type { Etcd3, ILeaseKeepAliveResponse, Lease as EtcdLease } from 'etcd3';
 
+/** Lines whose free names a session keeps (a bound on memory for many keys used once). */
+const MAX_FREE_LINES = 1024;
+/** Free names kept per line: as many as callers of one process usually wait in it at once. */
+const MAX_FREE_PER_LINE = 64;
+
 /** Told once when the session is over (its lease lost, expired, or revoked by `close`). */
 export interface SessionListener {
   sessionEnded(session: EtcdSession, cause: Error): void;
@@ -24,6 +29,8 @@ export class EtcdSession {
   /** The lease ID in hex: the middle of the name of every key of this session. */
   readonly hex: string;
   private count = 0;
+  /** Per line (and part), names of deleted keys of this session to use again. */
+  private readonly free = new Map<string, string[]>();
   /** When each keep-alive not answered yet was sent (etcd answers them in order). */
   private readonly sent: number[] = [];
   private timer?: NodeJS.Timeout;
@@ -64,9 +71,41 @@ export class EtcdSession {
     return new EtcdSession(lease, id, grantedAt, ttlSeconds, drift, listener);
   }
 
-  /** A name for one more key of this session under `prefix`, unique in the cluster. */
+  /**
+   * A name for one more key of this session under `prefix`, unique in the cluster among the
+   * keys that exist: a name whose key this session deleted is used again (see `reuse`).
+   */
   name(prefix: string): string {
+    const free = this.free.get(prefix);
+    const name = free?.pop();
+    if (name !== undefined) {
+      if (free!.length === 0) this.free.delete(prefix);
+      return name;
+    }
     return `${prefix}${this.hex}.${(++this.count).toString(36)}`;
+  }
+
+  /**
+   * The keys named `names` were deleted (a hold released, a waiter gone): their names may name
+   * later keys of this session in the same lines. etcd keeps every deleted key in its index
+   * until a compaction, and a range over a line visits them all: with a new name per hold, a
+   * line's range, in every entry and query, slowed down with each hold it ever had (measured:
+   * the uncontended cycle fell from 0.92 to 0.72 of a raw transaction + delete on one key
+   * over 8,000 holds). Never a name of an abandoned entry (its cancel mark would refuse its
+   * later entries). Bounded: once 1,024 lines keep free names, other lines get new names.
+   */
+  reuse(names: readonly string[]): void {
+    if (this.ended) return;
+    for (const name of names) {
+      // The prefix is the line and part: everything up to the last '/' (none after it).
+      const prefix = name.slice(0, name.lastIndexOf('/') + 1);
+      let free = this.free.get(prefix);
+      if (!free) {
+        if (this.free.size >= MAX_FREE_LINES) continue;
+        this.free.set(prefix, (free = []));
+      }
+      if (free.length < MAX_FREE_PER_LINE) free.push(name);
+    }
   }
 
   /** Ends the session: etcd deletes every key bound to it. */
