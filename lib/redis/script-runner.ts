@@ -159,7 +159,8 @@ export class ScriptRunner {
   ): void {
     // Written at once, as ioredis writes any command (Node's socket gathers what queues behind a
     // pending write into one writev). Corking the socket per tick and ioredis's auto-pipelining
-    // were measured against this and dropped (docs/performance.md, "Many keys at once").
+    // were measured against this: neither earned its place (docs/performance.md, "Socket
+    // corking dropped").
     // One argument list, passed as an array (ioredis flattens it): no spread call per command.
     const argv: (string | number)[] = [script.sha, keys.length];
     for (let i = 0; i < keys.length; i++) argv.push(keys[i]);
