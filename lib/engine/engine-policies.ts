@@ -26,6 +26,11 @@ export interface EnginePolicies {
   readonly permitPass: boolean;
   /** Watchdog renewals due together sent as one script call per node (`RenewalBatcher`). */
   readonly renewalBatching: boolean;
+  /**
+   * The script calls of one tick to a node leave in a few socket writes (`WriteBatching`,
+   * `lib/redis/write-batching.ts`); off, each is written on its own.
+   */
+  readonly writeBatching: boolean;
 }
 
 /** Every fast path on: what the library runs. @internal */
@@ -36,6 +41,7 @@ export const ALL_POLICIES: EnginePolicies = Object.freeze({
   readJoin: true,
   permitPass: true,
   renewalBatching: true,
+  writeBatching: true,
 });
 
 /** Every fast path off: the plain protocol. @internal */
@@ -46,6 +52,7 @@ export const NO_POLICIES: EnginePolicies = Object.freeze({
   readJoin: false,
   permitPass: false,
   renewalBatching: false,
+  writeBatching: false,
 });
 
 /** The names of the policies, in the order the docs list them. @internal */

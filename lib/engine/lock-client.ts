@@ -12,6 +12,7 @@ import {
 } from '../redis/lock-protocol';
 import { isCluster, type RedisNode } from '../redis/redis-node';
 import { ScriptRunner } from '../redis/script-runner';
+import { WriteBatching } from '../redis/write-batching';
 import { ServerClock } from '../redis/server-clock';
 import { promiseFrom, settleTo } from '../settle-to';
 import type { KeyLine as Line, LineListener } from './key-line';
@@ -99,7 +100,11 @@ export class LockClient implements LockBackend {
     this.policies = settings.policies ?? ALL_POLICIES;
     if (this.fair && !isCluster(nodes[0])) this.serverClock = new ServerClock(nodes[0]);
     this.space = new KeySpace(settings.keyPrefix, nodes.some(isCluster));
-    this.runner = new ScriptRunner(settings.commandTimeout, settings.connectionError);
+    this.runner = new ScriptRunner(
+      settings.commandTimeout,
+      settings.connectionError,
+      this.policies.writeBatching ? new WriteBatching() : undefined,
+    );
     this.leases = new Leases(settings.driftFactor);
     this.protocol = new LockProtocol(
       nodes,

@@ -4,6 +4,7 @@ import type { RedisNode } from './redis-node';
 import { REPLICAS_DID_NOT_ACK, REPLICAS_NOT_ANSWERING } from '../redlock.messages';
 import { ReplicaAckGate } from './replica-ack-gate';
 import type { Script, ScriptArgs } from './scripts';
+import type { WriteBatching } from './write-batching';
 
 /** Replica acknowledgement required of every write that takes or keeps a lock (`WAIT`). */
 export interface ReplicaAcks {
@@ -109,6 +110,8 @@ export class ScriptRunner {
      * to it fails with the driver's "Stream isn't writeable", which names no cause.
      */
     private readonly connectionError: (node: RedisNode) => Error | undefined = () => undefined,
+    /** The `writeBatching` policy, when on: without it every command is written on its own. */
+    private readonly batching?: WriteBatching,
   ) {}
 
   /** A command's error on `node`, or the connection's own when that says why. */
@@ -157,10 +160,8 @@ export class ScriptRunner {
     call: InFlight<R>,
     resent?: () => void,
   ): void {
-    // Written at once, as ioredis writes any command (Node's socket gathers what queues behind a
-    // pending write into one writev). Corking the socket per tick and ioredis's auto-pipelining
-    // were measured against this: neither earned its place (docs/performance.md, "Socket
-    // corking dropped").
+    // Alone in flight (one caller at a time): nothing to batch it with.
+    if (call.prev) this.batching?.beforeWrite(node);
     // One argument list, passed as an array (ioredis flattens it): no spread call per command.
     const argv: (string | number)[] = [script.sha, keys.length];
     for (let i = 0; i < keys.length; i++) argv.push(keys[i]);

@@ -2,23 +2,26 @@ import type { RedisNode } from '../../lib/redis/redis-node';
 import { ScriptRunner } from '../../lib/redis/script-runner';
 import { RELEASE, TRY } from '../../lib/redis/scripts';
 
+/** Lets every pending promise callback and tick run. */
+const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 /**
- * A ready node that records its EVALSHA calls (answered with 1) and any corking of its socket;
- * the writes of ioredis are not simulated.
+ * A node whose socket records what happens to it: the writes of ioredis are not simulated, only
+ * the corking around them and the EVALSHA calls (answered with `reply`).
  */
-function fakeNode() {
+function fakeNode(status = 'ready', reply: unknown = 1) {
   const log: string[] = [];
   const stream = {
     cork: () => log.push('cork'),
     uncork: () => log.push('uncork'),
   };
   const node = {
-    status: 'ready',
+    status,
     stream,
     evalsha: (...args: unknown[]) => {
       const sha = args.flat()[0] as string;
       log.push(sha === TRY.sha ? 'TRY' : sha === RELEASE.sha ? 'RELEASE' : sha);
-      return Promise.resolve(1);
+      return Promise.resolve(reply);
     },
   } as unknown as RedisNode;
   return { node, log };
@@ -28,26 +31,18 @@ function fakeNode() {
 const freed = RELEASE.decode(1);
 
 describe('ScriptRunner', () => {
-  it('writes every command at once, in order, with no corking and nothing deferred', () => {
+  it('without the writeBatching policy, writes every command on its own (no corking)', async () => {
     const runner = new ScriptRunner(1_000);
     const { node, log } = fakeNode();
+    const replies: unknown[] = [];
     for (const key of ['a', 'b', 'c', 'd']) {
-      runner.send(node, RELEASE, [key, `${key}:wait`], ['t', '0', 1, 'clock'], () => undefined);
+      runner.send(node, RELEASE, [key, `${key}:wait`], ['t', '0', 1, 'clock'], (_e, r) =>
+        replies.push(r),
+      );
     }
-    // Sent from within the calls (no tick waited for), the socket never corked.
+    await flush();
     expect(log).toEqual(['RELEASE', 'RELEASE', 'RELEASE', 'RELEASE']);
-    runner.close();
-  });
-
-  it('answers each call with its decoded reply', async () => {
-    const runner = new ScriptRunner(1_000);
-    const { node } = fakeNode();
-    const replies = await Promise.all(
-      ['a', 'b'].map((key) =>
-        runner.run(node, RELEASE, [key, `${key}:wait`], ['t', '0', 1, 'clock']),
-      ),
-    );
-    expect(replies).toEqual([freed, freed]);
+    expect(replies).toEqual([freed, freed, freed, freed]);
     runner.close();
   });
 
