@@ -32,9 +32,10 @@ class TickWrites {
  * Redis runs the first of them while this process still makes the rest: with many callers
  * answered at once, a flush at the end of the tick only made each side wait for the other.
  *
- * Not ioredis's `enableAutoPipelining`: that one defers every command to `setImmediate` and
- * keeps one pipeline in flight per connection, the next waiting for all of its replies (see
- * docs/performance.md for the figures of both).
+ * Not ioredis's `enableAutoPipelining`: that one defers every command, a lone one too, to
+ * `setImmediate` and keeps one pipeline in flight per connection, the next waiting for all of
+ * its replies (docs/performance.md, "Socket corking against plain writes and ioredis
+ * auto-pipelining").
  * @internal
  */
 export class WriteBatching {
