@@ -24,6 +24,11 @@ export interface EnginePolicies {
   readonly permitPass: boolean;
   /** Watchdog renewals due together sent as one script call per node (`RenewalBatcher`). */
   readonly renewalBatching: boolean;
+  /**
+   * The script calls of one tick to a node leave in a few socket writes (`WriteBatching`,
+   * `lib/redis/write-batching.ts`); off, each is written on its own.
+   */
+  readonly writeBatching: boolean;
 }
 
 /** Every fast path on: what the library runs. @internal */
@@ -33,6 +38,7 @@ export const ALL_POLICIES: EnginePolicies = Object.freeze({
   holdFromReleaseAnswer: true,
   permitPass: true,
   renewalBatching: true,
+  writeBatching: true,
 });
 
 /** Every fast path off: the plain protocol. @internal */
@@ -42,6 +48,7 @@ export const NO_POLICIES: EnginePolicies = Object.freeze({
   holdFromReleaseAnswer: false,
   permitPass: false,
   renewalBatching: false,
+  writeBatching: false,
 });
 
 /** The names of the policies, in the order the docs list them. @internal */

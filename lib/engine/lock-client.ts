@@ -11,6 +11,7 @@ import {
 } from '../redis/lock-protocol';
 import { isCluster, type RedisNode } from '../redis/redis-node';
 import { ScriptRunner } from '../redis/script-runner';
+import { WriteBatching } from '../redis/write-batching';
 import { promiseFrom, settleTo } from '../settle-to';
 import { Grants } from './grants';
 import { KeyLines } from './key-lines';
@@ -106,7 +107,11 @@ export class LockClient implements LockBackend {
     this.fair = nodes.length === 1;
     this.policies = settings.policies ?? ALL_POLICIES;
     this.space = new KeySpace(settings.keyPrefix, nodes.some(isCluster));
-    this.runner = new ScriptRunner(settings.commandTimeout, settings.connectionError);
+    this.runner = new ScriptRunner(
+      settings.commandTimeout,
+      settings.connectionError,
+      this.policies.writeBatching ? new WriteBatching() : undefined,
+    );
     this.leases = new Leases(settings.driftFactor);
     this.protocol = new LockProtocol(
       nodes,

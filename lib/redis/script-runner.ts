@@ -1,10 +1,10 @@
 import { Chain } from '../chain';
 import type { Redis } from 'ioredis';
-import type { Writable } from 'node:stream';
 import type { RedisNode } from './redis-node';
 import { REPLICAS_DID_NOT_ACK, REPLICAS_NOT_ANSWERING } from './redis.messages';
 import { ReplicaAckGate } from './replica-ack-gate';
 import type { Script, ScriptArgs } from './scripts';
+import type { WriteBatching } from './write-batching';
 
 /** Replica acknowledgement required of every write that takes or keeps a lock (`WAIT`). */
 export interface ReplicaAcks {
@@ -86,25 +86,6 @@ const isErrorLike = (e: unknown): e is { message: string } =>
   typeof e === 'object' && e !== null && typeof (e as { message?: unknown }).message === 'string';
 
 /**
- * Commands the first corked batch of a tick holds before they leave in one write; each later
- * batch of the tick holds twice as many (see `ScriptRunner.cork`). Measured in one process
- * against one write at the end of the tick (64 callers on their own keys, one connection, a
- * shared 2-vCPU VM): 1.04-1.33x the cycles/s; 1,024 callers 1.09x. A fixed 16 did as well at 64
- * callers and worse at 1,024 (a system call per 16 commands).
- */
-export const CORK_BATCH = 16;
-
-/** A socket corked in this tick: the writes it holds, and the size of the batch they fill. */
-class TickWrites {
-  /** Writes held corked (the tick's first write went out at once, before the cork). */
-  held = 1;
-  /** Writes the current batch holds before it leaves: `CORK_BATCH`, doubled at each batch. */
-  batch = CORK_BATCH;
-
-  constructor(readonly stream: Writable) {}
-}
-
-/**
  * Sends the lock scripts: EVALSHA, falling back to EVAL when a node does not have the script
  * yet, each call bounded by `commandTimeout`. One shared sweeper enforces the bound, so a round
  * trip costs no timer of its own and no promise but the command's.
@@ -119,14 +100,6 @@ export class ScriptRunner {
   private sweeper?: NodeJS.Timeout;
   /** The sweeper's clock: intervals since it started. */
   private ticks = 0;
-  /**
-   * Sockets written to in this tick, and the corked ones with the writes each holds (see
-   * `cork`). Arrays: a tick writes to a few sockets at most, and a map's hashing cost more per
-   * command.
-   */
-  private readonly written: Writable[] = [];
-  private readonly corked: TickWrites[] = [];
-
   /** Per node: whether its replicas acknowledge (see ReplicaAckGate). */
   private readonly gates = new WeakMap<RedisNode, ReplicaAckGate>();
 
@@ -137,6 +110,8 @@ export class ScriptRunner {
      * to it fails with the driver's "Stream isn't writeable", which names no cause.
      */
     private readonly connectionError: (node: RedisNode) => Error | undefined = () => undefined,
+    /** The `writeBatching` policy, when on: without it every command is written on its own. */
+    private readonly batching?: WriteBatching,
   ) {}
 
   /** A command's error on `node`, or the connection's own when that says why. */
@@ -186,7 +161,7 @@ export class ScriptRunner {
     resent?: () => void,
   ): void {
     // Alone in flight (one caller at a time): nothing to batch it with.
-    if (call.prev) this.cork(node);
+    if (call.prev) this.batching?.beforeWrite(node);
     // One argument list, passed as an array (ioredis flattens it): no spread call per command.
     const argv: (string | number)[] = [script.sha, keys.length];
     for (let i = 0; i < keys.length; i++) argv.push(keys[i]);
@@ -325,52 +300,6 @@ export class ScriptRunner {
     this.sweeper ??= this.startSweeper();
     return call;
   }
-
-  /**
-   * Batches the writes of one tick to a node while other calls are in flight: the first command
-   * of a tick goes out at once; when more follow in the same tick (many callers answered by one
-   * read, a script and its WAIT), the socket is corked and they leave in batches of `CORK_BATCH`,
-   * then twice, four times as many..., one system call each, the last ones at the end of the
-   * tick (a tick of 1,024 commands leaves in 8 writes). Commands keep their order and
-   * nothing waits past the tick. The batches leave while the tick goes on (not all at its end),
-   * so Redis runs the first of them while this process still makes the rest: with many callers
-   * answered at once, a flush at the end of the tick only made each side wait for the other.
-   * Only a standalone connection that is ready writes to its socket at once (ioredis queues the
-   * others itself).
-   */
-  private cork(node: RedisNode): void {
-    const stream = (node as Partial<Redis>).stream;
-    if (!stream || (node as Redis).status !== 'ready') return;
-    const { written, corked } = this;
-    if (!written.includes(stream)) {
-      if (written.push(stream) === 1) process.nextTick(this.endTick);
-      return;
-    }
-    let tick: TickWrites | undefined;
-    for (const t of corked) {
-      if (t.stream === stream) {
-        tick = t;
-        break;
-      }
-    }
-    if (!tick) {
-      stream.cork();
-      corked.push(new TickWrites(stream));
-    } else if (tick.held >= tick.batch) {
-      // A full batch leaves now; this write starts the next one, twice as large.
-      stream.uncork();
-      stream.cork();
-      tick.held = 1;
-      tick.batch *= 2;
-    } else tick.held++;
-  }
-
-  /** The tick is over: corked sockets write what they hold. */
-  private readonly endTick = (): void => {
-    for (const tick of this.corked) tick.stream.uncork();
-    this.corked.length = 0;
-    this.written.length = 0;
-  };
 
   close(): void {
     if (this.sweeper) clearInterval(this.sweeper);
