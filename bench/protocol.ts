@@ -217,6 +217,11 @@ export interface SeqBlock {
   server: CommandCounts;
   /** Server µs spent on the commands this block sent (`INFO commandstats` usec; scripts whole). */
   serverUs: number;
+  /**
+   * `INFO commandstats` usec delta by command over the block: a script's own line (evalsha)
+   * includes what it ran, which also shows under each command's name (get, set, time...).
+   */
+  serverUsBy: CommandCounts;
 }
 
 export interface WorkerResult {

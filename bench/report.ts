@@ -369,6 +369,7 @@ function markdown(summaries: CaseSummary[], d: Derived, meta: ReportMeta): strin
         `| ${servers} | ${PEER_LABEL[s.def.peer]} | ${range(s.rate)} | ${fmt(1e6 / s.rate.median)} | ${fmt(u.vsFloor, 2)} | ${s.def.peer === 'floor' ? '-' : pf(u.pass)} | ${fmt(s.cpuUsPerOp, 1)} | ${fmt(s.serverUsPerOp, 1)} | ${fmt(s.clientPerOp, 2)} (${topCommands(s.clientByCommand, 6)}) | ${fmt(s.serverPerOp, 1)} | ${s.n} |`,
       );
     }
+    L.push('', ...serverBreakdown(unc));
     const r = d.replicaAcks;
     if (r) {
       L.push(
@@ -759,4 +760,32 @@ export function writeReport(
 /** NaN and Infinity become null (JSON has neither). */
 function jsonSafe(_key: string, value: unknown): unknown {
   return typeof value === 'number' && !Number.isFinite(value) ? null : value;
+}
+
+/**
+ * Where each peer's server µs per uncontended cycle go, command by command: calls per cycle,
+ * µs per cycle and per call. A command the process never sent ran inside a script (shown in
+ * brackets): its µs are part of the script's own line already.
+ */
+function serverBreakdown(unc: CaseSummary[]): string[] {
+  const L = [
+    '**Server time by command** (uncontended; `INFO commandstats` calls and usec per cycle, ' +
+      'median over the runs; [in a script]: run by a script, its µs already in the script line):',
+    '',
+    '| servers | peer | command: calls/cycle, µs/cycle (µs/call) |',
+    '|---|---|---|',
+  ];
+  for (const s of unc) {
+    if (s.n === 0 || s.def.replica) continue;
+    const cells = Object.entries(s.serverUsByCommand)
+      .filter(([name]) => (s.serverByCommand[name] ?? 0) >= 0.005)
+      .sort((a, b) => b[1] - a[1])
+      .map(([name, us]) => {
+        const calls = s.serverByCommand[name];
+        const label = s.clientByCommand[name] ? name : `[${name}]`;
+        return `${label} ${fmt(calls, 2)}, ${fmt(us, 2)} (${fmt(us / calls, 2)})`;
+      });
+    L.push(`| ${s.def.servers} | ${PEER_LABEL[s.def.peer]} | ${cells.join('; ') || '-'} |`);
+  }
+  return L;
 }

@@ -712,6 +712,8 @@ export interface RunRecord {
   handoff?: HandoffSplit;
   clientCommands: CommandCounts;
   serverCommands: CommandCounts;
+  /** seq: server µs by command (`INFO commandstats` usec; see SeqBlock.serverUsBy). */
+  serverUsCommands?: CommandCounts;
   mem?: MemSample[];
   scale?: HoldsResult | WaitersResult;
   /** seq: median over rounds of this peer's block rate / the floor's block rate that round. */
@@ -1024,6 +1026,7 @@ function splitBlocks(def: CaseDef, base: RunRecord, result: WorkerResult): RunRe
       failures: {},
       clientCommands: {},
       serverCommands: {},
+      serverUsCommands: {},
       vsFloor: median(mine.map((b) => rateOf(b) / (floorByRound.get(b.round) ?? NaN))),
       cpuUsPerOp: median(mine.map((b) => b.cpuUs / b.cycles)),
       serverUsPerOp: median(mine.map((b) => (b.serverUs ?? NaN) / b.cycles)),
@@ -1031,6 +1034,7 @@ function splitBlocks(def: CaseDef, base: RunRecord, result: WorkerResult): RunRe
     for (const b of mine) {
       addCounts(r.clientCommands, b.client);
       addCounts(r.serverCommands, b.server);
+      addCounts(r.serverUsCommands!, b.serverUsBy ?? {});
     }
     return r;
   });
@@ -1083,6 +1087,8 @@ export interface CaseSummary {
   clientByCommand: Record<string, number>;
   serverPerOp: number;
   serverByCommand: Record<string, number>;
+  /** seq: server µs per cycle by command (a script's line includes what it ran). */
+  serverUsByCommand: Record<string, number>;
   mem?: MemSample[][];
   runs: RunRecord[];
 }
@@ -1109,6 +1115,7 @@ export function summarize(def: CaseDef, records: RunRecord[]): CaseSummary {
   for (const r of ok) addCounts(failures, r.failures);
   const client = perOp(ok, (r) => r.clientCommands);
   const server = perOp(ok, (r) => r.serverCommands);
+  const serverUs = perOp(ok, (r) => r.serverUsCommands ?? {});
   const attempts = def.procs * def.spec.concurrency * def.spec.iterations;
   return {
     def,
@@ -1163,6 +1170,7 @@ export function summarize(def: CaseDef, records: RunRecord[]): CaseSummary {
     clientByCommand: client.by,
     serverPerOp: server.total,
     serverByCommand: server.by,
+    serverUsByCommand: serverUs.by,
     mem: ok.some((r) => r.mem) ? ok.map((r) => r.mem ?? []) : undefined,
     runs: records,
   };

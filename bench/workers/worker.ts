@@ -180,7 +180,8 @@ async function runSeq(peers: Map<PeerName, Peer>, stats: Redis[], r: WorkerResul
       const used = process.cpuUsage(cpu);
       commandCounter.enabled = false;
       const server = countsDelta(await commandStats(stats), before);
-      const serverUs = sentUsec(commandCounter.counts, await commandUsec(stats), usBefore);
+      const usAfter = await commandUsec(stats);
+      const serverUs = sentUsec(commandCounter.counts, usAfter, usBefore);
       r.blocks.push({
         peer: name,
         round,
@@ -190,6 +191,7 @@ async function runSeq(peers: Map<PeerName, Peer>, stats: Redis[], r: WorkerResul
         client: commandCounter.counts,
         server,
         serverUs,
+        serverUsBy: countsDelta(usAfter, usBefore),
       });
       r.done += spec.block;
     }
