@@ -2,7 +2,14 @@ import type { INestApplication } from '@nestjs/common';
 import { Cluster } from 'ioredis';
 import { LockBackendError, LockService } from 'nest-locked';
 import { findOverlaps, type Interval, maxConcurrency, now } from '../support/intervals';
-import { createLockApp, sleep, uniquePrefix, within } from '../support/lock-app';
+import {
+  createLockApp,
+  lockRedisKey,
+  sleep,
+  uniquePrefix,
+  until,
+  within,
+} from '../support/lock-app';
 import {
   type RedisClusterHandle,
   type RedisServerHandle,
@@ -71,10 +78,12 @@ describe('Redis Cluster', () => {
   const clients: Cluster[] = [];
   const apps: INestApplication[] = [];
   let locks: LockService[];
+  const keyPrefix = uniquePrefix('shared-cluster');
+  /** Entries in the Redis queue of `key`. */
+  const queued = (key: string) => clients[0].zcard(`${lockRedisKey(keyPrefix, key)}:q`);
 
   beforeAll(async () => {
     cluster = await startRedisCluster(3);
-    const keyPrefix = uniquePrefix('shared-cluster');
     for (let i = 0; i < 2; i++) {
       const client = new Cluster(cluster.startupNodes);
       clients.push(client);
@@ -100,9 +109,9 @@ describe('Redis Cluster', () => {
     const before = locks[1].stats();
     const order: string[] = [];
     const writer = locks[1].using('catalog:2', () => void order.push('writer'));
-    await sleep(50);
+    await until(async () => (await queued('catalog:2')) === 1, 'the writer queued');
     const late = locks[1].using('catalog:2', () => void order.push('reader'), read);
-    await sleep(50);
+    await until(async () => (await queued('catalog:2')) === 2, 'the reader queued');
     await r.release();
     await within(Promise.all([writer, late]), 5_000, 'writer and reader');
     expect(order).toEqual(['writer', 'reader']);
@@ -123,7 +132,7 @@ describe('Redis Cluster', () => {
     const r1 = await locks[0].acquire(keys, read);
     const r2 = await locks[1].acquire(keys, { ...read, waitTimeout: 0 });
     const writer = locks[1].acquire('b:2', { waitTimeout: 3_000 });
-    await sleep(50);
+    await until(async () => (await queued('b:2')) === 1, 'the writer queued');
     await r1.release();
     await r2.release();
     const w = await writer;
