@@ -113,7 +113,7 @@ it('the master of a shard SIGKILLed under load: no caller hangs, fences keep inc
   await Promise.all(workers.map((w) => w.ready));
   workers.forEach((w) => w.go());
 
-  await sleep(1_500);
+  await sleep(1_500); // the load runs a while before the failover: the scenario
   victim.kill('SIGKILL');
   const killedAt = wallNow();
   // The replica took the slots once another master names it as their master, and the cluster

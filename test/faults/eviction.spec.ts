@@ -139,7 +139,7 @@ describe('an evicted fence counter', () => {
 
     // allkeys-lru evicts the least recently used keys: the counter, idle for over a second (the
     // LRU clock ticks once a second), goes before the fresh filler keys.
-    await sleep(1_200);
+    await sleep(1_200); // the counter idle past one LRU clock tick: the scenario
     const used = Number(/used_memory:(\d+)/.exec(await raw.info('memory'))![1]);
     await raw.config('SET', 'maxmemory-policy', 'allkeys-lru');
     await raw.config('SET', 'maxmemory-samples', '10');

@@ -16,7 +16,7 @@ import {
   uid,
   wallNow,
 } from '../support/faults';
-import { lockRedisKey, sleep, uniquePrefix } from '../support/lock-app';
+import { lockRedisKey, sleep, uniquePrefix, until } from '../support/lock-app';
 import type { RedisServerHandle } from '../support/redis-server';
 
 /**
@@ -59,12 +59,23 @@ describe('a holder SIGKILLed', () => {
     await holder.ready;
     holder.go();
     const acquired = await nextLine(holder, 'acquired', 10_000);
-    // Past the first renewal, so the kill falls inside a renewed lease.
-    await sleep(TTL / 3 + 200);
+    // Past the first renewal (its PTTL back up), so the kill falls inside a renewed lease.
+    const rk = lockRedisKey(keyPrefix, key);
+    let last = await raw.pttl(rk);
+    await until(
+      async () => {
+        const pttl = await raw.pttl(rk);
+        const renewed = pttl > last;
+        last = pttl;
+        return renewed;
+      },
+      'the first renewal',
+      5_000,
+    );
 
     // A caller of another process waits for the key (queued in Redis behind the holder).
     const waiting = settle(() => locks.acquire(key, { waitTimeout: 3 * TTL }));
-    await sleep(100);
+    await until(async () => (await raw.zcard(`${rk}:q`)) === 1, 'the caller queued in Redis');
 
     // The lease the holder has in Redis right now: nobody may get the key before it ran out.
     const pttl = await raw.pttl(lockRedisKey(keyPrefix, key));
@@ -126,7 +137,7 @@ describe('a holder SIGSTOPped past its lease, then SIGCONT', () => {
       expect(handle.fence).toBeGreaterThan(acquired.fence);
       // The new holder writes under its fence.
       expect(reports.save(reportId, handle.fence, 'this-process', 50, 'taken over')).toBe(true);
-      await sleep(300);
+      await sleep(300); // the new holder works a while before the old one resumes: the scenario
     } finally {
       resumedAt = wallNow();
       signalProcess(holder.pid, 'SIGCONT');
@@ -143,6 +154,7 @@ describe('a holder SIGSTOPped past its lease, then SIGCONT', () => {
 
     // Its late release does not touch the new holder's lock.
     await nextLine(holder, 'released', 5_000);
+    // A window, not a barrier: anything its release set off would have landed by then.
     await sleep(100);
     expect(await raw.exists(lockRedisKey(keyPrefix, key))).toBe(1);
     const probe = await settle(() => others.acquire(key, { waitTimeout: 0 }));

@@ -8,7 +8,7 @@ import {
   settle,
   uid,
 } from '../support/faults';
-import { lockRedisKey, sleep, uniquePrefix } from '../support/lock-app';
+import { lockRedisKey, sleep, uniquePrefix, until } from '../support/lock-app';
 import { type RedisServerHandle, startRedisServers } from '../support/redis-server';
 
 /**
@@ -36,6 +36,12 @@ beforeAll(async () => {
 });
 
 afterAll(() => frame.stopAll());
+
+/** Channels and patterns subscribed on `node` (by anyone). */
+async function subscriptions(node: Redis): Promise<number> {
+  const channels = (await node.pubsub('CHANNELS')) as string[];
+  return channels.length + Number(await node.pubsub('NUMPAT'));
+}
 
 /** Kills every pub/sub connection on `nodes`; resolves with how many were killed. */
 async function killSubscribers(nodes: Redis[]): Promise<number> {
@@ -91,10 +97,16 @@ describe.each([
   it('once the subscriber is back, a release wakes the waiter by its message again', async () => {
     const key = `back:${uid()}`;
     const { held, waiting } = await waitBehind(key);
+    const subscribed = () => Promise.all(raws.slice(0, nodes).map(subscriptions));
+    const before = await subscribed();
     expect(await killSubscribers(raws.slice(0, nodes))).toBeGreaterThanOrEqual(1);
-    // Time to reconnect and resubscribe.
-    await sleep(1_000);
-    const before = waiter.stats();
+    // Reconnected and resubscribed: every node has its channels and patterns back.
+    await until(
+      async () => (await subscribed()).every((n, i) => n >= before[i]),
+      'the subscribers back',
+      10_000,
+    );
+    const stats = waiter.stats();
     const releasedAt = performance.now();
     await held.release();
     const r = await waiting;
@@ -104,7 +116,7 @@ describe.each([
     // Pushed by the release (a grant, or a notified wake-up), not found by a poll.
     const after = waiter.stats();
     expect(
-      after.grants - before.grants + (after.notifiedWakeups - before.notifiedWakeups),
+      after.grants - stats.grants + (after.notifiedWakeups - stats.notifiedWakeups),
     ).toBeGreaterThanOrEqual(1);
   });
 });

@@ -13,7 +13,7 @@ import {
   uid,
 } from '../support/faults';
 import { byKey, describeOverlaps, findOverlaps, type Interval, now } from '../support/intervals';
-import { sleep, uniquePrefix } from '../support/lock-app';
+import { sleep, uniquePrefix, until } from '../support/lock-app';
 import {
   type RedisServerHandle,
   startRedisServer,
@@ -97,13 +97,16 @@ describe.each([3, 5])('a quorum of %i', (n) => {
 
   it(`works with a minority (${Math.floor((n - 1) / 2)}) of nodes SIGKILLed`, async () => {
     for (const s of servers.slice(0, minority)) s.kill();
-    await sleep(100);
+    await until(
+      () => servers.slice(0, minority).every((s) => s.pid === undefined),
+      'minority down',
+    );
     await hammer(10);
   });
 
   it('fails fast with LockBackendError once a majority is down, never waiting out waitTimeout', async () => {
     servers[minority].kill();
-    await sleep(100);
+    await until(() => servers[minority].pid === undefined, 'a majority down');
     const results = await Promise.all([
       settle(() => a.acquire(`free:${uid()}`, { waitTimeout: 0 })),
       settle(() => a.acquire(`free:${uid()}`, { waitTimeout: 5_000 })),
@@ -158,7 +161,7 @@ describe.each([3, 5])('a quorum of %i', (n) => {
     const probes: string[] = [];
     workers.forEach((w) => w.go());
     try {
-      await sleep(300);
+      await sleep(300); // the load runs a while before the first restart: the scenario
       for (const server of servers) {
         await server.restart();
         await sleep(ROLL_GAP);

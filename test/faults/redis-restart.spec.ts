@@ -105,6 +105,7 @@ describe('Redis restarted without persistence while locks are held and callers w
 
   it("the old holders' late releases leave the new holders' locks alone", async () => {
     for (const h of held) await h.release();
+    // A window, not a barrier: anything the releases set off would have landed by then.
     await sleep(100);
     for (const key of keys) expect(await raw.exists(lockKey(key))).toBe(1);
     for (const key of keys) {

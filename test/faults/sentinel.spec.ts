@@ -24,7 +24,7 @@ import {
   wallNow,
 } from '../support/faults';
 import { byKey, describeOverlaps, findOverlaps } from '../support/intervals';
-import { sleep, uniquePrefix, within } from '../support/lock-app';
+import { lockRedisKey, sleep, uniquePrefix, until, within } from '../support/lock-app';
 import {
   closedPort,
   type RedisServerHandle,
@@ -81,7 +81,11 @@ describe('a group entry of Sentinel options', () => {
     const held = await a.acquire(key);
     expect(held.fence).toBeGreaterThan(fence);
     const waiting = settle(() => b.acquire(key, { waitTimeout: 5_000 }));
-    await sleep(200);
+    const primary = frame.raw(await group.primary());
+    await until(
+      async () => (await primary.zcard(`${lockRedisKey(keyPrefix, key)}:q`)) === 1,
+      'the waiter queued on the primary',
+    );
     const releasedAt = performance.now();
     await held.release();
     const r = await waiting;
@@ -188,7 +192,7 @@ describe('the primary SIGKILLed under load (failover to a replica)', () => {
     const held = await app.acquire(heldKey, { ttl: HELD_TTL });
     workers.forEach((w) => w.go());
 
-    await sleep(1_500);
+    await sleep(1_500); // the load runs a while before the failover: the scenario
     const old = await group.primary();
     old.kill('SIGKILL');
     const killedAt = wallNow();
@@ -291,8 +295,8 @@ describe('an old primary still running as a primary after the sentinels moved to
    */
   async function oneHolderAgainWithin(first: LockService, second: LockService, ms: number) {
     const seen: string[] = [];
-    const until = performance.now() + ms;
-    while (performance.now() < until) {
+    const deadline = performance.now() + ms;
+    while (performance.now() < deadline) {
       const key = `switch:${uid()}`;
       const a = await settle(() => first.acquire(key, { waitTimeout: 0 }));
       const b = a.ok ? await settle(() => second.acquire(key, { waitTimeout: 0 })) : undefined;

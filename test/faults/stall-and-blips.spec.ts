@@ -12,7 +12,8 @@ import {
   type Settled,
   uid,
 } from '../support/faults';
-import { lockRedisKey, sleep, uniquePrefix, within } from '../support/lock-app';
+import { LockClientRegistry } from '../../lib/module/lock-client.registry';
+import { lockRedisKey, sleep, uniquePrefix, until, within } from '../support/lock-app';
 import type { RedisServerHandle } from '../support/redis-server';
 
 /**
@@ -34,6 +35,11 @@ let locks: LockService;
 let others: LockService;
 const keyPrefix = uniquePrefix('stall');
 const lockKey = (key: string) => lockRedisKey(keyPrefix, key);
+/** Entries in the Redis queue of `key`. */
+const queuedInRedis = (key: string) => raw.zcard(`${lockKey(key)}:q`);
+/** Callers of `others` waiting for `key` (the head and those behind it in its line). */
+const othersQueued = (key: string) =>
+  frame.apps[1].get(LockClientRegistry).get('default').queued(key);
 
 beforeAll(async () => {
   ({
@@ -102,7 +108,14 @@ describe('Redis stalled (SIGSTOP 3 s)', () => {
       call(`waiting ${waitTimeout}`, busy, waitTimeout);
     }
     call('waiting 1800, its poll in flight at its deadline', busyAtDeadline, 1_800);
-    await sleep(100);
+    await until(
+      async () =>
+        othersQueued(busy) === 3 &&
+        othersQueued(busyAtDeadline) === 1 &&
+        (await queuedInRedis(busy)) === 1 &&
+        (await queuedInRedis(busyAtDeadline)) === 1,
+      'every caller waiting, each head in the Redis queue',
+    );
 
     const stalledAt = performance.now();
     const heldAborted = abortedWithin(held.signal, HOLD_TTL + 3_000);
@@ -147,6 +160,7 @@ describe('Redis stalled (SIGSTOP 3 s)', () => {
   });
 
   it('nothing is left locked by a token nobody holds', async () => {
+    // A window, not a barrier: a late script of the stall would have landed by now.
     await sleep(300);
     const left = [];
     for (const key of [busy, busyAtDeadline, held.keys[0]]) {
@@ -162,7 +176,7 @@ describe('Redis stalled (SIGSTOP 3 s)', () => {
     const key = `stall:handoff:${uid()}`;
     const holding = await locks.acquire(key);
     const waiter = settle(() => others.acquire(key, { waitTimeout: 5_000 }));
-    await sleep(200);
+    await until(async () => (await queuedInRedis(key)) === 1, 'the waiter queued in Redis');
     const releasedAt = performance.now();
     await holding.release();
     const granted = await waiter;
@@ -178,7 +192,7 @@ describe('a blip shorter than the remaining wait', () => {
     // Free 600 ms from now, mid-blip: the waiter's next poll meets a frozen Redis.
     await raw.set(lockKey(key), 'foreign', 'PX', 600);
     const waiting = settle(() => others.acquire(key, { waitTimeout: 5_000 }));
-    await sleep(300);
+    await until(async () => (await queuedInRedis(key)) === 1, 'the waiter queued in Redis');
     const fresh = await frozen(server, 1_000, async () => {
       await sleep(200);
       return settle(() => locks.acquire(`blip:new:${uid()}`, { waitTimeout: 5_000 }));
@@ -198,10 +212,10 @@ describe('a blip shorter than the remaining wait', () => {
     // Free again 300 ms from now: the head's next try lands in the stall.
     await raw.set(lockKey(key), 'foreign', 'PX', 300);
     const head = settle(() => others.acquire(key, { waitTimeout: 4_000 }));
-    await sleep(20);
+    await until(async () => (await queuedInRedis(key)) === 1, 'the head queued in Redis');
     // Behind the head in this process's line: it never asks Redis itself.
     const behind = settle(() => others.acquire(key, { waitTimeout: 1_300 }));
-    await sleep(80);
+    await until(() => othersQueued(key) === 2, 'the caller behind the head in line');
     const r = await frozen(server, 2_000, () => within(behind, 5_000, 'the caller behind'));
     const first = await within(head, 10_000, 'the head');
     await releaseIfHeld(first);
@@ -217,13 +231,13 @@ describe('a blip shorter than the remaining wait', () => {
     // Held by another tool for long: only the restart (an empty Redis) frees it.
     await raw.set(lockKey(key), 'foreign', 'PX', 30_000);
     const waiting = settle(() => others.acquire(key, { waitTimeout: 5_000 }));
-    await sleep(300);
+    await until(async () => (await queuedInRedis(key)) === 1, 'the waiter queued in Redis');
 
     server.kill('SIGKILL');
-    await sleep(200);
+    await until(() => server.pid === undefined, 'redis-server gone');
     const fresh = await settle(() => locks.acquire(`blip:new:${uid()}`, { waitTimeout: 5_000 }));
     await releaseIfHeld(fresh);
-    await sleep(800);
+    await sleep(800); // the outage: down for about a second in all
     await server.restart();
 
     expect(describeOutcome(fresh)).toMatch(/^LockBackendError/);
@@ -243,6 +257,7 @@ describe('a locked call whose release meets a stalled Redis', () => {
     const commandTimeout = 3_000;
     const app = await frame.app({ clients: [server.url], keyPrefix, commandTimeout });
     const slow = app.get(LockService);
+    const slowClient = app.get(LockClientRegistry).get('default');
     await slow.using(`warm:${uid()}`, () => undefined);
     const key = `stalled:${uid()}`;
     let stoppedAt = 0;
@@ -264,7 +279,7 @@ describe('a locked call whose release meets a stalled Redis', () => {
           waitTimeout: 10_000,
         }),
       );
-      await sleep(200);
+      await until(() => slowClient.queued(key) === 1, 'the second caller waiting for the release');
       server.kill('SIGCONT');
       const resumedAt = performance.now();
       const r = await within(second, 10_000, 'the second caller');

@@ -46,13 +46,13 @@ describe('a blip shorter than the remaining wait', () => {
     await queuedInRedis(raw, keyPrefix, key, 1);
     server.kill('SIGSTOP');
     try {
-      await sleep(200);
+      await sleep(200); // into the stall: the scenario
       // A new caller during the outage: a fast LockBackendError (503), not a wait.
       const fresh = await timed(locks.acquire('blip:other', { waitTimeout: 5_000 }));
       expect(fresh.ok).toBe(false);
       expect(fresh.ok ? undefined : fresh.error).toBeInstanceOf(LockBackendError);
       expect(fresh.ms).toBeLessThan(COMMAND_TIMEOUT + 1_000);
-      await sleep(500);
+      await sleep(500); // the rest of the stall (about 1 s in all): the scenario
     } finally {
       server.kill('SIGCONT');
     }

@@ -155,7 +155,7 @@ it('leaves no subscription, local queue or Redis queue behind', async () => {
   );
   // While they wait, no key channel is subscribed at all: on a single node the grants come on
   // the group's own channel (one subscription for the connection's life, not one per key).
-  await sleep(200);
+  await queuedInRedis(redis, prefix, 'job:tidy', 1);
   expect(locks.stats()).toMatchObject({ subscriptions: 0, queues: 1 });
   const outcomes = await Promise.all(waiters);
   await worker.exited;
@@ -258,7 +258,9 @@ it('with localHandoffs 0, a caller its process queued behind another process (RE
     await until(() => passerClient.queued('job:rt0') === 1, "waits in its process's line");
     // Granted to the other process; the next caller of this one queued behind it.
     await held.release();
-    await sleep(5);
+    // The later process arrives once the key went to the other process (and this one's next
+    // caller queued behind it in Redis).
+    await until(() => order.length > 0, 'the other process holds the key');
     const last = late
       .get(LockService)
       .using('job:rt0', section('later process'), { waitTimeout: 5_000 });
@@ -355,8 +357,8 @@ it('leaves the Redis queue when a wait ends while its first queued attempt is in
     'job:inflight',
     (keys, argv) => keys.length === 6 && argv[2] !== '0' && argv[2] !== 0,
   );
-  await sleep(50);
-  expect(await redis.zcard(`${key}:q`)).toBe(0);
+  // The undo lands soon after; a token left behind would stay (its wait was 5 s) and fail this.
+  await until(async () => (await redis.zcard(`${key}:q`)) === 0, 'the token left the queue', 2_000);
   await redis.del(key);
 });
 
@@ -379,13 +381,7 @@ it('runs an uncontended cycle on TRY (two keys) and RELEASE, and a release that 
     const waiter = other.get(LockService);
     const before = waiter.stats();
     const waiting = waiter.acquire('job:lean', { waitTimeout: 10_000 });
-    await within(
-      (async () => {
-        while ((await redis.zcard(`${key}:q`)) === 0) await sleep(5);
-      })(),
-      5_000,
-      'the other app queueing in Redis',
-    );
+    await queuedInRedis(redis, prefix, 'job:lean', 1);
     await lock.release();
     const handle = await waiting;
     const after = waiter.stats();
@@ -417,13 +413,7 @@ it('queues a segmented call in Redis right after a busy sweep, without another f
       segments: 2,
       waitTimeout: 10_000,
     });
-    await within(
-      (async () => {
-        while (sent.length < 2) await sleep(5);
-      })(),
-      5_000,
-      'the sweep and the queued attempt',
-    );
+    await until(() => sent.length >= 2, 'the sweep and the queued attempt');
     // The sweep (two keys per slice), then straight into the Redis queue of one slice (the full
     // six keys): no TRY of a slice the sweep has just seen busy.
     expect(sent[0]).toHaveLength(4);
@@ -469,12 +459,13 @@ describe('waiters behind the head (they sleep with no timer of their own)', () =
         await sleep(5);
         return h;
       });
+    const client = app.get(LockClientRegistry).get('default');
     const head = outcome(wait(0, 10_000));
-    await sleep(20);
+    await queuedInRedis(redis, prefix, name, 1);
     const aborted = outcome(wait(1, 10_000, stop.signal));
     const timedOut = outcome(wait(2, 300));
     const last = outcome(wait(3, 10_000));
-    await sleep(100);
+    await until(() => client.queued(name) === 4, 'three waiting behind the head');
     stop.abort(new Error('caller gone'));
     expect(await within(aborted, 1_000, 'the aborted waiter')).toBe('Error');
     expect(await within(timedOut, 2_000, 'the waiter at its deadline')).toBe(
@@ -491,6 +482,8 @@ describe('waiters behind the head (they sleep with no timer of their own)', () =
     const second = locks.acquire(name, { waitTimeout: 10_000 });
     // The head times out while the key is held here: its successor is not woken (the release is).
     expect(await first).toBe('LockNotAcquiredError');
+    // A window, not a barrier: a successor woken wrongly now would try (and fail) before the
+    // release, and then miss it.
     await sleep(50);
     const fence = holder.fence;
     await holder.release();

@@ -13,6 +13,7 @@ import {
   LockService,
   type RedlockModuleOptions,
 } from '../../lib';
+import { LockClientRegistry } from '../../lib/module/lock-client.registry';
 import { ACQUIRE } from '../../lib/redis/scripts';
 import {
   describeOutcome,
@@ -22,14 +23,22 @@ import {
   type Settled,
   uid,
 } from '../support/faults';
-import { createLockApp, lockRedisKey, sleep, uniquePrefix, within } from '../support/lock-app';
+import {
+  createLockApp,
+  lockRedisKey,
+  sleep,
+  uniquePrefix,
+  until,
+  within,
+} from '../support/lock-app';
 import { type RedisServerHandle, startRedisServers, stopAll } from '../support/redis-server';
 import { blockEventLoop, setNxFromAnotherProcess } from '../support/stalls';
 
 /**
  * Reproductions of engine defects found at 9fa1524. Every test asserts the behaviour the engine
  * should have, so it fails on that commit and passes once the defect is fixed. Public API only
- * (plus `LockService.stats()`); Redis is inspected with plain ioredis clients.
+ * (plus `LockService.stats()`, and the lock client's `queued()` to know a caller waits); Redis is
+ * inspected with plain ioredis clients.
  */
 jest.setTimeout(60_000);
 
@@ -108,8 +117,11 @@ describe('defect 1: a forgotten handle does not poison its key', () => {
     const key = `job:${uid()}`;
     // Taken and never released: its lease ends in Redis after 200 ms.
     await locks.acquire(key, { ttl: 200, watchdog: false });
-    await sleep(400);
-    expect(await redis.exists(lockRedisKey(keyPrefix, key))).toBe(0);
+    await until(
+      async () => (await redis.exists(lockRedisKey(keyPrefix, key))) === 0,
+      'the forgotten lease ran out in Redis',
+      3_000,
+    );
 
     // Another hold of the key in the same process, released normally.
     const second = await locks.acquire(key, { waitTimeout: 0 });
@@ -187,7 +199,11 @@ describe('defect 3: quorum wake-ups do not hang on the first node', () => {
       const key = `job:${uid()}`;
       const lock = await holderApp.get(LockService).acquire(key, { waitTimeout: 0 });
       const waiting = settle(() => waiterApp.get(LockService).acquire(key, { waitTimeout: 5_000 }));
-      await sleep(200);
+      // Waiting: subscribed to the key's channel, where the release will reach it.
+      await until(
+        () => waiterApp.get(LockService).stats().subscriptions === 1,
+        'the waiter listening for the release',
+      );
       const releasedAt = performance.now();
       await lock.release();
       const r = await waiting;
@@ -212,7 +228,8 @@ describe('defect 3: quorum wake-ups do not hang on the first node', () => {
       const held = await locks.acquire(key, { waitTimeout: 0 });
       await Promise.all([nodes[0].stop(), nodes[1].stop()]);
       const waiting = settle(() => locks.acquire(key, { waitTimeout: 1_500 }));
-      await sleep(100);
+      const client = app.get(LockClientRegistry).get('default');
+      await until(() => client.queued(key) === 1, 'the caller queued behind the hold');
       await held.release(); // fails in Redis (no quorum): logged, never thrown
       const r = await waiting;
       await releaseIfHeld(r);
@@ -262,6 +279,7 @@ describe('defect 4: a quorum acquire that gives up leaves no token behind', () =
       await sleep(200); // settle time: an undo sent when the call gave up has landed by now
       return { r, onNode2: await lockKeys(raw[2]), onNode0: await lockKeys(raw[0]) };
     });
+    // Node 1 resumed: a window for its late commands (and any undo after them) to land.
     await sleep(300);
     const onNode1 = await lockKeys(raw[1]);
 
@@ -407,10 +425,11 @@ describe('defect 7: a ttl too long for a timer is rejected, or its timers are cl
       }
       // The other: accepted, with its timers clamped.
       const before = await scriptCalls(redis);
+      // The window in which clamped timers must not have fired a burst of renewals.
       await sleep(200);
       renewals = (await scriptCalls(redis)) - before;
       await releaseIfHeld(r);
-      await sleep(20); // warnings are emitted on the next tick
+      await new Promise(setImmediate); // warnings are emitted on the next tick
     } finally {
       warnings.stop();
     }
@@ -534,18 +553,23 @@ describe('defect 12: a wait can be cancelled with an AbortSignal', () => {
     const reason = new Error('caller gone');
     const options = { waitTimeout: 3_000, signal: controller.signal } as LockedOptions;
     const waiting = settle(() => call(options));
-    await sleep(200);
+    await until(async () => (await redis.zcard(`${rk}:q`)) === 1, 'the call queued in Redis');
     const abortedAt = performance.now();
     controller.abort(reason);
     const r = await waiting;
     await releaseIfHeld(r);
     expect(r.ok ? 'settled with a value' : r.error).toBe(reason);
     expect(r.at - abortedAt).toBeLessThan(500);
-    await sleep(100);
-    // Nothing of the caller is left queued, in Redis or in the process.
-    expect(await redis.zcard(`${rk}:q`)).toBe(0);
-    expect(await redis.hlen(`${rk}:qm`)).toBe(0);
-    expect(locks.stats().queues).toBe(0);
+    // Nothing of the caller is left queued, in Redis or in the process: its undo lands soon, while
+    // a token left behind would stay there until its wait (3 s) ran out.
+    await until(
+      async () =>
+        (await redis.zcard(`${rk}:q`)) === 0 &&
+        (await redis.hlen(`${rk}:qm`)) === 0 &&
+        locks.stats().queues === 0,
+      'nothing of the caller left queued',
+      1_000,
+    );
   }
 
   it('acquire({ signal }): abort ends the wait at once with the reason, nothing left queued', async () => {
@@ -742,7 +766,7 @@ describe('defect 14: a grant read after its claim window ran out is not a hold',
       await h.release();
       return owner;
     });
-    await sleep(200);
+    await until(async () => (await redis.zcard(`${rk}:q`)) === 1, 'the grantee queued in Redis');
     // Another client (a separate OS process) takes the key once the grant's claim ran out.
     const intruder = setNxFromAnotherProcess(server.port, rk, 'intruder', {
       delayMs: 1_400,

@@ -23,7 +23,8 @@ import {
 } from 'nest-locked';
 import request from 'supertest';
 import { uid } from '../support/faults';
-import { createLockApp, lockRedisKey, sleep, timed, uniquePrefix } from '../support/lock-app';
+import { LockClientRegistry } from '../../lib/module/lock-client.registry';
+import { createLockApp, lockRedisKey, timed, uniquePrefix, until } from '../support/lock-app';
 import {
   type RedisServerHandle,
   startRedisServer,
@@ -144,7 +145,8 @@ describe('LockBackendError: Redis stopped', () => {
     const id = uid();
     const holder = await holderApp.get(LockService).acquire(`job:${id}`);
     const waiting = timed(jobs.patient(id));
-    await sleep(300);
+    const client = app.get(LockClientRegistry).get('default');
+    await until(() => client.queued(`job:${id}`) === 1, 'the caller waiting');
     await lonely.stop();
     const w = await waiting;
     expect(w.ok).toBe(false);

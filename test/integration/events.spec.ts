@@ -26,7 +26,14 @@ import {
   type Measurement,
 } from '../support/fake-otel';
 import { uid } from '../support/faults';
-import { createLockApp, lockRedisKey, sleep, uniquePrefix, within } from '../support/lock-app';
+import {
+  createLockApp,
+  lockRedisKey,
+  sleep,
+  uniquePrefix,
+  until,
+  within,
+} from '../support/lock-app';
 import { redisForFile } from '../support/redis-for-file';
 import type { RedisServerHandle } from '../support/redis-server';
 
@@ -256,7 +263,7 @@ describe('lock events', () => {
     const handle = await locks.acquire(key, { watchdog: false });
     try {
       server.kill();
-      await sleep(200);
+      await until(() => server.pid === undefined, 'redis-server gone');
       await handle.release();
       const [error] = events.of('error');
       expect(error).toMatchObject({ keys: [key], client: 'default', operation: 'release' });

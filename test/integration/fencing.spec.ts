@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { LockLostError, LockService } from 'nest-locked';
 import type { CounterScenario } from '../fixtures/lock-worker';
 import { describeOverlaps, findOverlaps } from '../support/intervals';
-import { createLockApp, sleep, uniquePrefix } from '../support/lock-app';
+import { createLockApp, lockRedisKey, uniquePrefix, until } from '../support/lock-app';
 import { redisForFile } from '../support/redis-for-file';
 import type { RedisServerHandle } from '../support/redis-server';
 import { describeResult, linesOf, runWorkers } from '../support/workers';
@@ -62,9 +62,16 @@ describe('fencing after a lease ran out', () => {
   let apps: INestApplication[] = [];
   let locks: LockService;
   let other: LockService;
+  const keyPrefix = uniquePrefix('fence');
+  /** Until the lease of `key` ran out in Redis (nobody renews it). */
+  const expired = (key: string) =>
+    until(
+      async () => (await redis.exists(lockRedisKey(keyPrefix, key))) === 0,
+      `the lease of ${key} ran out`,
+      3_000,
+    );
 
   beforeAll(async () => {
-    const keyPrefix = uniquePrefix('fence');
     apps = await Promise.all(
       [0, 1].map(() => createLockApp({ options: { clients: [server.url], keyPrefix } })),
     );
@@ -78,7 +85,7 @@ describe('fencing after a lease ran out', () => {
     const key = `stale:${randomBytes(4).toString('hex')}`;
     // A holder that stops renewing (no watchdog), as a stalled process would.
     const old = await locks.acquire(key, { ttl: 150, watchdog: false, waitTimeout: 0 });
-    await sleep(300);
+    await expired(key);
     const next = await other.acquire(key, { waitTimeout: 0 });
     try {
       expect(next.fence).toBeGreaterThan(old.fence);
@@ -98,7 +105,7 @@ describe('fencing after a lease ran out', () => {
     // callers of the same process must get them too, with or without waiting.
     const tryOnce = `stale:${randomBytes(4).toString('hex')}`;
     const forgotten = await locks.acquire(tryOnce, { ttl: 150, watchdog: false, waitTimeout: 0 });
-    await sleep(300);
+    await expired(tryOnce);
     const next = await locks.acquire(tryOnce, { waitTimeout: 0 });
     expect(next.fence).toBeGreaterThan(forgotten.fence);
     await next.release();

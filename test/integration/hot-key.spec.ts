@@ -148,7 +148,8 @@ describe('one process alone on a hot key', () => {
         ),
       ),
     );
-    await sleep(20);
+    const client = app.get(LockClientRegistry).get('default');
+    await until(() => client.queued('job:quick') === calls, `${calls} waiting for the holder`);
     await holder.release();
     await all;
     const evalsha = (await evalshaCalls()) - before.evalsha;
@@ -196,7 +197,7 @@ describe('a waiter of another client group', () => {
       Array.from({ length: 24 }, (_, i) => section(here, 'job:hot2', 'here', i, ms, sections)),
     );
     // Past localHandoffs in a row: the key stays here because nobody else waits.
-    while (sections.length < LOCAL_HANDOFFS + 4) await sleep(2);
+    await until(() => sections.length >= LOCAL_HANDOFFS + 4, 'a run past localHandoffs');
     const calledAt = now();
     await within(section(there, 'job:hot2', 'there', 0, 1, sections), 10_000, 'the other group');
     await hammer;
@@ -268,10 +269,17 @@ describe('a waiter of another client group', () => {
     await queuedInRedis(redis, prefix, key, 1);
     await inLine(key, waiting);
     await held.release();
-    while (!sections.length) await sleep(1);
+    await until(() => sections.length > 0, "this group's turn begun");
     calls.push(section(there, key, 'there', 0, 1, sections));
     if (late) {
-      await sleep(2);
+      // After the other group's waiter queued in Redis (or, too late for that, ran: the order
+      // then says so).
+      await until(
+        async () =>
+          (await redis.zcard(`${lockRedisKey(prefix, key)}:q`)) === 1 ||
+          sections.some((x) => x.by === 'there'),
+        "the other group's waiter queued",
+      );
       calls.push(section(here, key, 'here', waiting, 1, sections));
     }
     await within(Promise.all(calls), 10_000, 'the sections');
@@ -367,7 +375,8 @@ describe('REFILL', () => {
           )
           .catch(() => undefined),
       );
-      await sleep(50);
+      const client = app.get(LockClientRegistry).get('default');
+      await until(() => client.queued(key) === 24, 'the callers waiting for the first');
       await first.release();
       await within(Promise.all(callers), 30_000, 'the callers');
       // The next refill answers that the token holds nothing: the holder of that moment is told

@@ -5,7 +5,14 @@ import { LockService } from 'nest-locked';
 import type { LockClient } from '../../lib/engine/lock-client';
 import { LockClientRegistry } from '../../lib/module/lock-client.registry';
 import type { LockNotifier } from '../../lib/redis/lock-notifier';
-import { createLockApp, lockRedisKey, sleep, uniquePrefix, within } from '../support/lock-app';
+import {
+  createLockApp,
+  lockRedisKey,
+  sleep,
+  uniquePrefix,
+  until,
+  within,
+} from '../support/lock-app';
 import { type RedisServerHandle, startRedisServers, stopAll } from '../support/redis-server';
 
 /**
@@ -33,7 +40,7 @@ afterEach(async () => {
   await Promise.all(apps.splice(0).map((app) => app.close()));
   // Every test starts with the three servers up.
   await Promise.all(servers.map((s) => (s.pid === undefined ? s.restart() : undefined)));
-  await Promise.all(direct.map((d) => waitUntil(() => d.status === 'ready', 10_000, 'reconnect')));
+  await Promise.all(direct.map((d) => until(() => d.status === 'ready', 'reconnect', 10_000)));
 });
 
 afterAll(async () => {
@@ -53,14 +60,6 @@ const notifierOf = (app: INestApplication): LockNotifier =>
   (app.get(LockClientRegistry).get('default') as LockClient).notifier;
 
 const channelName = () => `t:notifier:${randomBytes(4).toString('hex')}:rel`;
-
-async function waitUntil(check: () => boolean | Promise<boolean>, ms: number, what: string) {
-  const end = performance.now() + ms;
-  while (!(await check())) {
-    if (performance.now() > end) throw new Error(`${what}: not within ${ms} ms`);
-    await sleep(20);
-  }
-}
 
 /** Indexes of the nodes where `channel` has a subscriber right now. */
 async function nodesSubscribedTo(channel: string): Promise<number[]> {
@@ -121,10 +120,10 @@ it('with node 0 down, a listener is ready at once and hears a PUBLISH sent to no
 
   // `ready` means some live node confirmed; wait for node 1's own confirmation before
   // publishing there (node 2 may have answered first).
-  await waitUntil(
+  await until(
     async () => ((await direct[1].pubsub('CHANNELS', channel)) as string[]).includes(channel),
-    2_000,
     'node 1',
+    2_000,
   );
   const sentAt = performance.now();
   expect(await direct[1].publish(channel, 'r')).toBeGreaterThanOrEqual(1);
@@ -148,8 +147,8 @@ it("with node 0 down, another app's waiter takes the key right after the release
   const flag = `${lockRedisKey(keyPrefix, 'k')}:wait`;
   const flagged = async () =>
     (await Promise.all([1, 2].map((i) => direct[i].exists(flag)))).every(Boolean);
-  await waitUntil(flagged, 5_000, 'the key flagged on nodes 1 and 2');
-  await waitUntil(async () => waiter.stats().subscriptions === 1, 5_000, 'the waiter listening');
+  await until(flagged, 'the key flagged on nodes 1 and 2', 5_000);
+  await until(async () => waiter.stats().subscriptions === 1, 'the waiter listening', 5_000);
   const releasedAt = performance.now();
   await lock.release();
   const handle = await within(waiting, 6_000, 'the waiter');
@@ -165,20 +164,21 @@ it('subscribes a key channel on every node and unsubscribes it on every node whe
   const first = notifier.listen(channel, () => undefined);
   const second = notifier.listen(channel, () => undefined);
   await within(first.ready, 2_000, 'the subscription');
-  await waitUntil(
+  await until(
     async () => (await nodesSubscribedTo(channel)).length === 3,
-    2_000,
     'subscribed',
+    2_000,
   ).catch(() => undefined);
   expect(await nodesSubscribedTo(channel)).toEqual([0, 1, 2]);
   expect(notifier.size).toBe(1);
 
   first.stop();
+  // A window, not a barrier: an unsubscribe sent wrongly now would show by then.
   await sleep(100);
   expect(await nodesSubscribedTo(channel)).toEqual([0, 1, 2]);
   second.stop();
   expect(notifier.size).toBe(0);
-  await waitUntil(async () => (await nodesSubscribedTo(channel)).length === 0, 2_000, 'left').catch(
+  await until(async () => (await nodesSubscribedTo(channel)).length === 0, 'left', 2_000).catch(
     () => undefined,
   );
   expect(await nodesSubscribedTo(channel)).toEqual([]);
@@ -197,7 +197,7 @@ it('hears a node again once it is restarted, and a node that was down from the s
   expect(await heardFrom(1, channel, heard, 'after restart', 10_000)).toBe(true);
 
   await servers[0].restart();
-  await waitUntil(() => direct[0].status === 'ready', 10_000, 'reconnect');
+  await until(() => direct[0].status === 'ready', 'reconnect', 10_000);
   expect(await heardFrom(0, channel, heard, 'node 0 up', 10_000)).toBe(true);
   sub.stop();
 });
@@ -207,19 +207,24 @@ it('leaves nothing subscribed on a node that was down while the last listener le
   const channel = channelName();
   const sub = notifier.listen(channel, () => undefined);
   await within(sub.ready, 2_000, 'the subscription');
-  await waitUntil(async () => (await nodesSubscribedTo(channel)).length === 3, 2_000, 'subscribed');
+  await until(async () => (await nodesSubscribedTo(channel)).length === 3, 'subscribed', 2_000);
 
   servers[1].kill();
-  await sleep(200);
+  await until(
+    () => servers[1].pid === undefined && direct[1].status !== 'ready',
+    'node 1 down, its connections closed',
+    5_000,
+  );
   sub.stop();
   await servers[1].restart();
-  await waitUntil(() => direct[1].status === 'ready', 10_000, 'reconnect');
+  await until(() => direct[1].status === 'ready', 'reconnect', 10_000);
   // The notifier is back on node 1 once its own (grant) channel is subscribed there again.
-  await waitUntil(
+  await until(
     async () => ((await direct[1].pubsub('CHANNELS', 'nest-locked:g:*')) as string[]).length > 0,
-    10_000,
     'the notifier resubscribed on node 1',
+    10_000,
   );
+  // A window, not a barrier: a stale subscription of the key channel would show by then.
   await sleep(100);
   expect(await nodesSubscribedTo(channel)).toEqual([]);
   expect(notifier.size).toBe(0);
@@ -231,16 +236,17 @@ it('wakes once for a release published on every node, and again for the next one
   const heard: string[] = [];
   const sub = notifier.listen(channel, (message) => heard.push(message));
   await within(sub.ready, 2_000, 'the subscription');
-  await waitUntil(async () => (await nodesSubscribedTo(channel)).length === 3, 2_000, 'subscribed');
+  await until(async () => (await nodesSubscribedTo(channel)).length === 3, 'subscribed', 2_000);
 
   // What a quorum release does: the same message on each node at once.
   await Promise.all(direct.map((d) => d.publish(channel, 'r')));
+  // A window, not a barrier: the copies from the other nodes, wrongly heard, would show by then.
   await sleep(100);
   expect(heard).toEqual(['r']);
   // A node heard twice is a new release, at once.
   await Promise.all(direct.map((d) => d.publish(channel, 'r')));
   await direct[1].publish(channel, 'r');
-  await sleep(100);
+  await until(() => heard.length >= 3, 'the next two releases heard', 2_000);
   expect(heard).toEqual(['r', 'r', 'r']);
   sub.stop();
 });

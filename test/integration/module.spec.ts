@@ -13,7 +13,7 @@ import {
 } from 'nest-locked';
 import type { LockClient } from '../../lib/engine/lock-client';
 import { LockClientRegistry } from '../../lib/module/lock-client.registry';
-import { lockRedisKey, sleep, uniquePrefix } from '../support/lock-app';
+import { lockRedisKey, sleep, uniquePrefix, until } from '../support/lock-app';
 import { type RedisServerHandle, useRedis } from '../support/redis-server';
 
 /**
@@ -82,8 +82,7 @@ it('forRootAsync with named groups; shutdown releases held locks and closes only
   expect((registry.get('default') as LockClient).nodes[0]).toBe(mine);
 
   const running = jobs.long('7');
-  await sleep(200);
-  expect(await probe.exists(lockRedisKey(prefix, 'job:7'))).toBe(1);
+  await until(async () => (await probe.exists(lockRedisKey(prefix, 'job:7'))) === 1, 'job 7 held');
   expect(await app.get(LockService).isLocked('job:7', { client: 'reports' })).toBe(true);
 
   await app.close();
@@ -142,7 +141,16 @@ it('ends waits in progress at shutdown instead of holding it up until waitTimeou
         (e: Error) => e.name,
       );
     const settled = Promise.all([outcome(single), outcome(behind), outcome(multi)]);
-    await sleep(200);
+    // All three wait: the single ones in the waiter's line, its head in the Redis queue; the
+    // multi-key one racing, subscribed to its keys' channels.
+    const waiting = waiter.get(LockClientRegistry).get('default');
+    await until(
+      async () =>
+        waiting.queued('busy') >= 2 &&
+        waiter.get(LockService).stats().subscriptions >= 1 &&
+        (await probe.zcard(`${lockRedisKey(prefix, 'busy')}:q`)) >= 1,
+      'the three callers waiting',
+    );
     const start = Date.now();
     await waiter.close();
     expect(await settled).toEqual(['LockBackendError', 'LockBackendError', 'LockBackendError']);

@@ -1,7 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { LockNotAcquiredError, LockService } from 'nest-locked';
-import { createLockApp, lockRedisKey, sleep, uniquePrefix } from '../support/lock-app';
+import { createLockApp, lockRedisKey, uniquePrefix, until } from '../support/lock-app';
 import { type RedisServerHandle, startRedisServers } from '../support/redis-server';
 
 jest.setTimeout(60_000);
@@ -33,7 +33,16 @@ describe('quorum repair: renewals put the lock back on nodes that restarted empt
     try {
       for (const server of servers) {
         await server.restart();
-        await sleep(700);
+        // Its next renewal puts the token back on the empty node: then the next one restarts.
+        const restarted = new Redis(server.url);
+        try {
+          await until(
+            async () => (await restarted.get(lockRedisKey(keyPrefix, key))) !== null,
+            'the token back on the restarted node',
+          );
+        } finally {
+          restarted.disconnect();
+        }
         await expect(other.acquire(key, { waitTimeout: 0 })).rejects.toBeInstanceOf(
           LockNotAcquiredError,
         );

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { Injectable, type INestApplication } from '@nestjs/common';
 import { LockContext, Locked, LockService } from 'nest-locked';
 import { describeOverlaps, findOverlaps, type Interval, now } from '../support/intervals';
-import { createLockApp, sleep, uniquePrefix, within } from '../support/lock-app';
+import { LockClientRegistry } from '../../lib/module/lock-client.registry';
+import { createLockApp, sleep, uniquePrefix, until, within } from '../support/lock-app';
 import { type RedisServerHandle, useRedis } from '../support/redis-server';
 
 jest.setTimeout(60_000);
@@ -118,8 +119,9 @@ describe('reentrancy', () => {
     let settled = false;
     const call = tree.check(id, 0, []).finally(() => (settled = true));
     try {
-      await sleep(300);
-      // The handle's hold is not this call's: it waits.
+      // The handle's hold is not this call's: it waits (in line here, not inside the hold).
+      const client = app.get(LockClientRegistry).get('default');
+      await until(() => client.queued(`tree:${id}`) === 1, 'the call waiting');
       expect(settled).toBe(false);
     } finally {
       await handle.release();

@@ -3,7 +3,7 @@ import { Cluster, Redis } from 'ioredis';
 import { type LockHandle, LockLostError, LockService } from 'nest-locked';
 import { keySlot } from '../../lib/redis/key-slot';
 import { findOverlaps, type Interval, now } from '../support/intervals';
-import { createLockApp, lockRedisKey, sleep, uniquePrefix, within } from '../support/lock-app';
+import { createLockApp, lockRedisKey, sleep, uniquePrefix, until } from '../support/lock-app';
 import { redisForFile } from '../support/redis-for-file';
 import {
   type RedisClusterHandle,
@@ -66,7 +66,7 @@ describe('single node', () => {
     const holds = await takeAll(locks, keys);
     try {
       const before = await scriptCalls([redis]);
-      await sleep(1_000); // ~5 renewal rounds
+      await sleep(1_000); // the window counted: ~5 renewal rounds
       const calls = (await scriptCalls([redis])) - before;
       // One EXTEND per hold per round would be ~1,000 calls.
       expect(calls).toBeGreaterThan(0);
@@ -79,21 +79,16 @@ describe('single node', () => {
       // Hold 7 taken over by someone else, hold 8's key gone: those two, and only those, lost.
       await redis.set(lockRedisKey(keyPrefix, keys[7]), 'someone-else', 'PX', 10_000);
       await redis.del(lockRedisKey(keyPrefix, keys[8]));
-      await within(
-        new Promise<void>((resolve) => {
-          const t = setInterval(() => {
-            if (holds[7].signal.aborted && holds[8].signal.aborted) {
-              clearInterval(t);
-              resolve();
-            }
-          }, 10);
-        }),
-        3_000,
+      await until(
+        () => holds[7].signal.aborted && holds[8].signal.aborted,
         'holds 7 and 8 learning their loss',
+        3_000,
       );
       expect(lostReason(holds[7])).toBe('lost');
       expect(lostReason(holds[8])).toBe('lost');
-      await sleep(500);
+      // One more renewal round (a script call) after the one that found them: the others passed.
+      const seen = await scriptCalls([redis]);
+      await until(async () => (await scriptCalls([redis])) > seen, 'a later renewal round', 3_000);
       expect(holds.filter((h) => h.signal.aborted)).toEqual([holds[7], holds[8]]);
       // Nobody else's lock was touched: the intruder's value is still there.
       expect(await redis.get(lockRedisKey(keyPrefix, keys[7]))).toBe('someone-else');
@@ -147,7 +142,7 @@ describe('single node', () => {
           { ttl: 300, waitTimeout: 20_000 },
         ),
       );
-      await sleep(3);
+      await sleep(3); // callers arrive one after another, not in one tick
     }
     await Promise.all(calls);
     expect(entered).toEqual(Array.from({ length: 12 }, (_, i) => i));
@@ -177,7 +172,7 @@ describe('quorum of 3 nodes', () => {
     const holds = await takeAll(locks, keys);
     try {
       const before = await scriptCalls(conns);
-      await sleep(1_000);
+      await sleep(1_000); // the window counted: ~5 renewal rounds
       const calls = (await scriptCalls(conns)) - before;
       // Unbatched: ~60 holds x 5 rounds x 3 nodes = 900 calls.
       expect(calls).toBeLessThan(90);
@@ -187,7 +182,12 @@ describe('quorum of 3 nodes', () => {
       await conns[0].del(rk(3)); // a minority lost it: put back
       await conns[0].set(rk(4), 'someone-else', 'PX', 10_000); // majority gone: lost
       await conns[1].set(rk(4), 'someone-else', 'PX', 10_000);
-      await sleep(700);
+      // The round that finds hold 4 lost also puts hold 3 back, in the same batch.
+      await until(
+        async () => holds[4].signal.aborted && (await conns[0].get(rk(3))) !== null,
+        'a renewal round: hold 4 lost, hold 3 repaired',
+        3_000,
+      );
       expect(lostReason(holds[4])).toBe('lost');
       expect(holds.filter((h) => h.signal.aborted)).toEqual([holds[4]]);
       const token = await conns[1].get(rk(3));
@@ -235,9 +235,10 @@ describe('Redis Cluster (3 masters)', () => {
     expect(slots.size).toBeGreaterThan(40);
     const holds = await takeAll(locks, keys);
     try {
-      await sleep(800);
+      await sleep(800); // a few renewal rounds (one call per slot), none may lose a hold
       expect(holds.filter((h) => h.signal.aborted)).toEqual([]);
       await client.set(lockRedisKey(keyPrefix, keys[11]), 'someone-else', 'PX', 10_000);
+      // A few rounds: hold 11 learns its loss, and no hold of another slot's call does.
       await sleep(600);
       expect(lostReason(holds[11])).toBe('lost');
       expect(holds.filter((h) => h.signal.aborted)).toEqual([holds[11]]);

@@ -10,7 +10,11 @@ import {
   uniquePrefix,
   until,
 } from '../support/lock-app';
-import { type RedisServerHandle, startRedisServer } from '../support/redis-server';
+import {
+  REPLICATION_ARGS,
+  type RedisServerHandle,
+  startRedisServer,
+} from '../support/redis-server';
 
 jest.setTimeout(30_000);
 
@@ -20,13 +24,14 @@ const ACK_TIMEOUT = 1_000;
 
 /** Waits until the master sees `count` replicas online. */
 async function replicasOnline(master: Redis, count: number): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    const info = await master.info('replication');
-    const online = info.split('\n').filter((l) => /^slave\d+:.*state=online/.test(l)).length;
-    if (online >= count) return;
-    await sleep(100);
-  }
-  throw new Error(`no ${count} replica(s) online within 10 s`);
+  await until(
+    async () => {
+      const info = await master.info('replication');
+      return info.split('\n').filter((l) => /^slave\d+:.*state=online/.test(l)).length >= count;
+    },
+    `${count} replica(s) online`,
+    10_000,
+  );
 }
 
 describe('replicaAcks: a lock counts only once replicas acknowledged it', () => {
@@ -38,8 +43,11 @@ describe('replicaAcks: a lock counts only once replicas acknowledged it', () => 
   const keyPrefix = uniquePrefix('acks');
 
   beforeAll(async () => {
-    master = await startRedisServer();
-    replica = await startRedisServer({ args: ['--replicaof', '127.0.0.1', String(master.port)] });
+    // REPLICATION_ARGS: a (re)sync starts at once, not after Redis's default 5 s wait.
+    master = await startRedisServer({ args: REPLICATION_ARGS });
+    replica = await startRedisServer({
+      args: [...REPLICATION_ARGS, '--replicaof', '127.0.0.1', String(master.port)],
+    });
     raw = new Redis(master.url);
     await replicasOnline(raw, 1);
     app = await createLockApp({
@@ -60,7 +68,20 @@ describe('replicaAcks: a lock counts only once replicas acknowledged it', () => 
     const value = await locks.using('acks:up', ({ fence }) => fence);
     expect(Number.isSafeInteger(value)).toBe(true);
     const handle = await locks.acquire('acks:up', { ttl: 1_500 });
-    await sleep(1_200); // two renewals (every 500 ms), each acknowledged
+    // Two renewals (every 500 ms), each acknowledged: the key's PTTL goes back up twice.
+    const rk = lockRedisKey(keyPrefix, 'acks:up');
+    let renewals = 0;
+    let last = await raw.pttl(rk);
+    await until(
+      async () => {
+        const pttl = await raw.pttl(rk);
+        if (pttl > last) renewals++;
+        last = pttl;
+        return renewals >= 2;
+      },
+      'two renewals',
+      5_000,
+    );
     expect(handle.signal.aborted).toBe(false);
     await handle.release();
   });
@@ -73,8 +94,12 @@ describe('replicaAcks: a lock counts only once replicas acknowledged it', () => 
       expect(r.ok ? undefined : r.error).toBeInstanceOf(LockBackendError);
       expect(String(r.ok ? '' : r.error)).toContain('replicas acknowledged');
       expect(r.ms).toBeLessThan(ACK_TIMEOUT + 1_000);
-      await sleep(50);
-      expect(await raw.get(lockRedisKey(keyPrefix, 'acks:down'))).toBeNull();
+      // Its undo lands soon after; a key left locked would stay for its lease.
+      await until(
+        async () => (await raw.get(lockRedisKey(keyPrefix, 'acks:down'))) === null,
+        'acks:down not left locked',
+        2_000,
+      );
       // Per call, 0 turns it off: the lock is taken without waiting for the replica.
       const handle = await locks.acquire('acks:down', { waitTimeout: 0, replicaAcks: 0 });
       await handle.release();
@@ -94,12 +119,11 @@ describe('replicaAcks: a lock counts only once replicas acknowledged it', () => 
       expect(r.ok ? 'acquired' : (r.error as Error).name).toBe(LockBackendError.name);
       // The undo follows the failure on the same connection, so it may wait behind a WAIT still
       // blocking there (up to replicaAckTimeout).
-      let owner = await raw.get(lockRedisKey(keyPrefix, 'acks:noscript'));
-      for (let i = 0; i < 40 && owner !== null; i++) {
-        await sleep(50);
-        owner = await raw.get(lockRedisKey(keyPrefix, 'acks:noscript'));
-      }
-      expect(owner).toBeNull();
+      await until(
+        async () => (await raw.get(lockRedisKey(keyPrefix, 'acks:noscript'))) === null,
+        'acks:noscript not left locked',
+        2_000,
+      );
     } finally {
       replica.kill('SIGCONT');
     }
@@ -127,7 +151,7 @@ describe('replicaAcks: a lock counts only once replicas acknowledged it', () => 
       // Moments later, nothing is locked by a script that ran after its caller gave up.
       const locked: string[] = [];
       for (let t = 0; t < 15; t++) {
-        await sleep(100);
+        await sleep(100); // watched for 1.5 s: such scripts ran seconds late
         for (let i = 0; i <= 20; i++) {
           const owner = await raw.get(lockRedisKey(keyPrefix, `acks:pile:${i}`));
           if (owner) locked.push(`acks:pile:${i}`);
@@ -159,7 +183,10 @@ describe('replicaAcks: a lock counts only once replicas acknowledged it', () => 
       const also = 'permits' in holding ? await locks.acquire(key, holding) : undefined;
       // Queued in Redis behind the holders (acknowledged: the replica is up).
       const waiter = timed(locks.acquire(key, { ...waiting, waitTimeout: 2_500 }));
-      await sleep(300);
+      await until(
+        async () => (await raw.zcard(`${lockRedisKey(keyPrefix, key)}:q`)) === 1,
+        'the waiter queued in Redis',
+      );
       replica.kill('SIGSTOP');
       try {
         // The release grants the key to the waiter of this process; no replica can have it.

@@ -1,7 +1,7 @@
 import { Controller, type INestApplication, Param, Post, Query } from '@nestjs/common';
 import { Locked, LockNotAcquiredError, LockService } from 'nest-locked';
 import request from 'supertest';
-import { createLockApp, sleep, uniquePrefix } from '../support/lock-app';
+import { createLockApp, sleep, uniquePrefix, until } from '../support/lock-app';
 import { redisForFile } from '../support/redis-for-file';
 import type { RedisServerHandle } from '../support/redis-server';
 
@@ -46,7 +46,7 @@ describe('Retry-After: the usual hold of the key, not the 30 s lease', () => {
     for (const app of [a, b, a, b]) expect((await build(app, 'daily', 300)).status).toBe(201);
 
     const running = build(a, 'daily', 300).then((r) => r);
-    await sleep(60);
+    await until(() => a.get(LockService).isLocked('report:daily'), 'the key held');
     for (const app of [b, a]) {
       const busy = await build(app, 'daily', 0);
       expect(busy.status).toBe(409);

@@ -123,7 +123,7 @@ describe('Redis Cluster', () => {
     const r1 = await locks[0].acquire(keys, read);
     const r2 = await locks[1].acquire(keys, { ...read, waitTimeout: 0 });
     const writer = locks[1].acquire('b:2', { waitTimeout: 3_000 });
-    await sleep(50);
+    await queuedInRedis(clients[0], keyPrefix, 'b:2', 1);
     await r1.release();
     await r2.release();
     const w = await writer;

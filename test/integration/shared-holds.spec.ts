@@ -163,6 +163,8 @@ describe('read/write locks', () => {
     await queuedInRedis(redis, prefix, 'r:2', 2);
     expect(order).toEqual([]);
     await r1.release();
+    // Nothing to wait for: this is a window in which a wrong grant (to the writer while r2 still
+    // reads, or to the late reader ahead of it) would show.
     await sleep(20);
     expect(order).toEqual([]);
     const before = locksB.stats().grants;
@@ -187,7 +189,8 @@ describe('read/write locks', () => {
         read,
       );
     const readers = [reader(locksA), reader(locksB), reader(locksA), reader(locksB)];
-    await sleep(50);
+    // Every reader waits, each in the Redis queue (a reader queues an entry of its own).
+    await queuedInRedis(redis, prefix, 'r:3', 4);
     await w.release();
     await within(Promise.all(readers), 5_000, 'readers');
     expect(maxConcurrency(intervals)).toBe(4);
@@ -209,8 +212,13 @@ describe('read/write locks', () => {
 
   it('a lost reader lease aborts its signal and frees its share', async () => {
     const r = await locksA.acquire('r:4', { ...read, ttl: 300, watchdog: false });
-    await sleep(400);
-    expect(r.signal.aborted).toBe(true);
+    await until(() => r.signal.aborted, 'the signal aborted once the 300 ms lease ran out', 3_000);
+    // The share ran out in Redis too (the signal aborts a little ahead, for clock drift).
+    await until(
+      async () => (await redis.exists(lockRedisKey(prefix, 'r:4'))) === 0,
+      'the share expired in Redis',
+      3_000,
+    );
     const w = await locksB.acquire('r:4', { waitTimeout: 0 });
     await w.release();
     await r.release();
@@ -345,7 +353,7 @@ describe('release by expiry, several keys, shutdown', () => {
     // Nothing of the refused call stayed behind.
     expect(await locksA.isLocked('s:c')).toBe(false);
     const writer = locksB.acquire('s:b', { waitTimeout: 3_000 });
-    await sleep(30);
+    await queuedInRedis(redis, prefix, 's:b', 1);
     await r1.release();
     await r2.release();
     const held = await writer;
@@ -356,7 +364,7 @@ describe('release by expiry, several keys, shutdown', () => {
   it('counts shared waits and holds in stats().queues, and none once they are over', async () => {
     const w = await locksA.acquire('st:1');
     const waiting = locksB.acquire('st:1', read);
-    await sleep(30);
+    await queuedInRedis(redis, prefix, 'st:1', 1);
     expect(locksB.stats().queues).toBe(1);
     await w.release();
     const r = await waiting;
@@ -394,7 +402,7 @@ describe('permits', () => {
       LockNotAcquiredError,
     );
     const next = locksB.acquire('p:1', { permits: 3 });
-    await sleep(30);
+    await queuedInRedis(redis, prefix, 'p:1', 1);
     await held[1].release();
     const fourth = await within(next, 2_000, 'the fourth permit');
     expect(fourth.fence).toBeGreaterThan(Math.max(...fences));
@@ -406,17 +414,18 @@ describe('permits', () => {
     const lost = await locksA.acquire('p:4', { permits: 2, ttl: 1_500 });
     const kept = await locksB.acquire('p:4', { permits: 2, ttl: 1_500 });
     const lockKey = lockRedisKey(prefix, 'p:4');
-    const [token] = await redis.zrange(`${lockKey}:h`, 0, 0);
+    const [token, other] = await redis.zrange(`${lockKey}:h`, 0, 1);
+    const keptUntil = Number(await redis.zscore(`${lockKey}:h`, other));
     // Its share is gone (as if another client had taken it away).
     await redis.zrem(`${lockKey}:h`, token);
-    await within(
-      (async () => {
-        while (!lost.signal.aborted && !kept.signal.aborted) await sleep(10);
-      })(),
+    await until(() => lost.signal.aborted || kept.signal.aborted, 'the lost signal', 4_000);
+    // The other holder renewed its share since (its expiry, the score, moved on): it was not
+    // taken for lost.
+    await until(
+      async () => Number(await redis.zscore(`${lockKey}:h`, other)) > keptUntil,
+      'the other share renewed',
       4_000,
-      'the lost signal',
     );
-    await sleep(700); // past the other holder's next renewal too
     expect([lost.signal.aborted, kept.signal.aborted].sort()).toEqual([false, true]);
     expect((lost.signal.aborted ? lost : kept).signal.reason).toMatchObject({
       name: 'LockLostError',
@@ -621,7 +630,7 @@ it('a shared grant read after its claim ran out is not a hold (defect 14, for re
       await h.release();
       return owner;
     });
-  await sleep(200);
+  await queuedInRedis(redis, prefix, key, 1);
   // Another client takes the key once the grant's claim (1 s) ran out.
   const intruder = setNxFromAnotherProcess(server.port, rk, 'intruder', {
     delayMs: 1_400,

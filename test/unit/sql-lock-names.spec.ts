@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { MysqlDialect, MYSQL_ERROR_CODES } from '../../lib/mysql/mysql-dialect';
 import { PostgresDialect } from '../../lib/postgres/postgres-dialect';
 
@@ -9,8 +8,10 @@ const pool = {} as never;
 describe('SQL lock names', () => {
   it('PostgreSQL: a key is the first 8 bytes of its SHA-256, as a signed bigint', () => {
     const pg = new PostgresDialect(pool, false, target, 1);
-    const digest = createHash('sha256').update('lock:product:1').digest();
-    expect(pg.lockName('lock:product:1')).toBe(digest.readBigInt64BE(0).toString());
+    // Pinned, not recomputed: SHA-256('lock:product:1') starts b14bc1f7ec5fb3c4, which read as
+    // a signed 64-bit number is this. Every release must map a key to the same advisory lock, or
+    // two versions of an app deployed side by side would not exclude each other.
+    expect(pg.lockName('lock:product:1')).toBe('-5671226035176229948');
     expect(pg.lockName('lock:product:1')).not.toBe(pg.lockName('lock:product:2'));
     const n = BigInt(pg.lockName('lock:x'));
     expect(n >= -(2n ** 63n) && n < 2n ** 63n).toBe(true);
@@ -23,7 +24,10 @@ describe('SQL lock names', () => {
     expect(long).toHaveLength(64);
     expect(my.lockName(long)).toMatch(/^[0-9a-f]{64}$/);
     expect(my.lockName(long.slice(0, 63))).toBe(long.slice(0, 63));
-    expect(my.lockName('lock:Sku:A')).toMatch(/^[0-9a-f]{64}$/);
+    // Pinned like the PostgreSQL id above: SHA-256('lock:Sku:A') in hex.
+    expect(my.lockName('lock:Sku:A')).toBe(
+      '44d9dbcd3901cb66f460a9f313b6c7f86c44f5fa5a4fe5a73a2040af3d513aae',
+    );
     expect(my.lockName('lock:Sku:A')).not.toBe(my.lockName('lock:sku:a'));
   });
 });

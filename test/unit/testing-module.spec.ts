@@ -253,7 +253,7 @@ describe('RedlockTestingModule', () => {
       const held = await locks.acquire('account:B');
       let done = false;
       const t = shop.transfer('A', 'B').then((info) => ((done = true), info));
-      await sleep(30);
+      await until(() => queued('account:B') === 1, 'the transfer waiting for B');
       // A is free, but the transfer took nothing while B was held.
       expect(done).toBe(false);
       expect(await locks.isLocked('account:A')).toBe(false);
@@ -300,7 +300,10 @@ describe('RedlockTestingModule', () => {
       const three = [0, 1, 2].map(() => shop.takeSlice('sku1'));
       await until(() => locks.stats().queues === 3, 'three slices held');
       const fourth = shop.takeSlice('sku1');
-      await sleep(20);
+      await until(
+        () => [0, 1, 2].some((n) => queued(`stock:sku1:seg:${n}`) === 1),
+        'the fourth call waiting for a slice',
+      );
       held.open();
       const segments = await Promise.all(three);
       expect([...segments].sort()).toEqual([0, 1, 2]);
@@ -319,7 +322,7 @@ describe('RedlockTestingModule', () => {
       const handle = await locks.acquire(['k:2', 'k:1'], { ttl: 50 });
       expect(handle.keys).toEqual(['k:1', 'k:2']);
       await handle.extend(5_000);
-      await sleep(80);
+      await sleep(80); // past the first lease (50 ms): only the extension keeps it
       expect(await locks.isLocked('k:1')).toBe(true);
       await handle.release();
       expect(await locks.isLocked('k:1')).toBe(false);
