@@ -37,8 +37,13 @@ function worker(
   return spawnWorker<EtcdWorkerConfig, EtcdWorkerLine>(config, 'etcd-worker');
 }
 
-function backend(etcd: EtcdCluster, prefix: string, commandTimeout = 1_000): LockBackend {
-  return etcdBackend({ hosts: etcd.hosts, sessionTtl: SESSION_TTL }).create({
+function backend(
+  etcd: EtcdCluster,
+  prefix: string,
+  commandTimeout = 1_000,
+  sessionTtl = SESSION_TTL,
+): LockBackend {
+  return etcdBackend({ hosts: etcd.hosts, sessionTtl }).create({
     group: 'default',
     keyPrefix: prefix,
     driftFactor: 0.01,
@@ -251,7 +256,9 @@ describe('etcd faults: 3-member cluster', () => {
 
   it('a minority down still locks; a majority down fails fast with LockBackendError, then recovers', async () => {
     const prefix = uniquePrefix('etcd-quorum');
-    const b = backend(etcd, prefix);
+    // A session of 10 s: with 2 s, a loaded machine may let the lease lapse while the client
+    // moves its keep-alive stream off the killed member (a lost session, not a lost quorum).
+    const b = backend(etcd, prefix, 1_000, 10_000);
     try {
       const [one, two] = etcd.members.slice(1);
       one.kill();
