@@ -91,12 +91,15 @@ export function runAcquire(
         answer({ kind: 'error', error });
       });
     },
-    (v) => v.kind === 'ok',
+    isTaken,
     (votes) => conclude(group, round, votes),
     done,
     round.everyNode ? nodes.length : quorum.size,
   );
 }
+
+/** A vote for the round: the node took the keys. */
+const isTaken = (v: Vote): boolean => v.kind === 'ok';
 
 /**
  * Redis Cluster, several keys: one script per key, in sorted order, undone on a refusal. A node

@@ -59,7 +59,7 @@ export interface ProtocolCounters {
  */
 export class LockProtocol {
   /** Watchdog renewals due together, sent as one script call per node. */
-  readonly renewals: RenewalBatcher;
+  private readonly renewals: RenewalBatcher;
   private readonly group: LockNodes;
 
   constructor(

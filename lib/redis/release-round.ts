@@ -2,7 +2,7 @@ import type { LockNodes } from './lock-nodes';
 import type { VoteDone } from './quorum';
 import type { RedisNode } from './redis-node';
 import { asError } from './script-runner';
-import { RELEASE, type ReleaseGrantReply } from './scripts';
+import { type FenceMode, RELEASE, type ReleaseGrantReply } from './scripts';
 
 /**
  * A lock or share granted by a release this process sent (single node): the waiter's token, its
@@ -31,7 +31,7 @@ export function runRelease(
   group.quorum.collect<RedisNode, Freed, boolean>(
     group.nodes,
     (node, answer) => releaseOn(group, node, keys, token, grantsTo, answer),
-    (r) => !(r instanceof Error),
+    isFreed,
     (results) => {
       group.quorum.failIfNoMajority(keys, results, 'release');
       return results.some((r) => r === true);
@@ -39,6 +39,9 @@ export function runRelease(
     done,
   );
 }
+
+/** A vote for the release: the node answered (an error is a vote against). */
+const isFreed = (r: Freed): boolean => !(r instanceof Error);
 
 /** Releases `token`'s keys on one node: whether it published a wake-up, or the error. */
 function releaseOn(
@@ -51,12 +54,7 @@ function releaseOn(
 ): void {
   const { runner, space, settings } = group;
   const units = space.units(keys);
-  const args: [string, '0', number, typeof group.fenceMode] = [
-    token,
-    '0',
-    settings.block,
-    group.fenceMode,
-  ];
+  const args: [string, '0', number, FenceMode] = [token, '0', settings.block, group.fenceMode];
   if (units.length === 1) {
     runner.send(node, RELEASE, units[0], args, (e, r) => {
       if (r && r.grants.length > 0) onGrants?.(r.grants);
