@@ -58,7 +58,7 @@ export interface AcquireRound {
 }
 
 /** One node's answer to an acquire: its reply, or the error that stands for its vote. */
-type Vote = SharedReply | { readonly kind: 'error'; readonly error: Error };
+export type Vote = SharedReply | { readonly kind: 'error'; readonly error: Error };
 
 /**
  * Sends `script` with `args` to every node, once per unit of keys (one, but one per key on a
@@ -152,12 +152,7 @@ function conclude(
   votes: (Vote | undefined)[],
 ): SharedOutcome | Promise<Taken> {
   const { keys, token, ttl, start, uncontended, everyNode } = round;
-  if (group.single) {
-    const vote = votes[0]!;
-    if (vote.kind === 'error') throw new LockBackendError(keys, [vote.error]);
-    if (vote.kind !== 'ok') return vote;
-    return { kind: 'ok', fences: vote.fences, start, spare: round.spare, uncontended };
-  }
+  if (group.single) return oneNodeOutcome(round, votes[0]!);
   const { nodes } = group;
   const need = everyNode ? nodes.length : group.quorum.size;
   const perNode: (readonly number[])[] = [];
@@ -187,6 +182,17 @@ function conclude(
   }
   if (errors.length > nodes.length - need) throw new LockBackendError(keys, errors);
   return conflict ?? { kind: 'busy', pttl: pttl ?? 0 };
+}
+
+/**
+ * A single node's vote as the round's outcome: its reply (taken with the round's spare fences).
+ * @throws LockBackendError for an error
+ */
+export function oneNodeOutcome(round: AcquireRound, vote: Vote): SharedOutcome {
+  if (vote.kind === 'error') throw new LockBackendError(round.keys, [vote.error]);
+  if (vote.kind !== 'ok') return vote;
+  const { start, spare, uncontended } = round;
+  return { kind: 'ok', fences: vote.fences, start, spare, uncontended };
 }
 
 /** A quorum round's lease: no spare fences (no local handoff without a round trip there). */

@@ -10,6 +10,7 @@ import type { Quorum, VoteDone } from './quorum';
 import type { RedisNode } from './redis-node';
 import { type ReleaseGrant, runRelease } from './release-round';
 import { RenewalBatcher } from './renewal-batcher';
+import { releaseOnOne, tryOnOne } from './single-node-cycle';
 import { asError, type ReplicaAcks, type ScriptRunner } from './script-runner';
 import {
   ACQUIRE,
@@ -54,7 +55,8 @@ export interface ProtocolCounters {
  * majority impossible). Whatever a round took and cannot keep is undone at once: the undo goes
  * on the same connection, after the command it undoes. Every round over the nodes is one
  * `Quorum.collect` (`acquire-round.ts`, `release-round.ts`, `extend-round.ts`); a single node
- * is a vote of one.
+ * is a vote of one, except for the uncontended cycle's first try and release, which skip the
+ * vote there (`single-node-cycle.ts`).
  * @internal
  */
 export class LockProtocol {
@@ -106,14 +108,10 @@ export class LockProtocol {
       acks,
     };
     // TRY answers `ok` or `busy` only: its outcome is an Outcome.
-    runAcquire(
-      this.group,
-      TRY,
-      [space.keySet(keys[0]).take],
-      args,
-      round,
-      done as VoteDone<SharedOutcome>,
-    );
+    const answer = done as VoteDone<SharedOutcome>;
+    const take = space.keySet(keys[0]).take;
+    if (this.group.single) return tryOnOne(this.group, take, args, round, answer);
+    runAcquire(this.group, TRY, [take], args, round, answer);
   }
 
   /**
@@ -288,6 +286,7 @@ export class LockProtocol {
     onGrants: ((grants: readonly ReleaseGrant[]) => void) | undefined,
     done: (error: unknown, published?: boolean) => void,
   ): void {
+    if (this.group.single) return releaseOnOne(this.group, keys, token, onGrants, done);
     runRelease(this.group, keys, token, onGrants, done);
   }
 
@@ -301,7 +300,7 @@ export class LockProtocol {
     token: string,
     onGrants?: (grants: readonly ReleaseGrant[]) => void,
   ): Promise<boolean> {
-    return promiseFrom((done) => runRelease(this.group, keys, token, onGrants, done));
+    return promiseFrom((done) => this.releaseThen(keys, token, onGrants, done));
   }
 
   /**

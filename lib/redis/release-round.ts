@@ -11,7 +11,7 @@ import { type FenceMode, RELEASE, type ReleaseGrantReply } from './scripts';
 export type ReleaseGrant = ReleaseGrantReply;
 
 /** A release's outcome on one node: whether it woke racing waiters, or the error. */
-type Freed = boolean | Error;
+export type Freed = boolean | Error;
 
 /**
  * RELEASE of `token`'s keys on every node (compare-and-delete: never someone else's lock), each
@@ -44,7 +44,7 @@ export function runRelease(
 const isFreed = (r: Freed): boolean => !(r instanceof Error);
 
 /** Releases `token`'s keys on one node: whether it published a wake-up, or the error. */
-function releaseOn(
+export function releaseOn(
   group: LockNodes,
   node: RedisNode,
   keys: readonly string[],
