@@ -8,7 +8,7 @@ import { KEYS_PER_LOCK, type KeySpace } from './key-space';
 import { LockNodes, type LockProtocolSettings } from './lock-nodes';
 import type { Quorum, VoteDone } from './quorum';
 import type { RedisNode } from './redis-node';
-import { type ReleaseGrant, runRelease } from './release-round';
+import { type OnGrants, runRelease } from './release-round';
 import { RenewalBatcher } from './renewal-batcher';
 import { releaseOnOne, tryOnOne } from './single-node-cycle';
 import { asError, type ReplicaAcks, type ScriptRunner } from './script-runner';
@@ -283,7 +283,7 @@ export class LockProtocol {
   releaseThen(
     keys: readonly string[],
     token: string,
-    onGrants: ((grants: readonly ReleaseGrant[]) => void) | undefined,
+    onGrants: OnGrants | undefined,
     done: (error: unknown, published?: boolean) => void,
   ): void {
     if (this.group.single) return releaseOnOne(this.group, keys, token, onGrants, done);
@@ -295,11 +295,7 @@ export class LockProtocol {
    * @returns whether racing waiters were woken (a PUBLISH on some node)
    * @throws LockBackendError when no majority of nodes could be told
    */
-  release(
-    keys: readonly string[],
-    token: string,
-    onGrants?: (grants: readonly ReleaseGrant[]) => void,
-  ): Promise<boolean> {
+  release(keys: readonly string[], token: string, onGrants?: OnGrants): Promise<boolean> {
     return promiseFrom((done) => this.releaseThen(keys, token, onGrants, done));
   }
 

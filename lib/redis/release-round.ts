@@ -10,6 +10,9 @@ import { type FenceMode, RELEASE, type ReleaseGrantReply } from './scripts';
  */
 export type ReleaseGrant = ReleaseGrantReply;
 
+/** Hears what a release granted (single node), as soon as its answer comes. */
+export type OnGrants = (grants: readonly ReleaseGrant[]) => void;
+
 /** A release's outcome on one node: whether it woke racing waiters, or the error. */
 export type Freed = boolean | Error;
 
@@ -24,7 +27,7 @@ export function runRelease(
   group: LockNodes,
   keys: readonly string[],
   token: string,
-  onGrants: ((grants: readonly ReleaseGrant[]) => void) | undefined,
+  onGrants: OnGrants | undefined,
   done: VoteDone<boolean>,
 ): void {
   const grantsTo = group.single ? onGrants : undefined;
@@ -49,7 +52,7 @@ export function releaseOn(
   node: RedisNode,
   keys: readonly string[],
   token: string,
-  onGrants: ((grants: readonly ReleaseGrant[]) => void) | undefined,
+  onGrants: OnGrants | undefined,
   answer: (r: Freed) => void,
 ): void {
   const { runner, space, settings } = group;

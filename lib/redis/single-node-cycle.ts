@@ -14,7 +14,7 @@ import { LockBackendError } from '../errors';
 import { type AcquireRound, oneNodeOutcome, type SharedOutcome } from './acquire-round';
 import type { LockNodes } from './lock-nodes';
 import type { VoteDone } from './quorum';
-import { type ReleaseGrant, releaseOn } from './release-round';
+import { type OnGrants, releaseOn } from './release-round';
 import type { FenceMode } from './scripts';
 import { TRY } from './scripts';
 
@@ -41,7 +41,7 @@ export function releaseOnOne(
   group: LockNodes,
   keys: readonly string[],
   token: string,
-  onGrants: ((grants: readonly ReleaseGrant[]) => void) | undefined,
+  onGrants: OnGrants | undefined,
   done: VoteDone<boolean>,
 ): void {
   releaseOn(group, group.nodes[0], keys, token, onGrants, (r) =>
