@@ -4,10 +4,9 @@
  * same scripts, arguments, undo and outcomes as the rounds of `acquire-round.ts` and
  * `release-round.ts` (which take one node as well): this only skips `Quorum.collect`'s
  * closures and arrays. It earns its lines on the uncontended bench (`npm run bench -- --only
- * uncontended --runs 1`, 1 server, alternated builds in one window, median x raw floor and
- * client CPU per cycle over the floor): before the vote 0.69 and +9.0 µs (6 runs); every cycle
- * through the vote 0.63 and +13 µs (6 runs, 9% slower); with this file 0.66 and +11.4 µs (3
- * runs).
+ * uncontended --runs 1`, 1 server, builds alternated in one window on the shared 2-vCPU VM,
+ * median x raw floor): before the vote 0.68 (9 runs); every cycle through the vote 0.63 (6
+ * runs, 8% slower); with this file 0.70 (6 runs).
  */
 
 import { LockBackendError } from '../errors';
