@@ -1,6 +1,12 @@
+import { LockBackendError } from '../errors';
+
+/** Where a vote's conclusion goes: `error` undefined when it concluded `result`. */
+export type VoteDone<R> = (error: unknown, result?: R) => void;
+
 /**
- * Redlock's vote counting over N independent nodes, as a value: a majority decides, and an
- * outcome is known as soon as enough votes are in either way.
+ * Redlock's vote counting over N independent nodes, and the one way a round runs over them
+ * (`collect`): a majority decides, and an outcome is known as soon as enough votes are in either
+ * way. A single node is a vote of one: its answer decides.
  * @internal
  */
 export class Quorum {
@@ -22,99 +28,71 @@ export class Quorum {
   }
 
   /**
-   * Asks every node at once and settles, in one promise, once `yes` holds for a majority (or
-   * `need` nodes), or can no longer hold for one, or every node answered, with what `conclude`
-   * makes of the answers. Answers still out are `undefined` then; they arrive later and are
-   * dropped (their effect in Redis is the caller's to undo if needed). `ask` also gets `over`,
-   * which tells whether the vote is over by now.
+   * Asks every node at once and concludes once `yes` holds for a majority (or `need` nodes), or
+   * can no longer hold for one, or every node answered: `done` then gets what `conclude` makes
+   * of the answers (or what it threw, or what its promise rejected with), once. Answers still
+   * out are `undefined` then; they arrive later and are dropped (their effect in Redis is the
+   * caller's to undo if needed). `ask` also gets `over`, which tells whether the vote is over by
+   * now. Answered by callback, not a promise: the uncontended cycle's rounds go through here.
    */
-  collect<N, T, R = (T | undefined)[]>(
+  collect<N, T, R>(
     nodes: readonly N[],
     ask: (node: N, answer: (v: T) => void, over: () => boolean) => void,
     yes: (v: T) => boolean,
-    conclude: (answers: (T | undefined)[]) => R | Promise<R> = (a) => a as R,
+    conclude: (answers: (T | undefined)[]) => R | Promise<R>,
+    done: VoteDone<R>,
     need = this.size,
-  ): Promise<R> {
+  ): void {
     const n = nodes.length;
     const answers = new Array<T | undefined>(n).fill(undefined);
-    return new Promise((resolve, reject) => {
-      let ayes = 0;
-      let noes = 0;
-      let done = false;
-      const over = () => done;
-      for (let i = 0; i < n; i++) {
-        ask(
-          nodes[i],
-          (v) => {
-            if (done) return;
-            answers[i] = v;
-            if (yes(v)) ayes++;
-            else noes++;
-            if (ayes >= need || noes > n - need || ayes + noes === n) {
-              done = true;
-              try {
-                resolve(conclude(answers));
-              } catch (err) {
-                reject(err);
-              }
-            }
-          },
-          over,
-        );
-      }
-    });
-  }
-}
-
-/**
- * One vote over the nodes as an object (`Quorum.collect` with no closure per node): the
- * answers come in by `vote(i, answer)`, and `promise` settles once `yes` holds for `need`
- * nodes, or can no longer hold for them, or every node answered, with what `conclude` makes of
- * the answers (those still out are `undefined`; later ones are dropped).
- * @internal
- */
-export abstract class Ballot<T, R> {
-  readonly promise: Promise<R>;
-  /** Each node's answer, by index; `undefined` while out. */
-  protected readonly answers: (T | undefined)[];
-  private ayes = 0;
-  private noes = 0;
-  private resolve!: (result: R | PromiseLike<R>) => void;
-  private reject!: (error: unknown) => void;
-
-  constructor(
-    private readonly n: number,
-    private readonly need: number,
-  ) {
-    this.answers = new Array<T | undefined>(n).fill(undefined);
-    this.promise = new Promise<R>((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-    });
-  }
-
-  /** Whether the vote is over (later answers are dropped). */
-  get over(): boolean {
-    return (
-      this.ayes >= this.need || this.noes > this.n - this.need || this.ayes + this.noes === this.n
-    );
-  }
-
-  /** Node `i` answered. */
-  protected vote(i: number, answer: T): void {
-    if (this.over) return;
-    this.answers[i] = answer;
-    if (this.yes(answer)) this.ayes++;
-    else this.noes++;
-    if (!this.over) return;
-    try {
-      this.resolve(this.conclude(this.answers));
-    } catch (err) {
-      this.reject(err);
+    let ayes = 0;
+    let noes = 0;
+    let over = false;
+    const isOver = () => over;
+    for (let i = 0; i < n; i++) {
+      ask(
+        nodes[i],
+        (v) => {
+          if (over) return;
+          answers[i] = v;
+          if (yes(v)) ayes++;
+          else noes++;
+          if (ayes >= need || noes > n - need || ayes + noes === n) {
+            over = true;
+            concludeTo(conclude, answers, done);
+          }
+        },
+        isOver,
+      );
     }
   }
 
-  protected abstract yes(answer: T): boolean;
+  /**
+   * @throws LockBackendError when the nodes that failed (their answer an Error) leave no
+   *   majority possible
+   */
+  failIfNoMajority(keys: readonly string[], answers: unknown[], operation: string): void {
+    const errors = answers.filter((a): a is Error => a instanceof Error);
+    if (this.impossible(errors.length)) throw new LockBackendError(keys, errors, operation);
+  }
+}
 
-  protected abstract conclude(answers: (T | undefined)[]): R | Promise<R>;
+/** `conclude(answers)` to `done`; `done` is called outside the `try`, so it runs only once. */
+function concludeTo<T, R>(
+  conclude: (answers: (T | undefined)[]) => R | Promise<R>,
+  answers: (T | undefined)[],
+  done: VoteDone<R>,
+): void {
+  let result: R | Promise<R>;
+  try {
+    result = conclude(answers);
+  } catch (err) {
+    return done(err);
+  }
+  if (result instanceof Promise) {
+    result.then(
+      (r) => done(undefined, r),
+      (err: unknown) => done(err),
+    );
+  } else done(undefined, result);
 }

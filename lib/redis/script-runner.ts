@@ -23,17 +23,9 @@ interface ArgvCommands {
 export type ScriptCallback<R> = (error: Error | undefined, reply?: R) => void;
 
 /**
- * Who hears the answers of several round trips, told apart by `slot` (a node's index in a
- * round): one object for a whole round instead of a callback per call.
- */
-export interface ScriptReplies<R> {
-  answered(slot: number, error: Error | undefined, reply: R | undefined): void;
-}
-
-/**
  * One round trip in flight: answered once, by its reply, its error or the sweeper's timeout. A
  * class with methods (not a set of closures per call): the hot path allocates this object and
- * the two reply handlers only. The answer goes to `cb`, or to `to` with `slot`.
+ * the two reply handlers only. The answer goes to `cb`.
  */
 class InFlight<R = unknown> {
   prev?: InFlight;
@@ -45,22 +37,17 @@ class InFlight<R = unknown> {
     /** The sweeper's tick when it was sent (a coarse clock: no clock read per command). */
     readonly sent: number,
     private readonly decode: ((reply: unknown) => R) | undefined,
-    private readonly cb: ScriptCallback<R> | undefined,
-    private readonly to: ScriptReplies<R> | undefined,
-    private readonly slot: number,
+    private readonly cb: ScriptCallback<R>,
   ) {}
 
   reply(value: unknown): void {
     if (!this.settle()) return;
-    const reply = this.decode ? this.decode(value) : (value as R);
-    if (this.to) this.to.answered(this.slot, undefined, reply);
-    else this.cb!(undefined, reply);
+    this.cb(undefined, this.decode ? this.decode(value) : (value as R));
   }
 
   fail(error: Error): void {
     if (!this.settle()) return;
-    if (this.to) this.to.answered(this.slot, error, undefined);
-    else this.cb!(error);
+    this.cb(error);
   }
 
   /** Whether this is the first answer (the call leaves the chain then). */
@@ -137,19 +124,7 @@ export class ScriptRunner {
     cb: ScriptCallback<R>,
     resent?: () => void,
   ): void {
-    this.call(node, script, keys, args, this.track(script.decode, cb, undefined, 0), resent);
-  }
-
-  /** `send`, its answer to `to.answered(slot, …)`. */
-  sendTo<A extends ScriptArgs, R>(
-    node: RedisNode,
-    script: Script<A, R>,
-    keys: readonly string[],
-    args: A,
-    to: ScriptReplies<R>,
-    slot: number,
-  ): void {
-    this.call(node, script, keys, args, this.track(script.decode, undefined, to, slot));
+    this.call(node, script, keys, args, this.track(script.decode, cb), resent);
   }
 
   private call<R>(
@@ -185,7 +160,7 @@ export class ScriptRunner {
    * sent on it so far (sent right after a script, it covers that script's writes).
    */
   waitForReplicas(node: RedisNode, replicas: number, timeout: number, cb: ScriptCallback<number>) {
-    const call = this.track<number>(Number, cb, undefined, 0);
+    const call = this.track<number>(Number, cb);
     (node as Redis).wait(replicas, timeout).then(
       (n) => call.reply(n),
       (e: unknown) => call.fail(this.failure(node, e)),
@@ -291,11 +266,9 @@ export class ScriptRunner {
   /** A call in flight: `cb` gets its decoded answer or its timeout, once. */
   private track<R>(
     decode: ((reply: unknown) => R) | undefined,
-    cb: ScriptCallback<R> | undefined,
-    to: ScriptReplies<R> | undefined,
-    slot: number,
+    cb: ScriptCallback<R>,
   ): InFlight<R> {
-    const call = new InFlight<R>(this.inFlight, this.ticks, decode, cb, to, slot);
+    const call = new InFlight<R>(this.inFlight, this.ticks, decode, cb);
     this.inFlight.push(call as InFlight);
     this.sweeper ??= this.startSweeper();
     return call;

@@ -1,7 +1,28 @@
-import { Ballot, Quorum } from '../../lib/redis/quorum';
+import { Quorum } from '../../lib/redis/quorum';
 
 /** Lets every pending promise callback run. */
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** `collect` as a promise, `conclude` the answers themselves unless given. */
+function collected<N, T, R = (T | undefined)[]>(
+  quorum: Quorum,
+  nodes: readonly N[],
+  ask: (node: N, answer: (v: T) => void, over: () => boolean) => void,
+  yes: (v: T) => boolean,
+  conclude: (answers: (T | undefined)[]) => R | Promise<R> = (a) => a as R,
+  need?: number,
+): Promise<R> {
+  return new Promise((resolve, reject) =>
+    quorum.collect(
+      nodes,
+      ask,
+      yes,
+      conclude,
+      (error, result) => (error === undefined ? resolve(result as R) : reject(error)),
+      need,
+    ),
+  );
+}
 
 /**
  * A `collect` over `n` nodes whose answers the test gives by hand, with what settled (and
@@ -13,7 +34,8 @@ function collecting<T>(n: number, yes: (v: T) => boolean = (v) => v === (true as
   const answer: ((v: T) => void)[] = [];
   const conclude = jest.fn((answers: (T | undefined)[]) => [...answers]);
   let settled: { value?: (T | undefined)[]; error?: unknown } | undefined;
-  const promise = quorum.collect<number, T, (T | undefined)[]>(
+  const promise = collected<number, T, (T | undefined)[]>(
+    quorum,
     nodes,
     (node, reply) => {
       answer[node] = reply;
@@ -63,7 +85,8 @@ describe('Quorum', () => {
   describe('collect()', () => {
     it('asks every node at once, before any answer', () => {
       const asked: number[] = [];
-      void new Quorum(5).collect(
+      void collected(
+        new Quorum(5),
         [10, 11, 12, 13, 14],
         (node) => asked.push(node),
         () => true,
@@ -137,7 +160,8 @@ describe('Quorum', () => {
 
     it('the default conclusion is the answers, later ones not written in', async () => {
       const answer: ((v: string) => void)[] = [];
-      const p = new Quorum(3).collect<number, string>(
+      const p = collected<number, string>(
+        new Quorum(3),
         [0, 1, 2],
         (i, reply) => (answer[i] = reply),
         (v) => v === 'ok',
@@ -160,7 +184,8 @@ describe('Quorum', () => {
     it('rejects when conclude throws', async () => {
       const boom = new Error('boom');
       const answer: ((v: boolean) => void)[] = [];
-      const p = new Quorum(3).collect<number, boolean, never>(
+      const p = collected<number, boolean, never>(
+        new Quorum(3),
         [0, 1, 2],
         (i, reply) => (answer[i] = reply),
         (v) => v,
@@ -175,7 +200,8 @@ describe('Quorum', () => {
 
     it('follows a promise conclude returns', async () => {
       const answer: ((v: boolean) => void)[] = [];
-      const p = new Quorum(1).collect<number, boolean, string>(
+      const p = collected<number, boolean, string>(
+        new Quorum(1),
         [0],
         (i, reply) => (answer[i] = reply),
         (v) => v,
@@ -187,7 +213,8 @@ describe('Quorum', () => {
 
     it('answers given synchronously while asking are counted', async () => {
       const asked: number[] = [];
-      const answers = await new Quorum(3).collect<number, boolean>(
+      const answers = await collected<number, boolean>(
+        new Quorum(3),
         [0, 1, 2],
         (i, reply) => {
           asked.push(i);
@@ -201,66 +228,48 @@ describe('Quorum', () => {
     });
   });
 
-  describe('Ballot', () => {
-    /** A ballot over `n` nodes, `need` yes votes, whose answers the test gives by hand. */
-    class Votes extends Ballot<boolean, (boolean | undefined)[]> {
-      readonly concluded: (boolean | undefined)[][] = [];
-      constructor(
-        n: number,
-        need: number,
-        private readonly fail = false,
-      ) {
-        super(n, need);
-      }
-      give(i: number, v: boolean): void {
-        this.vote(i, v);
-      }
-      protected yes(v: boolean): boolean {
-        return v;
-      }
-      protected conclude(answers: (boolean | undefined)[]): (boolean | undefined)[] {
-        if (this.fail) throw new Error('conclude failed');
-        this.concluded.push([...answers]);
-        return [...answers];
-      }
-    }
+  it('needs every node when asked to (need = n)', async () => {
+    const answer: ((v: boolean) => void)[] = [];
+    const p = collected<number, boolean>(
+      new Quorum(3),
+      [0, 1, 2],
+      (i, reply) => (answer[i] = reply),
+      (v) => v,
+      undefined,
+      3,
+    );
+    let settled = false;
+    void p.then(() => (settled = true));
+    answer[0](true);
+    answer[1](true);
+    await flush();
+    expect(settled).toBe(false);
+    answer[2](false);
+    await expect(p).resolves.toEqual([true, true, false]);
+  });
 
-    it('settles once a majority says yes; later answers are dropped', async () => {
-      const b = new Votes(5, 3);
-      b.give(4, true);
-      b.give(1, true);
-      expect(b.over).toBe(false);
-      b.give(2, true);
-      expect(b.over).toBe(true);
-      b.give(0, true);
-      b.give(3, false);
-      await expect(b.promise).resolves.toEqual([undefined, true, true, undefined, true]);
-      expect(b.concluded).toHaveLength(1);
+  it('gives its conclusion once, outside the conclusion (a throwing `done` is not called again)', () => {
+    const answer: ((v: boolean) => void)[] = [];
+    const done = jest.fn(() => {
+      throw new Error('done failed');
     });
+    new Quorum(1).collect<number, boolean, (boolean | undefined)[]>(
+      [0],
+      (i, reply) => (answer[i] = reply),
+      (v) => v,
+      (a) => a,
+      done,
+    );
+    expect(() => answer[0](true)).toThrow('done failed');
+    expect(done).toHaveBeenCalledTimes(1);
+    expect(done).toHaveBeenCalledWith(undefined, [true]);
+  });
 
-    it('settles as soon as no majority is possible', async () => {
-      const b = new Votes(3, 2);
-      b.give(0, false);
-      expect(b.over).toBe(false);
-      b.give(2, false);
-      await expect(b.promise).resolves.toEqual([false, undefined, false]);
-      b.give(1, true);
-      expect(b.concluded).toHaveLength(1);
-    });
-
-    it('needs every node when asked to (need = n)', async () => {
-      const b = new Votes(3, 3);
-      b.give(0, true);
-      b.give(1, true);
-      expect(b.over).toBe(false);
-      b.give(2, false);
-      await expect(b.promise).resolves.toEqual([true, true, false]);
-    });
-
-    it('rejects with what conclude throws', async () => {
-      const b = new Votes(1, 1, true);
-      b.give(0, true);
-      await expect(b.promise).rejects.toThrow('conclude failed');
-    });
+  it('failIfNoMajority throws only when the errors leave no majority possible', () => {
+    const q = new Quorum(3);
+    const e = new Error('down');
+    expect(() => q.failIfNoMajority(['k'], [e, true, undefined], 'release')).not.toThrow();
+    expect(() => q.failIfNoMajority(['k'], [e, true, e], 'release')).toThrow(/release/);
+    expect(() => new Quorum(1).failIfNoMajority(['k'], [e], 'extend')).toThrow(/extend/);
   });
 });
