@@ -16,6 +16,7 @@ import { type RedisServerHandle, useRedis } from '../support/redis-server';
 import { killWorkers, spawnWorker } from '../support/workers';
 import type { LockClient } from '../../lib/engine/lock-client';
 import { LockClientRegistry } from '../../lib/module/lock-client.registry';
+import { itWith } from '../support/policies';
 
 /**
  * The waiting engine: waiters are woken by the release itself (a grant pushed over pub/sub), an
@@ -300,55 +301,58 @@ it('delivers every grant while two apps hammer four slices', async () => {
   }
 });
 
-it('hands the key to the next caller of the process with no round trip, fences still increasing', async () => {
-  const evalshaCalls = async () =>
-    Number(/cmdstat_evalsha:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
-  const sections: { fence: number; start: number }[] = [];
-  const section = async () => {
-    const { fence } = LockContext.current()!;
-    sections.push({ fence, start: performance.now() });
-    await sleep(1);
-  };
-  const before = { calls: await evalshaCalls(), stats: locks.stats() };
-  await Promise.all(
-    Array.from({ length: 20 }, () => locks.using('job:local', section, { waitTimeout: 20_000 })),
-  );
-  const calls = (await evalshaCalls()) - before.calls;
-  const after = locks.stats();
-  expect(sections).toHaveLength(20);
-  // Every default-bounded run of local handoffs (4) costs no command: one acquire and one
-  // release or pass-on per five sections, not one per section.
-  expect(after.localHandoffs - before.stats.localHandoffs).toBeGreaterThanOrEqual(15);
-  expect(calls).toBeLessThanOrEqual(10);
-  const fences = sections.sort((a, b) => a.start - b.start).map((s) => s.fence);
-  for (let i = 1; i < fences.length; i++) expect(fences[i]).toBeGreaterThan(fences[i - 1]);
+itWith('localHandoff')(
+  'hands the key to the next caller of the process with no round trip, fences still increasing',
+  async () => {
+    const evalshaCalls = async () =>
+      Number(/cmdstat_evalsha:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
+    const sections: { fence: number; start: number }[] = [];
+    const section = async () => {
+      const { fence } = LockContext.current()!;
+      sections.push({ fence, start: performance.now() });
+      await sleep(1);
+    };
+    const before = { calls: await evalshaCalls(), stats: locks.stats() };
+    await Promise.all(
+      Array.from({ length: 20 }, () => locks.using('job:local', section, { waitTimeout: 20_000 })),
+    );
+    const calls = (await evalshaCalls()) - before.calls;
+    const after = locks.stats();
+    expect(sections).toHaveLength(20);
+    // Every default-bounded run of local handoffs (4) costs no command: one acquire and one
+    // release or pass-on per five sections, not one per section.
+    expect(after.localHandoffs - before.stats.localHandoffs).toBeGreaterThanOrEqual(15);
+    expect(calls).toBeLessThanOrEqual(10);
+    const fences = sections.sort((a, b) => a.start - b.start).map((s) => s.fence);
+    for (let i = 1; i < fences.length; i++) expect(fences[i]).toBeGreaterThan(fences[i - 1]);
 
-  // A caller with another lease length is handed the key by the HANDOFF script instead (its
-  // lease is set in Redis), and the fences go on increasing; so does another app's.
-  const mixed: number[] = [];
-  await Promise.all(
-    Array.from({ length: 6 }, (_, i) =>
-      locks.using(
-        'job:local',
-        async ({ fence }) => {
-          mixed.push(fence);
-          await sleep(1);
-        },
-        { waitTimeout: 20_000, ttl: i % 2 ? 1_500 : 2_500 },
+    // A caller with another lease length is handed the key by the HANDOFF script instead (its
+    // lease is set in Redis), and the fences go on increasing; so does another app's.
+    const mixed: number[] = [];
+    await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        locks.using(
+          'job:local',
+          async ({ fence }) => {
+            mixed.push(fence);
+            await sleep(1);
+          },
+          { waitTimeout: 20_000, ttl: i % 2 ? 1_500 : 2_500 },
+        ),
       ),
-    ),
-  );
-  for (let i = 1; i < mixed.length; i++) expect(mixed[i]).toBeGreaterThan(mixed[i - 1]);
-  expect(mixed[0]).toBeGreaterThan(fences[fences.length - 1]);
-  const other = await createLockApp({ options: { clients: [server.url], keyPrefix: prefix } });
-  try {
-    const handle = await other.get(LockService).acquire('job:local', { waitTimeout: 0 });
-    expect(handle.fence).toBeGreaterThan(mixed[mixed.length - 1]);
-    await handle.release();
-  } finally {
-    await other.close();
-  }
-});
+    );
+    for (let i = 1; i < mixed.length; i++) expect(mixed[i]).toBeGreaterThan(mixed[i - 1]);
+    expect(mixed[0]).toBeGreaterThan(fences[fences.length - 1]);
+    const other = await createLockApp({ options: { clients: [server.url], keyPrefix: prefix } });
+    try {
+      const handle = await other.get(LockService).acquire('job:local', { waitTimeout: 0 });
+      expect(handle.fence).toBeGreaterThan(mixed[mixed.length - 1]);
+      await handle.release();
+    } finally {
+      await other.close();
+    }
+  },
+);
 
 it('leaves the Redis queue when a wait ends while its first queued attempt is in flight', async () => {
   // Otherwise the token stays queued and a release grants the key to a caller that is gone.

@@ -19,6 +19,7 @@ import { describeResult, spawnWorker } from '../support/workers';
 import { REFILL } from '../../lib/redis/scripts';
 import type { LockClient } from '../../lib/engine/lock-client';
 import { LockClientRegistry } from '../../lib/module/lock-client.registry';
+import { describeWith, itWith } from '../support/policies';
 
 /**
  * A hot key on a single node: a process passes it from caller to caller in memory for as long as
@@ -82,7 +83,7 @@ function fencesNotIncreasing(sections: readonly Omit<Section, 'index'>[]): strin
   return bad;
 }
 
-describe('one process alone on a hot key', () => {
+describeWith('localHandoff')('one process alone on a hot key', () => {
   let app: INestApplication;
   let prefix: string;
 
@@ -215,41 +216,44 @@ describe('a waiter of another client group', () => {
     const ours = sections.filter((s) => s.by === 'here').sort((a, b) => a.start - b.start);
     expect(ours.map((s) => s.index)).toEqual(ours.map((_, i) => i));
   });
-  it('counts a new run of localHandoffs once the key went back to Redis with nobody of this group waiting', async () => {
-    const [here, there] = apps.map((a) => a.get(LockService));
-    const key = `job:run:${randomBytes(3).toString('hex')}`;
-    // A run of two passes in memory...
-    const first = await here.acquire(key);
-    const next = [0, 1].map(() => here.acquire(key, { waitTimeout: 10_000 }));
-    await inLine(key, 2);
-    await first.release();
-    const second = await next[0];
-    await second.release();
-    const third = await next[1];
-    // ...then the key goes back to Redis, nobody of this group waiting; a caller of this group
-    // arriving during that release waits for it and takes the key over the network.
-    const releasing = third.release();
-    const fourth = here.acquire(key, { waitTimeout: 10_000 });
-    await releasing;
-    const held = await fourth;
+  itWith('localHandoff')(
+    'counts a new run of localHandoffs once the key went back to Redis with nobody of this group waiting',
+    async () => {
+      const [here, there] = apps.map((a) => a.get(LockService));
+      const key = `job:run:${randomBytes(3).toString('hex')}`;
+      // A run of two passes in memory...
+      const first = await here.acquire(key);
+      const next = [0, 1].map(() => here.acquire(key, { waitTimeout: 10_000 }));
+      await inLine(key, 2);
+      await first.release();
+      const second = await next[0];
+      await second.release();
+      const third = await next[1];
+      // ...then the key goes back to Redis, nobody of this group waiting; a caller of this group
+      // arriving during that release waits for it and takes the key over the network.
+      const releasing = third.release();
+      const fourth = here.acquire(key, { waitTimeout: 10_000 });
+      await releasing;
+      const held = await fourth;
 
-    // Another group queues; then callers of this group line up behind the holder.
-    const sections: Section[] = [];
-    const theirs = section(there, key, 'there', 0, 1, sections);
-    await queuedInRedis(redis, prefix, key, 1);
-    const ours = Array.from({ length: LOCAL_HANDOFFS + 2 }, (_, i) =>
-      section(here, key, 'here', i, 1, sections),
-    );
-    await inLine(key, LOCAL_HANDOFFS + 2);
-    await held.release();
-    await within(Promise.all([theirs, ...ours]), 10_000, 'the sections');
+      // Another group queues; then callers of this group line up behind the holder.
+      const sections: Section[] = [];
+      const theirs = section(there, key, 'there', 0, 1, sections);
+      await queuedInRedis(redis, prefix, key, 1);
+      const ours = Array.from({ length: LOCAL_HANDOFFS + 2 }, (_, i) =>
+        section(here, key, 'here', i, 1, sections),
+      );
+      await inLine(key, LOCAL_HANDOFFS + 2);
+      await held.release();
+      await within(Promise.all([theirs, ...ours]), 10_000, 'the sections');
 
-    const order = [...sections].sort((a, b) => a.start - b.start).map((s) => s.by);
-    // The key was public when `held` took it: a whole run of localHandoffs passes in memory,
-    // then the other group's waiter (not the rest of an earlier run).
-    expect(order.indexOf('there')).toBe(LOCAL_HANDOFFS);
-    expect(findOverlaps(sections)).toEqual([]);
-  });
+      const order = [...sections].sort((a, b) => a.start - b.start).map((s) => s.by);
+      // The key was public when `held` took it: a whole run of localHandoffs passes in memory,
+      // then the other group's waiter (not the rest of an earlier run).
+      expect(order.indexOf('there')).toBe(LOCAL_HANDOFFS);
+      expect(findOverlaps(sections)).toEqual([]);
+    },
+  );
 
   /**
    * The other group holds a new key while `waiting` callers of this group line up behind it
@@ -287,30 +291,36 @@ describe('a waiter of another client group', () => {
     return { sections, order };
   }
 
-  it('a turn after a grant serves every caller already waiting here once, past localHandoffs; later callers wait for the next turn', async () => {
-    const waiting = 2 * LOCAL_HANDOFFS;
-    const { sections, order } = await turnAfterGrant(waiting, 5, true);
+  itWith('localHandoff')(
+    'a turn after a grant serves every caller already waiting here once, past localHandoffs; later callers wait for the next turn',
+    async () => {
+      const waiting = 2 * LOCAL_HANDOFFS;
+      const { sections, order } = await turnAfterGrant(waiting, 5, true);
 
-    expect(order).toEqual([
-      ...Array.from({ length: waiting }, (_, i) => `here${i}`),
-      'there0',
-      `here${waiting}`,
-    ]);
-    expect(findOverlaps(sections)).toEqual([]);
-    expect(fencesNotIncreasing(sections)).toEqual([]);
-  });
+      expect(order).toEqual([
+        ...Array.from({ length: waiting }, (_, i) => `here${i}`),
+        'there0',
+        `here${waiting}`,
+      ]);
+      expect(findOverlaps(sections)).toEqual([]);
+      expect(fencesNotIncreasing(sections)).toEqual([]);
+    },
+  );
 
-  it('a turn is at most 4 x (localHandoffs + 1) holds, however many callers wait here', async () => {
-    const turn = 4 * (LOCAL_HANDOFFS + 1);
-    const { sections, order } = await turnAfterGrant(turn + 6, 2, false);
+  itWith('localHandoff')(
+    'a turn is at most 4 x (localHandoffs + 1) holds, however many callers wait here',
+    async () => {
+      const turn = 4 * (LOCAL_HANDOFFS + 1);
+      const { sections, order } = await turnAfterGrant(turn + 6, 2, false);
 
-    expect(order.indexOf('there0')).toBe(turn);
-    expect(findOverlaps(sections)).toEqual([]);
-    expect(fencesNotIncreasing(sections)).toEqual([]);
-  });
+      expect(order.indexOf('there0')).toBe(turn);
+      expect(findOverlaps(sections)).toEqual([]);
+      expect(fencesNotIncreasing(sections)).toEqual([]);
+    },
+  );
 });
 
-describe('REFILL', () => {
+describeWith('localHandoff')('REFILL', () => {
   const keys = (prefix: string, key: string): string[] => {
     const rk = lockRedisKey(prefix, key);
     return [rk, `${rk}:fence`, `${rk}:wait`, `${rk}:q`, `${rk}:qm`, `${rk}:h`];

@@ -11,6 +11,7 @@ import {
   startRedisCluster,
   startRedisServers,
 } from '../support/redis-server';
+import { itWith } from '../support/policies';
 
 /**
  * Watchdog renewals go out batched (RENEW_MANY: one script call per node for the renewals due
@@ -60,46 +61,53 @@ describe('single node', () => {
     await other?.close();
   });
 
-  it('renews 200 holds with a few script calls per round, and tells each hold its own loss', async () => {
-    const locks = app.get(LockService);
-    const keys = Array.from({ length: 200 }, (_, i) => `b:${i}`);
-    const holds = await takeAll(locks, keys);
-    try {
-      const before = await scriptCalls([redis]);
-      await sleep(1_000); // the window counted: ~5 renewal rounds
-      const calls = (await scriptCalls([redis])) - before;
-      // One EXTEND per hold per round would be ~1,000 calls.
-      expect(calls).toBeGreaterThan(0);
-      expect(calls).toBeLessThan(100);
-      expect(holds.filter((h) => h.signal.aborted)).toEqual([]);
-      for (const k of keys.slice(0, 5)) {
-        expect(await redis.pttl(lockRedisKey(keyPrefix, k))).toBeGreaterThan(TTL / 3);
-      }
+  itWith('renewalBatching')(
+    'renews 200 holds with a few script calls per round, and tells each hold its own loss',
+    async () => {
+      const locks = app.get(LockService);
+      const keys = Array.from({ length: 200 }, (_, i) => `b:${i}`);
+      const holds = await takeAll(locks, keys);
+      try {
+        const before = await scriptCalls([redis]);
+        await sleep(1_000); // the window counted: ~5 renewal rounds
+        const calls = (await scriptCalls([redis])) - before;
+        // One EXTEND per hold per round would be ~1,000 calls.
+        expect(calls).toBeGreaterThan(0);
+        expect(calls).toBeLessThan(100);
+        expect(holds.filter((h) => h.signal.aborted)).toEqual([]);
+        for (const k of keys.slice(0, 5)) {
+          expect(await redis.pttl(lockRedisKey(keyPrefix, k))).toBeGreaterThan(TTL / 3);
+        }
 
-      // Hold 7 taken over by someone else, hold 8's key gone: those two, and only those, lost.
-      await redis.set(lockRedisKey(keyPrefix, keys[7]), 'someone-else', 'PX', 10_000);
-      await redis.del(lockRedisKey(keyPrefix, keys[8]));
-      await until(
-        () => holds[7].signal.aborted && holds[8].signal.aborted,
-        'holds 7 and 8 learning their loss',
-        3_000,
+        // Hold 7 taken over by someone else, hold 8's key gone: those two, and only those, lost.
+        await redis.set(lockRedisKey(keyPrefix, keys[7]), 'someone-else', 'PX', 10_000);
+        await redis.del(lockRedisKey(keyPrefix, keys[8]));
+        await until(
+          () => holds[7].signal.aborted && holds[8].signal.aborted,
+          'holds 7 and 8 learning their loss',
+          3_000,
+        );
+        expect(lostReason(holds[7])).toBe('lost');
+        expect(lostReason(holds[8])).toBe('lost');
+        // One more renewal round (a script call) after the one that found them: the others passed.
+        const seen = await scriptCalls([redis]);
+        await until(
+          async () => (await scriptCalls([redis])) > seen,
+          'a later renewal round',
+          3_000,
+        );
+        expect(holds.filter((h) => h.signal.aborted)).toEqual([holds[7], holds[8]]);
+        // Nobody else's lock was touched: the intruder's value is still there.
+        expect(await redis.get(lockRedisKey(keyPrefix, keys[7]))).toBe('someone-else');
+      } finally {
+        await Promise.all(holds.map((h) => h.release().catch(() => undefined)));
+      }
+      const left = await Promise.all(
+        keys.map((k, i) => (i === 7 ? 0 : redis.exists(lockRedisKey(keyPrefix, k)))),
       );
-      expect(lostReason(holds[7])).toBe('lost');
-      expect(lostReason(holds[8])).toBe('lost');
-      // One more renewal round (a script call) after the one that found them: the others passed.
-      const seen = await scriptCalls([redis]);
-      await until(async () => (await scriptCalls([redis])) > seen, 'a later renewal round', 3_000);
-      expect(holds.filter((h) => h.signal.aborted)).toEqual([holds[7], holds[8]]);
-      // Nobody else's lock was touched: the intruder's value is still there.
-      expect(await redis.get(lockRedisKey(keyPrefix, keys[7]))).toBe('someone-else');
-    } finally {
-      await Promise.all(holds.map((h) => h.release().catch(() => undefined)));
-    }
-    const left = await Promise.all(
-      keys.map((k, i) => (i === 7 ? 0 : redis.exists(lockRedisKey(keyPrefix, k)))),
-    );
-    expect(left.filter(Boolean)).toEqual([]);
-  });
+      expect(left.filter(Boolean)).toEqual([]);
+    },
+  );
 
   it('keeps exclusion while sections outlive their lease (intervals from two apps)', async () => {
     const intervals: Interval[] = [];
@@ -166,37 +174,40 @@ describe('quorum of 3 nodes', () => {
     await Promise.all((servers ?? []).map((s) => s.stop()));
   });
 
-  it('repairs a hold missing on one node, loses one taken on two, and batches the rest', async () => {
-    const locks = app.get(LockService);
-    const keys = Array.from({ length: 60 }, (_, i) => `q:${i}`);
-    const holds = await takeAll(locks, keys);
-    try {
-      const before = await scriptCalls(conns);
-      await sleep(1_000); // the window counted: ~5 renewal rounds
-      const calls = (await scriptCalls(conns)) - before;
-      // Unbatched: ~60 holds x 5 rounds x 3 nodes = 900 calls.
-      expect(calls).toBeLessThan(90);
-      expect(holds.filter((h) => h.signal.aborted)).toEqual([]);
+  itWith('renewalBatching')(
+    'repairs a hold missing on one node, loses one taken on two, and batches the rest',
+    async () => {
+      const locks = app.get(LockService);
+      const keys = Array.from({ length: 60 }, (_, i) => `q:${i}`);
+      const holds = await takeAll(locks, keys);
+      try {
+        const before = await scriptCalls(conns);
+        await sleep(1_000); // the window counted: ~5 renewal rounds
+        const calls = (await scriptCalls(conns)) - before;
+        // Unbatched: ~60 holds x 5 rounds x 3 nodes = 900 calls.
+        expect(calls).toBeLessThan(90);
+        expect(holds.filter((h) => h.signal.aborted)).toEqual([]);
 
-      const rk = (i: number) => lockRedisKey(keyPrefix, keys[i]);
-      await conns[0].del(rk(3)); // a minority lost it: put back
-      await conns[0].set(rk(4), 'someone-else', 'PX', 10_000); // majority gone: lost
-      await conns[1].set(rk(4), 'someone-else', 'PX', 10_000);
-      // The round that finds hold 4 lost also puts hold 3 back, in the same batch.
-      await until(
-        async () => holds[4].signal.aborted && (await conns[0].get(rk(3))) !== null,
-        'a renewal round: hold 4 lost, hold 3 repaired',
-        3_000,
-      );
-      expect(lostReason(holds[4])).toBe('lost');
-      expect(holds.filter((h) => h.signal.aborted)).toEqual([holds[4]]);
-      const token = await conns[1].get(rk(3));
-      expect(token).not.toBeNull();
-      expect(await conns[0].get(rk(3))).toBe(token);
-    } finally {
-      await Promise.all(holds.map((h) => h.release().catch(() => undefined)));
-    }
-  });
+        const rk = (i: number) => lockRedisKey(keyPrefix, keys[i]);
+        await conns[0].del(rk(3)); // a minority lost it: put back
+        await conns[0].set(rk(4), 'someone-else', 'PX', 10_000); // majority gone: lost
+        await conns[1].set(rk(4), 'someone-else', 'PX', 10_000);
+        // The round that finds hold 4 lost also puts hold 3 back, in the same batch.
+        await until(
+          async () => holds[4].signal.aborted && (await conns[0].get(rk(3))) !== null,
+          'a renewal round: hold 4 lost, hold 3 repaired',
+          3_000,
+        );
+        expect(lostReason(holds[4])).toBe('lost');
+        expect(holds.filter((h) => h.signal.aborted)).toEqual([holds[4]]);
+        const token = await conns[1].get(rk(3));
+        expect(token).not.toBeNull();
+        expect(await conns[0].get(rk(3))).toBe(token);
+      } finally {
+        await Promise.all(holds.map((h) => h.release().catch(() => undefined)));
+      }
+    },
+  );
 });
 
 describe('Redis Cluster (3 masters)', () => {
