@@ -101,6 +101,31 @@ async function permitsHeldByAnother(key: string): Promise<string> {
   return rk;
 }
 
+/**
+ * A caller of `key` (queued in `rk`) sent a grant whose key or share Redis did not keep for it
+ * (`set`: what Redis holds instead): it never runs, and times out. Its token.
+ */
+async function expectNoHold(
+  key: string,
+  rk: string,
+  options: Parameters<LockService['using']>[2],
+  set: (m: ChainableCommander) => ChainableCommander,
+): Promise<string> {
+  let ran = false;
+  const call = locks.using(
+    key,
+    () => {
+      ran = true;
+    },
+    { ...options, waitTimeout: 1_500 },
+  );
+  const token = await queuedToken(rk);
+  await grantTo(rk, token, set);
+  await expect(within(call, 10_000, 'the call')).rejects.toBeInstanceOf(LockNotAcquiredError);
+  expect(ran).toBe(false);
+  return token;
+}
+
 describe('an exclusive grant', () => {
   it('holds once its claim is answered: the section runs after it, on the full lease', async () => {
     const rk = await heldByAnother('job:claimed');
@@ -136,18 +161,7 @@ describe('an exclusive grant', () => {
 
   it('whose key Redis gave someone else is no hold: the caller never runs and times out', async () => {
     const rk = await heldByAnother('job:gone');
-    let ran = false;
-    const call = locks.using(
-      'job:gone',
-      () => {
-        ran = true;
-      },
-      { waitTimeout: 1_500 },
-    );
-    const token = await queuedToken(rk);
-    await grantTo(rk, token, (m) => m.set(rk, 'someone-else.1', 'PX', 10_000));
-    await expect(within(call, 10_000, 'the call')).rejects.toBeInstanceOf(LockNotAcquiredError);
-    expect(ran).toBe(false);
+    await expectNoHold('job:gone', rk, {}, (m) => m.set(rk, 'someone-else.1', 'PX', 10_000));
     expect(await redis.get(rk)).toBe('someone-else.1');
     await redis.del(rk);
   });
@@ -189,18 +203,7 @@ describe('a permit grant', () => {
 
   it('for a share Redis never gave is no hold: the caller never runs and times out', async () => {
     const rk = await permitsHeldByAnother('p:gone');
-    let ran = false;
-    const call = locks.using(
-      'p:gone',
-      () => {
-        ran = true;
-      },
-      { ...permits, waitTimeout: 1_500 },
-    );
-    const token = await queuedToken(rk);
-    await grantTo(rk, token, (m) => m);
-    await expect(within(call, 10_000, 'the call')).rejects.toBeInstanceOf(LockNotAcquiredError);
-    expect(ran).toBe(false);
+    const token = await expectNoHold('p:gone', rk, permits, (m) => m);
     expect(await redis.zscore(`${rk}:h`, token)).toBeNull();
   });
 });
