@@ -16,10 +16,6 @@ export interface EnginePolicies {
    * RELEASE_TO, REFILL). `localHandoffs: 0` bounds the passes; this switches the path off.
    */
   readonly localHandoff: boolean;
-  /** A grant message held at once, bounded by the server's clock, its claim sent beside. */
-  readonly holdAtOnce: boolean;
-  /** A grantee of the releasing process holding from the release's reply (not its message). */
-  readonly holdFromReleaseAnswer: boolean;
   /** A freed permit passed to a permit wait of this process (PASS_SHARE). */
   readonly permitPass: boolean;
   /** Watchdog renewals due together sent as one script call per node (`RenewalBatcher`). */
@@ -34,8 +30,6 @@ export interface EnginePolicies {
 /** Every fast path on: what the library runs. @internal */
 export const ALL_POLICIES: EnginePolicies = Object.freeze({
   localHandoff: true,
-  holdAtOnce: true,
-  holdFromReleaseAnswer: true,
   permitPass: true,
   renewalBatching: true,
   writeBatching: true,
@@ -44,8 +38,6 @@ export const ALL_POLICIES: EnginePolicies = Object.freeze({
 /** Every fast path off: the plain protocol. @internal */
 export const NO_POLICIES: EnginePolicies = Object.freeze({
   localHandoff: false,
-  holdAtOnce: false,
-  holdFromReleaseAnswer: false,
   permitPass: false,
   renewalBatching: false,
   writeBatching: false,

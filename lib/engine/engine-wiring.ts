@@ -33,7 +33,7 @@ export interface EngineCore {
   /** Aborted when the client closes. */
   readonly closing: AbortSignal;
   readonly wakeUps: WakeUps;
-  /** Where a grant goes: its claim, or a policy's earlier hold. */
+  /** Where a grant goes: to its waiter, which claims it. */
   readonly grants: Grants;
   /** Whether the client closed. */
   closed(): boolean;
@@ -45,27 +45,23 @@ export interface EngineCore {
   holdReturned(lease: Lease, wakeHead: (line: KeyLine<Waiter>) => boolean): void;
   giveBack(lease: Lease): Promise<void>;
   release(lease: Lease): Promise<void>;
-  claimRest(lease: Lease, ttl: number, taken: Taken): void;
 }
 
 /** What every wait of one key in a line needs (see `Waiter`). @internal */
 export function lineWaitContext(core: EngineCore): LineWaitContext {
   const { fair, wakeUps, grants } = core;
-  const { atOnce } = grants;
   return {
     ...waitContext(core),
     fair,
     // Single node: grants come on this group's own channel, nothing to subscribe per key.
     // Quorum: heads race, woken by the key's release channel.
     listen: (line) => {
-      grants.expected();
       if (fair) return wakeUps.subscribed();
       if (line.hearsReleases) return RESOLVED;
       return wakeUps.soon(line.listen(() => wakeUps.onReleases(line.key, () => line.head?.wake())));
     },
     holds: (token) => core.tokens.holds(token),
     claim: (keys, taker, grant) => grants.claim(keys, taker, grant),
-    atOnce: atOnce && ((taker, grant) => atOnce.taken(taker, grant)),
     dropIfIdle: (line) => core.lines.dropIfIdle(line),
   };
 }
@@ -117,21 +113,14 @@ export function sharedHoldsEngine(
   keysWait: MultiKeyWaitContext,
 ): SharedHoldsEngine {
   const { grants } = core;
-  const { atOnce } = grants;
   return {
     ...engineParts(core),
     policies: core.policies,
     keysWait,
     closed: () => core.closed(),
     taker: (ttl, acks) => core.taker(ttl, acks),
-    listenForGrants: () => {
-      grants.expected();
-      return { ready: core.wakeUps.subscribed(), stop: () => undefined };
-    },
-    atOnce: atOnce && ((taker, grant) => atOnce.taken(taker, grant)),
+    listenForGrants: () => ({ ready: core.wakeUps.subscribed(), stop: () => undefined }),
     claim: (keys, taker, grant, share) => grants.claim(keys, taker, grant, share),
-    claimRest: (lease, ttl, taken) => core.claimRest(lease, ttl, taken),
     release: (lease) => core.release(lease),
-    answered: (keys, granted, sentAt) => grants.answered(keys, granted, sentAt),
   };
 }

@@ -1,13 +1,9 @@
 import { performance } from 'node:perf_hooks';
 import type { Grant, KeySpace } from '../redis/key-space';
-import type { LockProtocol, ReleaseGrant, Taken } from '../redis/lock-protocol';
-import type { RedisNode } from '../redis/redis-node';
-import type { EnginePolicies } from './engine-policies';
+import type { LockProtocol, Taken } from '../redis/lock-protocol';
 import type { KeyLines } from './key-lines';
-import type { LeaseTaker, Leases } from './lease';
+import type { LeaseTaker } from './lease';
 import type { LockClientStats, Share } from './lock-backend';
-import { HoldAtOnce } from './policies/hold-at-once';
-import { HoldFromReleaseAnswer } from './policies/hold-from-release-answer';
 import type { SharedHolds } from './shared-holds';
 import { shareArg } from './shared-wait';
 import type { Tokens } from './tokens';
@@ -19,10 +15,7 @@ export interface GrantsEngine {
   readonly protocol: Pick<LockProtocol, 'extend' | 'abandon'>;
   readonly tokens: Pick<Tokens, 'holds'>;
   readonly lines: Pick<KeyLines<Waiter>, 'get'>;
-  readonly leases: Pick<Leases, 'validUntil'>;
   readonly stats: LockClientStats;
-  /** The group's nodes (`holdAtOnce` bounds the clock of a single plain one). */
-  readonly nodes: readonly RedisNode[];
   /** The shared holds (built after the grants: asked for when a grant comes). */
   shared(): Pick<SharedHolds, 'grantee'>;
 }
@@ -31,35 +24,13 @@ export interface GrantsEngine {
  * Where a grant goes in one engine. A release (single node) gives a key or a share to the next
  * token queued in Redis and says so on the grantee's group channel; a grant to a token of this
  * process reaches its waiter here, and the waiter holds the key once its claim (a renewal from
- * the claim window to its full lease) is confirmed: the plain way (`granted`, `claim`). Two
- * policies hold earlier, each built here only when its switch is on: `HoldAtOnce` (a grant
- * message whose window surely still runs, by the server's clock) and `HoldFromReleaseAnswer`
- * (a grant made by a release of this process, from its answer).
+ * the claim window to its full lease) is confirmed (`granted`, `claim`). That is the one way a
+ * grant becomes a hold: holding before the claim (by the server's clock, or from the release's
+ * answer) gained nothing on the bench (docs/ARCHITECTURE.md, "Fast paths").
  * @internal
  */
 export class Grants {
-  /** Policy `holdAtOnce`, when on and the group is one plain node. */
-  readonly atOnce?: HoldAtOnce;
-  /** Policy `holdFromReleaseAnswer`, when on. */
-  private readonly fromReleaseAnswer?: HoldFromReleaseAnswer;
-
-  constructor(
-    private readonly engine: GrantsEngine,
-    policies: Pick<EnginePolicies, 'holdAtOnce' | 'holdFromReleaseAnswer'>,
-  ) {
-    if (policies.holdAtOnce) this.atOnce = HoldAtOnce.of(engine.nodes, engine.leases);
-    if (policies.holdFromReleaseAnswer) {
-      this.fromReleaseAnswer = new HoldFromReleaseAnswer({
-        shared: (token) => engine.shared().grantee(token),
-        waiter: (key, token) => engine.lines.get(key)?.waiterOf(token),
-      });
-    }
-  }
-
-  /** A wait listens for a grant: the policy that holds it at once keeps its clock bound fresh. */
-  expected(): void {
-    this.atOnce?.expectGrants();
-  }
+  constructor(private readonly engine: GrantsEngine) {}
 
   /** A message on this group's channel: a grant, or a notice that a writer waits. */
   message(message: string): void {
@@ -106,14 +77,5 @@ export class Grants {
     const ours = await this.engine.protocol.extend(keys, token, ttl, acks, shareArg(share));
     if (!ours) return undefined;
     return { kind: 'ok', fences: [grant.fence], start, spare: grant.spare, uncontended: false };
-  }
-
-  /**
-   * A release sent at `sentAt` granted locks or shares (its answer says which): the grantees of
-   * this process may hold at once (policy `holdFromReleaseAnswer`), else they wait for the grant
-   * message.
-   */
-  answered(keys: readonly string[], grants: readonly ReleaseGrant[], sentAt: number): void {
-    this.fromReleaseAnswer?.answered(keys, grants, sentAt);
   }
 }

@@ -1,6 +1,5 @@
 import { performance } from 'node:perf_hooks';
 import type { ReplicaAcks, Taken } from '../redis/lock-protocol';
-import { GRANT_CLAIM_MS } from '../redis/script-constants';
 import type { LeaseEndListener } from '../watchdog/watchdog';
 
 /**
@@ -29,8 +28,9 @@ export class Lease {
    */
   passes = 0;
   /**
-   * Told when the engine finds this lease lost on its own (a claim or a refill answering that the
-   * key is not the token's any more): the holder's watchdog, while one watches.
+   * Told when the engine finds this lease lost on its own (a refill, or a renewal the caller
+   * asked for, answering that the key is not the token's any more): the holder's watchdog,
+   * while one watches.
    */
   watcher?: LeaseEndListener;
 
@@ -134,9 +134,9 @@ export class Leases {
       taker.token,
       taken.fences,
       taken.spare,
-      taken.ttl ?? taker.ttl,
+      taker.ttl,
       taken.uncontended,
-      this.validUntil(taken.start, taken.ttl ?? taker.ttl),
+      this.validUntil(taken.start, taker.ttl),
       Date.now(),
       performance.now() - taker.startedAt,
       taker.acks,
@@ -167,26 +167,4 @@ export class Leases {
       lease.acks,
     );
   }
-}
-
-/**
- * What a grant held before its claim is confirmed gives (granted by a release of this process,
- * or surely inside its window by the server's clock): the key for its claim window only (the
- * taker's `ttl`, at most GRANT_CLAIM_MS) from `start`, renewed to the full lease beside the
- * holder.
- * @internal
- */
-export function claimWindow(
-  grant: { readonly fence: number; readonly spare: number },
-  start: number,
-  ttl: number,
-): Taken {
-  return {
-    kind: 'ok',
-    fences: [grant.fence],
-    start,
-    spare: grant.spare,
-    uncontended: false,
-    ttl: Math.min(ttl, GRANT_CLAIM_MS),
-  };
 }

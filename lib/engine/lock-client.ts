@@ -3,12 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { LockNotAcquiredError } from '../errors';
 import { KeySpace } from '../redis/key-space';
 import { LockNotifier } from '../redis/lock-notifier';
-import {
-  LockProtocol,
-  type ReleaseGrant,
-  type ReplicaAcks,
-  type Taken,
-} from '../redis/lock-protocol';
+import { LockProtocol, type ReplicaAcks, type Taken } from '../redis/lock-protocol';
 import { isCluster, type RedisNode } from '../redis/redis-node';
 import { ScriptRunner } from '../redis/script-runner';
 import { WriteBatching } from '../redis/write-batching';
@@ -26,7 +21,6 @@ import {
   sharedHoldsEngine,
 } from './engine-wiring';
 import { LocalHandoffs } from './local-handoffs';
-import { claimBeside } from './policies/claim-beside';
 import { SharedHolds } from './shared-holds';
 import { shareArg } from './shared-wait';
 import { Tokens } from './tokens';
@@ -59,7 +53,7 @@ export interface LockClientSettings {
  * back leases. It coordinates; the parts do the work:
  * - `KeyLine` (per key: local holds, the FIFO of waiting callers, first tries in flight),
  *   `Waiter` / `waitForKeys` (one caller's wait), `Leases` (lease arithmetic), `Tokens`;
- * - `Grants` (a grant reaching its waiter, which claims it; the policies that hold earlier),
+ * - `Grants` (a grant reaching its waiter, which claims it),
  *   `WakeUps` (how waits hear releases and grants);
  * - `LocalHandoffs` (a freed key to the next caller of this process), `SharedHolds` (read holds
  *   and permits, with their own waits and passes), each given only what it needs of this
@@ -95,7 +89,7 @@ export class LockClient implements LockBackend {
   private readonly wakeUps: WakeUps;
   /** The fast paths this engine takes (all but in the differential test and the bench). */
   private readonly policies: EnginePolicies;
-  /** Where a grant goes: claimed by its waiter, or held earlier by a policy. */
+  /** Where a grant goes: to its waiter, which claims it. */
   private readonly grants: Grants;
 
   constructor(
@@ -125,11 +119,8 @@ export class LockClient implements LockBackend {
       },
       this.stats,
     );
-    const { space, protocol, tokens, lines, leases, stats } = this;
-    this.grants = new Grants(
-      { space, protocol, tokens, lines, leases, stats, nodes, shared: () => this.shared },
-      this.policies,
-    );
+    const { space, protocol, tokens, lines, stats } = this;
+    this.grants = new Grants({ space, protocol, tokens, lines, stats, shared: () => this.shared });
     this.notifier = new LockNotifier(
       nodes,
       onSubscriberError,
@@ -341,7 +332,7 @@ export class LockClient implements LockBackend {
   leaseEnded(lease: Lease): void {
     lease.end();
     if (lease.keys.length === 1) this.lines.get(lease.keys[0])?.holdEnded();
-    // Found by a claim or a refill rather than a renewal: the holder's watchdog reports it now.
+    // Found by a refill or a caller's own renewal: the holder's watchdog reports it now.
     lease.watcher?.leaseEnded();
   }
 
@@ -410,10 +401,7 @@ export class LockClient implements LockBackend {
 
   // ---------------------------------------------------------------- holding and giving back
 
-  /**
-   * The lease a round took; a single key's line counts it as held. One a policy set for a claim
-   * window only is renewed to the taker's full lease beside the holder (`claimBeside`).
-   */
+  /** The lease a round took; a single key's line counts it as held. */
   private hold(keys: readonly string[], taker: LeaseTaker, taken: Taken): Lease {
     const lease = this.leases.taken(keys, taker, taken);
     if (keys.length === 1) {
@@ -428,13 +416,7 @@ export class LockClient implements LockBackend {
     }
     // Only a token that queued in Redis can be granted a key: a first try's needs no entry.
     if (!lease.uncontended) this.tokens.hold(taker.token);
-    this.claimRest(lease, taker.ttl, taken);
     return lease;
-  }
-
-  /** A lease a policy held for a claim window only gets its full `ttl` (see `claimBeside`). */
-  private claimRest(lease: Lease, ttl: number, taken: Taken): void {
-    claimBeside(lease, ttl, taken, () => this.extend(lease, ttl));
   }
 
   /**
@@ -446,10 +428,7 @@ export class LockClient implements LockBackend {
     this.tokens.drop(lease.token);
     const single = lease.keys.length === 1;
     if (single) this.lines.get(lease.keys[0])?.wentPublic();
-    const sentAt = performance.now();
-    const granted = (grants: readonly ReleaseGrant[]) =>
-      this.grants.answered(lease.keys, grants, sentAt);
-    this.protocol.releaseThen(lease.keys, lease.token, granted, (error, published) => {
+    this.protocol.releaseThen(lease.keys, lease.token, (error, published) => {
       // A head that listens hears the PUBLISH at the same moment as the other processes' heads
       // and competes on equal terms; one that does not is told directly.
       this.lines.holdReturned(
@@ -487,7 +466,6 @@ export class LockClient implements LockBackend {
       holdReturned: (lease, wakeHead) => this.lines.holdReturned(lease, wakeHead),
       giveBack: (lease) => promiseFrom((done) => this.giveBackThen(lease, done)),
       release: (lease) => this.release(lease),
-      claimRest: (lease, ttl, taken) => this.claimRest(lease, ttl, taken),
     };
   }
 }

@@ -1,6 +1,5 @@
-import { performance } from 'node:perf_hooks';
 import { LockNotAcquiredError } from '../errors';
-import type { LockProtocol, ReleaseGrant, ReplicaAcks, Taken } from '../redis/lock-protocol';
+import type { LockProtocol, ReplicaAcks, Taken } from '../redis/lock-protocol';
 import type { EnginePolicies } from './engine-policies';
 import { KeyCounts } from './key-counts';
 import type { Lease, LeaseTaker, Leases } from './lease';
@@ -15,6 +14,7 @@ import {
   type SharedWaitOwner,
   shareArg,
 } from './shared-wait';
+import type { Tokens } from './tokens';
 
 /**
  * What the shared holds need of the engine that owns them (`LockClient`): its parts, read only,
@@ -29,6 +29,7 @@ export interface SharedHoldsEngine extends SharedWaitEngine {
     'attemptShared' | 'abandon' | 'extend' | 'release' | 'passShare'
   >;
   readonly leases: Pick<Leases, 'taken'>;
+  readonly tokens: Pick<Tokens, 'hold' | 'drop'>;
   readonly stats: LockClientStats;
   /** Single node: a shared wait of one key queues in Redis and a release grants it. */
   readonly fair: boolean;
@@ -38,10 +39,6 @@ export interface SharedHoldsEngine extends SharedWaitEngine {
   closed(): boolean;
   /** A new acquisition's token, lease length and start. */
   taker(ttl: number, acks: ReplicaAcks | undefined): LeaseTaker;
-  /** Renews a lease set for a claim window only to the taker's full lease. */
-  claimRest(lease: Lease, ttl: number, taken: Taken): void;
-  /** What a release's answer granted, to waiters of this process (exclusive or shared). */
-  answered(keys: readonly string[], grants: readonly ReleaseGrant[], sentAt: number): void;
 }
 
 /**
@@ -125,7 +122,6 @@ export class SharedHolds implements SharedWaitOwner {
     lease.share = share;
     // A grant for this token that is still on its way is ignored.
     tokens.hold(taker.token);
-    this.engine.claimRest(lease, taker.ttl, taken);
     return lease;
   }
 
@@ -187,10 +183,7 @@ export class SharedHolds implements SharedWaitOwner {
   private giveBack(lease: Lease): Promise<void> {
     const { engine } = this;
     engine.tokens.drop(lease.token);
-    const sentAt = performance.now();
-    const granted = (grants: readonly ReleaseGrant[]) =>
-      engine.answered(lease.keys, grants, sentAt);
-    return engine.protocol.release(lease.keys, lease.token, granted).then(() => undefined);
+    return engine.protocol.release(lease.keys, lease.token).then(() => undefined);
   }
 
   /**

@@ -2,7 +2,7 @@ import { LockConfigError } from '../errors';
 import type { Grant } from '../redis/key-space';
 import type { LockProtocol, Outcome, SharedOutcome, Taken } from '../redis/lock-protocol';
 import { MODE_MISMATCH, PERMITS_MISMATCH } from './engine.messages';
-import { claimWindow, type Lease, type LeaseTaker } from './lease';
+import type { Lease, LeaseTaker } from './lease';
 import type { Share } from './lock-backend';
 import type { Granted, MultiKeyWaitContext, ReleaseWatch } from './multi-key-wait';
 import type { Tokens } from './tokens';
@@ -14,17 +14,12 @@ import type { GrantedKey } from './waiter';
  */
 export interface SharedWaitEngine {
   readonly protocol: Pick<LockProtocol, 'attemptShared' | 'abandon'>;
-  readonly tokens: Pick<Tokens, 'hold' | 'drop'>;
+  readonly tokens: Pick<Tokens, 'drop'>;
   readonly localHandoffs: number;
   /** How a wait of several keys goes: what a shared wait does unless it says otherwise. */
   readonly keysWait: MultiKeyWaitContext;
   /** Listens for this group's grant channel (a queued wait's grants come there). */
   listenForGrants(): ReleaseWatch;
-  /**
-   * Policy `holdAtOnce` (absent when off): a grant message held at once, or undefined when it
-   * must be claimed first.
-   */
-  atOnce?(taker: LeaseTaker, grant: GrantedKey): Taken | undefined;
   /** Confirms a grant (its claim): undefined when the key was lost meanwhile. */
   claim(
     keys: readonly string[],
@@ -49,18 +44,10 @@ export interface SharedWaitOwner {
   started(keys: readonly string[]): void;
 }
 
-/**
- * A shared waiter of this process queued in Redis, told of its grant one way or the other.
- * @internal
- */
+/** A shared waiter of this process queued in Redis, told of its grant. @internal */
 export interface SharedGrantee {
   /** The grant message came (from any process's release). */
   message(grant: Grant): void;
-  /**
-   * Policy `holdFromReleaseAnswer`: a release of this process granted it, per the release's
-   * answer (sent at `sentAt`).
-   */
-  answered(fence: number, sentAt: number): void;
 }
 
 /**
@@ -145,8 +132,8 @@ export class SharedWait implements MultiKeyWaitContext {
   }
 
   /**
-   * Listens for what a release grants `token` (the grant message, or a release of this process
-   * whose answer says so) and, for permits, for a holder of this process passing its permit on.
+   * Listens for what a release grants `token` (its grant message) and, for permits, for a holder
+   * of this process passing its permit on.
    */
   private granted(
     token: string,
@@ -159,27 +146,12 @@ export class SharedWait implements MultiKeyWaitContext {
     // Granted or passed a share: no other way may give it one any more.
     const stop = () => holds.grantEnded(token, key, permit);
     holds.expectGrant(token, {
-      // A grant message: a hold once its claim is confirmed (see `claim`), or at once by the
-      // `holdAtOnce` policy, its claim sent before the holder runs.
+      // A grant message: a hold once its claim is confirmed (see `claim`).
       message: (grant) => {
         stop();
-        const atOnce = engine.atOnce?.(waiter, grant);
-        if (atOnce) return deliver(atOnce);
         void engine
           .claim([grant.key], waiter, grant, share)
           .then(deliver, () => deliver(undefined));
-      },
-      // Policy `holdFromReleaseAnswer`: granted by a release of this process whose answer just
-      // came, the claim window began after `sentAt`, so the share holds from there at once; the
-      // claim to the full lease follows (see `SharedHolds.hold`).
-      answered: (fence, sentAt) => {
-        // Replicas must acknowledge it first: the grant message's claim (with WAIT) decides, as
-        // for a grant from another process.
-        if (waiter.acks) return;
-        stop();
-        // Held from now on: the grant message still on its way is ignored.
-        engine.tokens.hold(token);
-        deliver(claimWindow({ fence, spare: 0 }, sentAt, waiter.ttl));
       },
     });
     if (typeof share === 'number' && engine.localHandoffs > 0) {

@@ -6,7 +6,7 @@ import type { KeyLine } from './key-line';
 
 /** A key line of waiters. */
 type WaiterLine = KeyLine<Waiter>;
-import { claimWindow, type Lease, type LeaseTaker } from './lease';
+import type { Lease, LeaseTaker } from './lease';
 import {
   abortReason,
   FRESH_ANSWER_MS,
@@ -45,22 +45,12 @@ export interface LineWaitContext {
    * the moment the claim was sent), or undefined when the key is no longer the token's.
    */
   claim(keys: readonly string[], taker: LeaseTaker, grant: GrantedKey): Promise<Taken | undefined>;
-  /**
-   * Policy `holdAtOnce` (absent when off): a grant whose claim window surely still runs long
-   * enough (by a bound of this process's clock against the server's) is held at once for that
-   * window, its claim sent beside the holder; undefined when it must be claimed first.
-   */
-  atOnce?(taker: LeaseTaker, grant: GrantedKey): Taken | undefined;
 }
 
-/**
- * What a grant message gave a waiter's token: its fence and the spare ones after it, and the
- * server's clock when the claim window was set (when the message says).
- */
+/** What a grant message gave a waiter's token: its fence and the spare ones after it. */
 export interface GrantedKey {
   readonly fence: number;
   readonly spare: number;
-  readonly serverMs?: number;
 }
 
 /**
@@ -203,19 +193,6 @@ export class Waiter implements LeaseTaker, DeadlineListener {
   }
 
   /**
-   * Policy `holdFromReleaseAnswer`: a release this process sent at `sentAt` granted the key to
-   * this waiter's token, and its answer just came: the claim window began after `sentAt`, so the
-   * waiter holds the key from there at once, for that window (the claim to its full lease follows
-   * beside the holder). Not while an attempt or a claim of its own is on its way: the grant
-   * message then takes the usual path, nor when replicas must acknowledge the hold (the claim of
-   * that path waits for them).
-   */
-  answered(grant: GrantedKey, sentAt: number): void {
-    if (this.done || this.attempting || this.grant || this.acks) return;
-    this.handOver(this.ctx.hold(this.keys, this, claimWindow(grant, sentAt, this.ttl)));
-  }
-
-  /**
    * Nudges the waiter to try over the network now (remembered if it is busy): ends its loop's
    * sleep, or starts its loop if it has none yet, in a microtask, as a nudge resumes a sleeping
    * loop (the caller may be changing the line).
@@ -316,17 +293,9 @@ export class Waiter implements LeaseTaker, DeadlineListener {
     if (why === 'timer') this.ctx.timerWakeup();
   }
 
-  /**
-   * Confirms a grant: the lease, or (the key went to someone else) back to trying. A grant the
-   * `holdAtOnce` policy takes is held at once, its claim sent beside the holder.
-   */
+  /** Confirms a grant: the lease, or (the key went to someone else) back to trying. */
   private async claimGrant(grant: GrantedKey): Promise<void> {
     this.grant = undefined;
-    const atOnce = this.ctx.atOnce?.(this, grant);
-    if (atOnce) {
-      this.handOver(this.ctx.hold(this.keys, this, atOnce));
-      return;
-    }
     this.attempting = true;
     let taken: Taken | undefined;
     try {

@@ -17,16 +17,6 @@ export interface Taken {
   readonly spare: number;
   /** Taken by a first try with the key free. */
   readonly uncontended: boolean;
-  /**
-   * The lease the round set, when shorter than the taker's: a grant's claim window, which the
-   * holder then renews to its full lease.
-   */
-  readonly ttl?: number;
-  /**
-   * A claim window held at once from a grant message: the holder's claim goes out before it
-   * runs (not a third of the way into the window, as for a grant its own release answered).
-   */
-  readonly claimNow?: boolean;
 }
 
 /** An acquire round's outcome: taken, or busy with the holder's remaining lease. */

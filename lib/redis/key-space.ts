@@ -23,7 +23,7 @@
  *   `<prefix>board:{<group>}:watched`       set (with a short PX) while a page is open: instances
  *                                           then publish more often
  * Channels: `<prefix>{<key>}:rel` carries `r` when a release frees a key racing waiters wait for;
- * `nest-locked:g:<token prefix>` carries `g <token> <fence> <spare>[:<server ms>] <lock key>` when a release
+ * `nest-locked:g:<token prefix>` carries `g <token> <fence> <spare> <lock key>` when a release
  * grants a key to a token the process with that token prefix queued, and `w <lock key>` when a
  * waiter of another process queues for a key a token of that process holds.
  * @internal
@@ -66,11 +66,6 @@ export interface Grant {
   readonly fence: number;
   /** Fences reserved after `fence` for local handoffs. */
   readonly spare: number;
-  /**
-   * The server's clock (ms) when the grant was made, at or before the claim window was set (a
-   * grant to an exclusive waiter); undefined when the message does not say.
-   */
-  readonly serverMs?: number;
 }
 
 /** The script keys of one lock key, built once: the same come back at every cycle. */
@@ -164,16 +159,9 @@ export class KeySpace {
     if (parts[0] !== GRANT_WORD || parts.length < 5) return undefined;
     const key = this.keyOf(parts.slice(4).join(' '));
     if (key === undefined) return undefined;
-    // `<spare>` or `<spare>:<server ms>`.
-    const [spare, ms] = parts[3].split(':');
-    const serverMs = ms === undefined ? undefined : Number(ms);
-    return {
-      key,
-      token: parts[1],
-      fence: Number(parts[2]),
-      spare: Number(spare) || 0,
-      serverMs: Number.isFinite(serverMs) ? serverMs : undefined,
-    };
+    // An older release's `<spare>:<server ms>` reads as no spare fences: fewer local handoffs
+    // without a round trip, nothing worse.
+    return { key, token: parts[1], fence: Number(parts[2]), spare: Number(parts[3]) || 0 };
   }
 
   /** The key of a writer notice (`w <lock key>`); undefined for anything else. */

@@ -8,7 +8,7 @@ import { KEYS_PER_LOCK, type KeySpace } from './key-space';
 import { LockNodes, type LockProtocolSettings } from './lock-nodes';
 import type { Quorum, VoteDone } from './quorum';
 import type { RedisNode } from './redis-node';
-import { type OnGrants, runRelease } from './release-round';
+import { runRelease } from './release-round';
 import { RenewalBatcher } from './renewal-batcher';
 import { releaseOnOne, tryOnOne } from './single-node-cycle';
 import { asError, type ReplicaAcks, type ScriptRunner } from './script-runner';
@@ -30,7 +30,6 @@ import {
 
 export type { Outcome, SharedOutcome, Taken } from './acquire-round';
 export type { LockProtocolSettings } from './lock-nodes';
-export type { ReleaseGrant } from './release-round';
 export type { ReplicaAcks } from './script-runner';
 
 /** What a local release asks of Redis for the next caller of this process. */
@@ -273,21 +272,19 @@ export class LockProtocol {
   /**
    * Gives the keys of `token` back (compare-and-delete: never someone else's lock), granting
    * each to its oldest waiter queued in Redis (RELEASE; one key nobody waits for costs it a GET
-   * and a DEL). A share (read hold, permit) is given back the same way. `onGrants` (single node)
-   * hears what the release granted (locks and shares, to queued waiters of any process), as soon
-   * as its answer comes, so a grantee of this process can hold without waiting for the grant
-   * message. Answered by callback (the uncontended cycle releases through here): `published`
-   * tells whether racing waiters were woken (a PUBLISH on some node); `error` is a
-   * LockBackendError when no majority of nodes could be told.
+   * and a DEL). A share (read hold, permit) is given back the same way. A grantee learns of its
+   * grant from the grant message alone, whichever process it is in. Answered by callback (the
+   * uncontended cycle releases through here): `published` tells whether racing waiters were
+   * woken (a PUBLISH on some node); `error` is a LockBackendError when no majority of nodes could
+   * be told.
    */
   releaseThen(
     keys: readonly string[],
     token: string,
-    onGrants: OnGrants | undefined,
     done: (error: unknown, published?: boolean) => void,
   ): void {
-    if (this.group.single) return releaseOnOne(this.group, keys, token, onGrants, done);
-    runRelease(this.group, keys, token, onGrants, done);
+    if (this.group.single) return releaseOnOne(this.group, keys, token, done);
+    runRelease(this.group, keys, token, done);
   }
 
   /**
@@ -295,8 +292,8 @@ export class LockProtocol {
    * @returns whether racing waiters were woken (a PUBLISH on some node)
    * @throws LockBackendError when no majority of nodes could be told
    */
-  release(keys: readonly string[], token: string, onGrants?: OnGrants): Promise<boolean> {
-    return promiseFrom((done) => this.releaseThen(keys, token, onGrants, done));
+  release(keys: readonly string[], token: string): Promise<boolean> {
+    return promiseFrom((done) => this.releaseThen(keys, token, done));
   }
 
   /**

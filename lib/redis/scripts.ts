@@ -67,25 +67,6 @@ export type SharedReply = AcquireReply | { readonly kind: 'conflict'; readonly h
 /** How a shared hold is asked for in the scripts: `'r'` (read) or the number of permits. */
 export type ShareArg = string;
 
-/** A grant a release made (a lock or a share), to a queued waiter of any process. */
-export interface ReleaseGrantReply {
-  readonly token: string;
-  readonly fence: number;
-  readonly spare: number;
-}
-
-/** What RELEASE did, counted in keys. */
-export interface ReleaseReply {
-  readonly released: number;
-  readonly granted: number;
-  readonly published: number;
-  /** What the release granted (locks and shares), to queued waiters of any process. */
-  readonly grants: readonly ReleaseGrantReply[];
-}
-
-/** RELEASE's answer for one key freed with nobody waiting (its reply `1`). */
-const FREED: ReleaseReply = { released: 1, granted: 0, published: 0, grants: [] };
-
 /** What RELEASE_TO did with a key that has a local waiter. */
 export type ReleaseToReply =
   | { readonly kind: 'notOurs' }
@@ -135,19 +116,14 @@ export const ACQUIRE = defineScript<
   AcquireReply
 >('ACQUIRE', 'acquire', acquireReply);
 
-/** `[token, leave, fences to reserve for a grant, fence mode]`. */
-export const RELEASE = defineScript<[Token, Leave, Block, FenceMode], ReleaseReply>(
+/**
+ * `[token, leave, fences to reserve for a grant, fence mode]`. Its reply: how many keys it freed
+ * with a published wake-up (nobody queued, racing waiters told).
+ */
+export const RELEASE = defineScript<[Token, Leave, Block, FenceMode], number>(
   'RELEASE',
   'release',
-  (reply) => {
-    if (!Array.isArray(reply)) return FREED;
-    const r = reply as unknown[];
-    const grants: ReleaseGrantReply[] = [];
-    for (let i = 3; i + 2 < r.length; i += 3) {
-      grants.push({ token: String(r[i]), fence: Number(r[i + 1]), spare: Number(r[i + 2]) });
-    }
-    return { released: Number(r[0]), granted: Number(r[1]), published: Number(r[2]), grants };
-  },
+  Number,
 );
 
 /**

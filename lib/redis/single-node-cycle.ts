@@ -13,7 +13,7 @@ import { LockBackendError } from '../errors';
 import { type AcquireRound, oneNodeOutcome, type SharedOutcome } from './acquire-round';
 import type { LockNodes } from './lock-nodes';
 import type { VoteDone } from './quorum';
-import { type OnGrants, releaseOn } from './release-round';
+import { releaseOn } from './release-round';
 import type { FenceMode } from './scripts';
 import { TRY } from './scripts';
 
@@ -40,10 +40,9 @@ export function releaseOnOne(
   group: LockNodes,
   keys: readonly string[],
   token: string,
-  onGrants: OnGrants | undefined,
   done: VoteDone<boolean>,
 ): void {
-  releaseOn(group, group.nodes[0], keys, token, onGrants, (r) =>
+  releaseOn(group, group.nodes[0], keys, token, (r) =>
     r instanceof Error ? done(new LockBackendError(keys, [r], 'release')) : done(undefined, r),
   );
 }

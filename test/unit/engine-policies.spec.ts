@@ -9,9 +9,9 @@ describe('policiesFromEnv (the bench switch of the fast paths)', () => {
 
   it('switches off the paths it names, or all of them', () => {
     expect(policiesFromEnv({ NEST_LOCKED_POLICIES_OFF: 'all' })).toEqual(NO_POLICIES);
-    expect(policiesFromEnv({ NEST_LOCKED_POLICIES_OFF: 'holdAtOnce, permitPass' })).toEqual({
+    expect(policiesFromEnv({ NEST_LOCKED_POLICIES_OFF: 'renewalBatching, permitPass' })).toEqual({
       ...ALL_POLICIES,
-      holdAtOnce: false,
+      renewalBatching: false,
       permitPass: false,
     });
   });
@@ -19,6 +19,6 @@ describe('policiesFromEnv (the bench switch of the fast paths)', () => {
   it('refuses a name that is no fast path, naming the ones there are', () => {
     const read = () => policiesFromEnv({ NEST_LOCKED_POLICIES_OFF: 'handoff' });
     expect(read).toThrow(LockConfigError);
-    expect(read).toThrow(/"handoff".*localHandoff, holdAtOnce/);
+    expect(read).toThrow(/"handoff".*localHandoff, permitPass/);
   });
 });

@@ -58,17 +58,14 @@ describe('KeySpace', () => {
     });
   });
 
-  describe('parseGrant with the server time', () => {
-    it('reads <spare>:<server ms>; a bad time is left out', () => {
+  describe('parseGrant of an older release', () => {
+    it('reads <spare>:<server ms> as no spare fences (the grant itself holds)', () => {
       expect(space.parseGrant('g tok.7 42 4:1763900000123 locks:{k}')).toEqual({
         key: 'k',
         token: 'tok.7',
         fence: 42,
-        spare: 4,
-        serverMs: 1763900000123,
+        spare: 0,
       });
-      expect(space.parseGrant('g tok.7 42 4:x locks:{k}')?.serverMs).toBeUndefined();
-      expect(space.parseGrant('g tok.7 42 0 locks:{k}')?.serverMs).toBeUndefined();
     });
   });
 

@@ -54,8 +54,6 @@ class FakeContext implements LineWaitContext {
     this.claims.push(taker.token);
     return Promise.resolve(this.claimAnswer);
   }
-
-  // No `atOnce` (policy `holdAtOnce` off): a grant goes through its claim.
 }
 
 const taken = (fence: number): Taken =>

@@ -28,7 +28,7 @@ function fakeNode(status = 'ready', reply: unknown = 1) {
   return { node, log };
 }
 
-/** RELEASE's answer for one key freed with nobody waiting, as the fake node replies (1). */
+/** RELEASE's answer as the fake node gives it (1: one key freed, its waiters woken). */
 const freed = RELEASE.decode(1);
 
 describe('WriteBatching (the writeBatching policy) in the ScriptRunner', () => {

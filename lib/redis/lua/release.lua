@@ -5,9 +5,8 @@
   KEYS: six per lock key (see key-set)
   ARGV[1] token, ARGV[2] '1' when a waiter gives up (also take the token out of the queue),
   ARGV[3] fences to reserve for an exclusive grant, ARGV[4] fence mode (see mint)
-  Reply: 1 when one key was freed with nobody waiting; else {keys released, keys granted to a
-  queued waiter, keys freed with a published wake-up, then per grant made: token, fence, spare
-  fences}.
+  Reply: the number of keys freed with a published wake-up (nobody queued, racing waiters told).
+  What it granted, the grantees learn from their grant messages only.
 ]]
 local token, leave, block, mode = ARGV[1], ARGV[2] == '1', tonumber(ARGV[3]), ARGV[4]
 -- One key nobody waits for: GET and one DEL, before any function below is defined. When the
@@ -18,24 +17,21 @@ if #KEYS == 6 and not leave then
   local lock, wait = KEYS[1], KEYS[3]
   local owner = redis.call('GET', lock)
   if owner == token then
-    if redis.call('DEL', lock, wait) < 2 then return 1 end
+    if redis.call('DEL', lock, wait) < 2 then return 0 end
     waited = true
   elseif not owner or string.byte(owner, 1) ~= 0 then
-    return {0, 0, 0}
+    return 0
   end
 end
 --- @include "includes/key-set"
---- @include "includes/grants"
 --- @include "includes/pass-on"
 --- @include "includes/grant-or-free"
 --- @include "includes/release-shared"
 --- @include "includes/after-leave"
 if waited then
-  -- (Its grant is not in the answer: the grantee holds once its claim is confirmed.)
-  local r = pass_on(key_set(1), block, mode)
-  return {1, r > 0 and 1 or 0, r < 0 and 1 or 0}
+  return pass_on(key_set(1), block, mode) < 0 and 1 or 0
 end
-local released, granted_keys, published = 0, 0, 0
+local published = 0
 for i = 1, #KEYS, 6 do
   local k = key_set(i)
   local owner = redis.call('GET', k.lock)
@@ -45,16 +41,11 @@ for i = 1, #KEYS, 6 do
   elseif owner and string.byte(owner, 1) == 0 then
     r = release_shared(k, token, block, mode)
   end
-  if r then
-    released = released + 1
-    if r > 0 then granted_keys = granted_keys + 1 elseif r < 0 then published = published + 1 end
-  end
+  if r and r < 0 then published = published + 1 end
   if leave then
     local left = redis.call('ZREM', k.queue, token)
     redis.call('HDEL', k.meta, token)
     if left == 1 then after_leave(k, mode) end
   end
 end
-local out = {released, granted_keys, published}
-for _, v in ipairs(grants) do out[#out + 1] = v end
-return out
+return published

@@ -1,6 +1,6 @@
 --- @include "includes/mint"
 --- @include "includes/read-fence"
---- @include "includes/grants"
+--- @include "includes/tell-grantee"
 -- One queued shared waiter of the key set k gets its share for the claim window, and is told
 -- (as an exclusive grant is: see pass_on). A reader's fence is the counter's value; a permit
 -- mints one. Returns the fence.
@@ -11,6 +11,6 @@ local function grant_one(k, token, ttl, kind, now, mode)
   if redis.call('PTTL', k.holders) < claim then redis.call('PEXPIRE', k.holders, claim) end
   local fence
   if kind == 'r' then fence = read_fence(k.fence) else fence = mint(k.fence, 1, mode) end
-  granted(k.lock, token, fence, 0, now)
+  tell_grantee(k.lock, token, fence, 0)
   return fence
 end

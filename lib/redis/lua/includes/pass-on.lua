@@ -4,7 +4,7 @@
 --- @include "includes/flag"
 --- @include "includes/marker-of"
 --- @include "includes/room-of"
---- @include "includes/grants"
+--- @include "includes/tell-grantee"
 --- @include "includes/grant-room"
 -- The lock of the key set k and its wait flag were just deleted, and the flag was there: someone
 -- waits. The oldest queued waiter whose deadline has not passed gets the key (shared waiters at
@@ -38,7 +38,7 @@ local function pass_on(k, block, mode)
       local fence = mint(k.fence, block, mode)
       -- The others still queued (or racing) keep the flag, as long as the queue lives.
       flag(k, math.max(redis.call('PTTL', k.queue), 1000))
-      granted(k.lock, token, fence, block - 1, now)
+      tell_grantee(k.lock, token, fence, block - 1)
       return fence
     end
   end
