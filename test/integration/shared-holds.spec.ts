@@ -23,6 +23,7 @@ import {
 import { redisForFile } from '../support/redis-for-file';
 import type { RedisServerHandle } from '../support/redis-server';
 import { blockEventLoop, setNxFromAnotherProcess } from '../support/stalls';
+import { itWith } from '../support/policies';
 
 jest.setTimeout(30_000);
 
@@ -428,81 +429,90 @@ describe('permits', () => {
     await Promise.all(got.map((h) => h.release()));
   });
 
-  it('a freed permit passes to the next permit caller of the same process, with a new, larger fence', async () => {
-    const two = { permits: 2, waitTimeout: 5_000 };
-    const p1 = await locksA.acquire('p:pass', two);
-    const p2 = await locksA.acquire('p:pass', two);
-    const waiting = locksA.acquire('p:pass', two);
-    await queuedInRedis(redis, prefix, 'p:pass', 1);
-    await permitWaitsQueued(a, 'p:pass', 1);
-    const handoffs = locksA.stats().localHandoffs;
-    await p1.release();
-    const p3 = await within(waiting, 2_000, 'passed permit');
-    expect(locksA.stats().localHandoffs - handoffs).toBe(1);
-    expect(p3.fence).toBeGreaterThan(Math.max(p1.fence, p2.fence));
-    const k = lockRedisKey(prefix, 'p:pass');
-    // Two shares (the passed one is p1's token), and nobody left in the queue.
-    expect(await redis.zcard(`${k}:h`)).toBe(2);
-    expect(await redis.zcard(`${k}:q`)).toBe(0);
-    await Promise.all([p2.release(), p3.release()]);
-    expect(await locksA.isLocked('p:pass')).toBe(false);
-    expect(locksA.stats().queues).toBe(0);
-  });
+  itWith('permitPass')(
+    'a freed permit passes to the next permit caller of the same process, with a new, larger fence',
+    async () => {
+      const two = { permits: 2, waitTimeout: 5_000 };
+      const p1 = await locksA.acquire('p:pass', two);
+      const p2 = await locksA.acquire('p:pass', two);
+      const waiting = locksA.acquire('p:pass', two);
+      await queuedInRedis(redis, prefix, 'p:pass', 1);
+      await permitWaitsQueued(a, 'p:pass', 1);
+      const handoffs = locksA.stats().localHandoffs;
+      await p1.release();
+      const p3 = await within(waiting, 2_000, 'passed permit');
+      expect(locksA.stats().localHandoffs - handoffs).toBe(1);
+      expect(p3.fence).toBeGreaterThan(Math.max(p1.fence, p2.fence));
+      const k = lockRedisKey(prefix, 'p:pass');
+      // Two shares (the passed one is p1's token), and nobody left in the queue.
+      expect(await redis.zcard(`${k}:h`)).toBe(2);
+      expect(await redis.zcard(`${k}:q`)).toBe(0);
+      await Promise.all([p2.release(), p3.release()]);
+      expect(await locksA.isLocked('p:pass')).toBe(false);
+      expect(locksA.stats().queues).toBe(0);
+    },
+  );
 
-  it('a permit passes within its process at most localHandoffs (4) times in a row, then to the oldest waiter of another process', async () => {
-    const two = { permits: 2, waitTimeout: 10_000 };
-    const order: string[] = [];
-    const pB = await locksB.acquire('p:turns', two);
-    const pA = await locksA.acquire('p:turns', two);
-    const other = locksB.using('p:turns', () => order.push('B'), two);
-    await queuedInRedis(redis, prefix, 'p:turns', 1); // B's waiter first
-    const ours = [1, 2, 3, 4, 5, 6].map((i) =>
-      locksA.using(
-        'p:turns',
-        async () => {
-          order.push(`A${i}`);
-          await sleep(5);
-        },
-        two,
-      ),
-    );
-    await queuedInRedis(redis, prefix, 'p:turns', 7); // A's waiters behind it
-    await permitWaitsQueued(a, 'p:turns', 6);
-    await pA.release();
-    await within(other, 5_000, "B's waiter");
-    await pB.release();
-    await within(Promise.all(ours), 5_000, "A's waiters");
-    expect(order.slice(0, 5)).toEqual(['A1', 'A2', 'A3', 'A4', 'B']);
-  });
+  itWith('permitPass')(
+    'a permit passes within its process at most localHandoffs (4) times in a row, then to the oldest waiter of another process',
+    async () => {
+      const two = { permits: 2, waitTimeout: 10_000 };
+      const order: string[] = [];
+      const pB = await locksB.acquire('p:turns', two);
+      const pA = await locksA.acquire('p:turns', two);
+      const other = locksB.using('p:turns', () => order.push('B'), two);
+      await queuedInRedis(redis, prefix, 'p:turns', 1); // B's waiter first
+      const ours = [1, 2, 3, 4, 5, 6].map((i) =>
+        locksA.using(
+          'p:turns',
+          async () => {
+            order.push(`A${i}`);
+            await sleep(5);
+          },
+          two,
+        ),
+      );
+      await queuedInRedis(redis, prefix, 'p:turns', 7); // A's waiters behind it
+      await permitWaitsQueued(a, 'p:turns', 6);
+      await pA.release();
+      await within(other, 5_000, "B's waiter");
+      await pB.release();
+      await within(Promise.all(ours), 5_000, "A's waiters");
+      expect(order.slice(0, 5)).toEqual(['A1', 'A2', 'A3', 'A4', 'B']);
+    },
+  );
 
-  it('with no waiter of another process ahead, a permit keeps passing within its process past localHandoffs (4)', async () => {
-    const two = { permits: 2, waitTimeout: 10_000 };
-    const p1 = await locksA.acquire('p:alone', two);
-    const p2 = await locksA.acquire('p:alone', two);
-    const order: number[] = [];
-    const waiters = Array.from({ length: 12 }, (_, i) =>
-      locksA.using(
-        'p:alone',
-        async () => {
-          order.push(i);
-          await sleep(2);
-        },
-        two,
-      ),
-    );
-    await queuedInRedis(redis, prefix, 'p:alone', 12);
-    await permitWaitsQueued(a, 'p:alone', 12);
-    const before = locksA.stats();
-    await Promise.all([p1.release(), p2.release()]);
-    await within(Promise.all(waiters), 5_000, 'the waiters');
-    const after = locksA.stats();
-    // Every waiter got a passed permit: none went back to the Redis queue to be granted.
-    expect({
-      passed: after.localHandoffs - before.localHandoffs,
-      granted: after.grants - before.grants,
-    }).toEqual({ passed: 12, granted: 0 });
-    expect(order).toEqual(order.slice().sort((x, y) => x - y));
-  });
+  itWith('permitPass')(
+    'with no waiter of another process ahead, a permit keeps passing within its process past localHandoffs (4)',
+    async () => {
+      const two = { permits: 2, waitTimeout: 10_000 };
+      const p1 = await locksA.acquire('p:alone', two);
+      const p2 = await locksA.acquire('p:alone', two);
+      const order: number[] = [];
+      const waiters = Array.from({ length: 12 }, (_, i) =>
+        locksA.using(
+          'p:alone',
+          async () => {
+            order.push(i);
+            await sleep(2);
+          },
+          two,
+        ),
+      );
+      await queuedInRedis(redis, prefix, 'p:alone', 12);
+      await permitWaitsQueued(a, 'p:alone', 12);
+      const before = locksA.stats();
+      await Promise.all([p1.release(), p2.release()]);
+      await within(Promise.all(waiters), 5_000, 'the waiters');
+      const after = locksA.stats();
+      // Every waiter got a passed permit: none went back to the Redis queue to be granted.
+      expect({
+        passed: after.localHandoffs - before.localHandoffs,
+        granted: after.grants - before.grants,
+      }).toEqual({ passed: 12, granted: 0 });
+      expect(order).toEqual(order.slice().sort((x, y) => x - y));
+    },
+  );
 
   it('refuses a call with another N than the current holders, naming both', async () => {
     const h = await locksA.acquire('p:2', { permits: 3 });
@@ -561,40 +571,43 @@ it('keeps write holds exclusive of read holds under load (no overlap, readers ov
   expect(maxConcurrency(reads)).toBeGreaterThan(1);
 });
 
-it('keeps the exclusive path: an uncontended cycle is TRY (two keys) + RELEASE, hot sections pass on in memory, while other keys have readers and permits', async () => {
-  const node = clientOf(a).nodes[0] as Redis;
-  const evalsha = node.evalsha.bind(node);
-  const sent: string[][] = [];
-  const key = lockRedisKey(prefix, 'excl:1');
-  node.evalsha = ((...args: Parameters<Redis['evalsha']>) => {
-    // The ScriptRunner passes its arguments as one array (ioredis flattens it).
-    const argv = (args.length === 1 && Array.isArray(args[0]) ? args[0] : args) as unknown[];
-    const [, numkeys, ...rest] = argv as [string, number, ...string[]];
-    if (rest[0] === key) sent.push(rest.slice(0, Number(numkeys)));
-    return evalsha(...args);
-  }) as Redis['evalsha'];
-  const readers = await Promise.all([
-    locksA.acquire('other:r', read),
-    locksB.acquire('other:r', read),
-  ]);
-  const permit = await locksA.acquire('other:p', { permits: 4 });
-  try {
-    for (let i = 0; i < 3; i++) await locksA.using('excl:1', () => undefined);
-    expect(sent).toEqual(
-      Array.from({ length: 3 }, () => [
-        [key, `${key}:fence`],
-        [key, `${key}:fence`, `${key}:wait`, `${key}:q`, `${key}:qm`, `${key}:h`],
-      ]).flat(),
-    );
-    // A hot key: callers of this process pass it on in memory (no script per section).
-    sent.length = 0;
-    await Promise.all(Array.from({ length: 4 }, () => locksA.using('excl:1', () => sleep(1))));
-    expect(sent.length).toBeLessThanOrEqual(2);
-  } finally {
-    node.evalsha = evalsha;
-    for (const h of [...readers, permit]) await h.release();
-  }
-});
+itWith('localHandoff')(
+  'keeps the exclusive path: an uncontended cycle is TRY (two keys) + RELEASE, hot sections pass on in memory, while other keys have readers and permits',
+  async () => {
+    const node = clientOf(a).nodes[0] as Redis;
+    const evalsha = node.evalsha.bind(node);
+    const sent: string[][] = [];
+    const key = lockRedisKey(prefix, 'excl:1');
+    node.evalsha = ((...args: Parameters<Redis['evalsha']>) => {
+      // The ScriptRunner passes its arguments as one array (ioredis flattens it).
+      const argv = (args.length === 1 && Array.isArray(args[0]) ? args[0] : args) as unknown[];
+      const [, numkeys, ...rest] = argv as [string, number, ...string[]];
+      if (rest[0] === key) sent.push(rest.slice(0, Number(numkeys)));
+      return evalsha(...args);
+    }) as Redis['evalsha'];
+    const readers = await Promise.all([
+      locksA.acquire('other:r', read),
+      locksB.acquire('other:r', read),
+    ]);
+    const permit = await locksA.acquire('other:p', { permits: 4 });
+    try {
+      for (let i = 0; i < 3; i++) await locksA.using('excl:1', () => undefined);
+      expect(sent).toEqual(
+        Array.from({ length: 3 }, () => [
+          [key, `${key}:fence`],
+          [key, `${key}:fence`, `${key}:wait`, `${key}:q`, `${key}:qm`, `${key}:h`],
+        ]).flat(),
+      );
+      // A hot key: callers of this process pass it on in memory (no script per section).
+      sent.length = 0;
+      await Promise.all(Array.from({ length: 4 }, () => locksA.using('excl:1', () => sleep(1))));
+      expect(sent.length).toBeLessThanOrEqual(2);
+    } finally {
+      node.evalsha = evalsha;
+      for (const h of [...readers, permit]) await h.release();
+    }
+  },
+);
 
 it('a shared grant read after its claim ran out is not a hold (defect 14, for readers)', async () => {
   const key = 'claim:1';
