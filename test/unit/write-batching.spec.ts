@@ -1,32 +1,7 @@
-import type { RedisNode } from '../../lib/redis/redis-node';
 import { ScriptRunner } from '../../lib/redis/script-runner';
 import { CORK_BATCH, WriteBatching } from '../../lib/redis/write-batching';
 import { RELEASE, TRY } from '../../lib/redis/scripts';
-
-/** Lets every pending promise callback and tick run. */
-const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
-
-/**
- * A node whose socket records what happens to it: the writes of ioredis are not simulated, only
- * the corking around them and the EVALSHA calls (answered with `reply`).
- */
-function fakeNode(status = 'ready', reply: unknown = 1) {
-  const log: string[] = [];
-  const stream = {
-    cork: () => log.push('cork'),
-    uncork: () => log.push('uncork'),
-  };
-  const node = {
-    status,
-    stream,
-    evalsha: (...args: unknown[]) => {
-      const sha = args.flat()[0] as string;
-      log.push(sha === TRY.sha ? 'TRY' : sha === RELEASE.sha ? 'RELEASE' : sha);
-      return Promise.resolve(reply);
-    },
-  } as unknown as RedisNode;
-  return { node, log };
-}
+import { fakeNode, flush } from '../support/fake-redis-node';
 
 /** RELEASE's answer as the fake node gives it (1: one key freed, its waiters woken). */
 const freed = RELEASE.decode(1);
