@@ -72,7 +72,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
   private readonly lines: ZnodeLines;
   private readonly turns: TurnWaits;
   private readonly leases: Leases;
-  private readonly held = new Set<Hold>();
+  /** The holds of this process, by lease. */
   private readonly byLease = new Map<Lease, Hold>();
   private readonly instance = randomBytes(4).toString('hex');
   private tokens = 0;
@@ -278,7 +278,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
 
   async close(): Promise<void> {
     this.abortWaits();
-    for (const hold of [...this.held]) this.forget(hold);
+    for (const hold of [...this.byLease.values()]) this.forget(hold);
     this.cleanup.close();
     // Closing the session deletes its ephemeral nodes at once; empty parents stay behind.
     this.session.close();
@@ -320,7 +320,6 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     );
     lease.share = share;
     const hold: Hold = { lease, nodes };
-    this.held.add(hold);
     this.byLease.set(lease, hold);
     this.local.held(keys);
     this.arm(hold, ttl);
@@ -340,14 +339,14 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
 
   /** The hold is over: forgotten here, its nodes deleted. */
   private drop(hold: Hold): void {
-    if (!this.held.has(hold)) return;
+    if (this.byLease.get(hold.lease) !== hold) return;
     this.forget(hold);
     this.turns.handOff(hold.nodes);
     this.leave(hold.nodes);
   }
 
   private forget(hold: Hold): void {
-    if (!this.held.delete(hold)) return;
+    if (this.byLease.get(hold.lease) !== hold) return;
     clearTimeout(hold.timer);
     this.byLease.delete(hold.lease);
     this.local.released(hold.lease.keys);
@@ -387,7 +386,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
 
   /** Every node of the old session is gone: every hold is over, every wait has lost its place. */
   private sessionEnded(cause: Error): void {
-    for (const hold of [...this.held]) {
+    for (const hold of [...this.byLease.values()]) {
       this.forget(hold);
       hold.lease.end();
       hold.lease.watcher?.leaseEnded();
