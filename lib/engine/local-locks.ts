@@ -36,6 +36,11 @@ export class LocalLocks<W extends LocalWait = LocalWait> {
     return this.holding.has(key);
   }
 
+  /** Whether a caller of this process holds or awaits `key` (no walk over the waits). */
+  inUse(key: string): boolean {
+    return this.holding.has(key) || this.waiting.has(key);
+  }
+
   held(keys: readonly string[]): void {
     for (const key of keys) this.holding.add(key);
   }

@@ -301,8 +301,7 @@ export class SqlLockBackend<S extends SqlSession>
     const names = keys.map((key) => this.lockName(key));
     this.stats.attempts++;
     // Busy here or just found busy (a segmented sweep): straight into the server's queue.
-    const contended =
-      seenBusy || keys.some((key) => this.local.holds(key) || this.local.queued(key) > 0);
+    const contended = seenBusy || keys.some((key) => this.local.inUse(key));
     const wait = new SqlWait(keys, signal);
     this.local.waitStarted(wait);
     let session: S | undefined;

@@ -97,7 +97,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
       parentCleanupDelay: settings.parentCleanupDelay,
       sessionTimeout: settings.sessionTimeout,
       parentOf,
-      inUse: (key) => this.local.holds(key) || this.local.queued(key) > 0,
+      inUse: (key) => this.local.inUse(key),
     });
     this.lines = new ZnodeLines({
       zk,
