@@ -55,7 +55,6 @@ export function mysqlBackend(options: MysqlBackendOptions = {}): LockBackendDefi
   const { pool, config } = choosePool(
     factory,
     options,
-    [],
     'connectionLimit',
     isPool,
     'a mysql2 promise Pool (mysql2/promise createPool)',
