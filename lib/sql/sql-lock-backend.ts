@@ -3,13 +3,7 @@ import type { LoggerService } from '@nestjs/common';
 import { LockBackendError, LockConfigError, LockError, LockNotAcquiredError } from '../errors';
 import { Lease, Leases, type Share } from '../engine/lease';
 import { LocallyCountedBackend, type LocalWait } from '../engine/local-locks';
-import {
-  type AcquireRequest,
-  type BackendHealth,
-  type LockBackend,
-  type LockClientStats,
-  noStats,
-} from '../engine/lock-backend';
+import { type AcquireRequest, type BackendHealth, type LockBackend } from '../engine/lock-backend';
 import { abortReason } from '../engine/wait-rules';
 import type {
   LockBackendContext,
@@ -102,9 +96,6 @@ export class SqlLockBackend<S extends SqlSession>
   extends LocallyCountedBackend<SqlWait>
   implements LockBackend
 {
-  readonly stats: LockClientStats = noStats();
-  /** No subscriptions: the server wakes its waiters itself. */
-  readonly notifier = { size: 0 } as const;
   /** A segmented sweep is a loop of tries (`tryAcquire`). */
   readonly canTakeAny = false;
   private readonly leases: Leases;

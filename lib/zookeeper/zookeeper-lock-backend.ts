@@ -8,8 +8,6 @@ import {
   type AcquireRequest,
   type BackendHealth,
   type LockBackend,
-  type LockClientStats,
-  noStats,
   type Share,
 } from '../engine/lock-backend';
 import { abortReason } from '../engine/wait-rules';
@@ -64,8 +62,6 @@ interface Hold {
  * @internal
  */
 export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements LockBackend {
-  readonly stats: LockClientStats = noStats();
-  readonly notifier = { size: 0 } as const;
   readonly canTakeAny = true;
   private readonly session: ZooKeeperSession;
   private readonly cleanup: NodeCleanup;
