@@ -118,7 +118,7 @@ export class SqlLockBackend<S extends SqlSession>
     if (this.closed) throw abortReason(keys);
     if (request.signal?.aborted) throw request.signal.reason;
     this.refuseUnsupported(keys, request.share);
-    return this.take(
+    const taken = await this.take(
       keys,
       request.ttl,
       request.share,
@@ -126,12 +126,16 @@ export class SqlLockBackend<S extends SqlSession>
       request.signal,
       request.seenBusy,
     );
+    if (typeof taken !== 'number') return taken;
+    throw new LockNotAcquiredError(keys, taken, request.ttl);
   }
 
   async tryAcquire(keys: readonly string[], ttl: number): Promise<Lease | number> {
     if (this.closed) throw abortReason(keys);
     try {
-      return await this.take(keys, ttl, undefined, 0);
+      // Busy is an answer here, not an error: no LockNotAcquiredError built per busy try.
+      const taken = await this.take(keys, ttl, undefined, 0);
+      return typeof taken === 'number' ? ttl : taken;
     } catch (err) {
       if (err instanceof LockNotAcquiredError) return err.retryAfterMs;
       throw err;
@@ -277,7 +281,10 @@ export class SqlLockBackend<S extends SqlSession>
     }
   }
 
-  /** One acquire: a session, then the lock and fences in one round trip (per key on MySQL). */
+  /**
+   * One acquire: a session, then the lock and fences in one round trip (per key on MySQL). The
+   * lease, or the ms waited when the keys stayed busy.
+   */
   private async take(
     keys: readonly string[],
     ttl: number,
@@ -285,7 +292,7 @@ export class SqlLockBackend<S extends SqlSession>
     waitTimeout: number,
     signal?: AbortSignal,
     seenBusy = false,
-  ): Promise<Lease> {
+  ): Promise<Lease | number> {
     const startedAt = performance.now();
     const deadline = startedAt + waitTimeout;
     const left = () => Math.max(0, deadline - performance.now());
@@ -312,7 +319,7 @@ export class SqlLockBackend<S extends SqlSession>
       if (!fences) {
         session.release(false);
         session = undefined;
-        throw new LockNotAcquiredError(keys, performance.now() - startedAt, ttl);
+        return performance.now() - startedAt;
       }
       const held = session;
       session = undefined;
