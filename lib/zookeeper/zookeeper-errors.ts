@@ -42,7 +42,7 @@ export function shareMismatch(key: string, share: Share, ahead: LockNode): LockC
     mismatchOf(key, share, held) ??
     new LockConfigError(
       MODE_MISMATCH(key, share === 'read' ? 'read' : `permits: ${share}`, ahead.kind),
-      'mode',
+      share === 'read' ? 'mode' : 'permits',
     )
   );
 }
