@@ -1,6 +1,7 @@
 import { settleTo } from '../settle-to';
 import { KeyCounts } from './key-counts';
 import type { Lease } from './lease';
+import { type LockClientStats, noStats } from './lock-backend';
 
 /** A wait of this process for its keys, as `LocalLocks` knows it. @internal */
 export interface LocalWait {
@@ -36,6 +37,11 @@ export class LocalLocks<W extends LocalWait = LocalWait> {
     return this.holding.has(key);
   }
 
+  /** Whether a caller of this process holds or awaits `key` (no walk over the waits). */
+  inUse(key: string): boolean {
+    return this.holding.has(key) || this.waiting.has(key);
+  }
+
   held(keys: readonly string[]): void {
     for (const key of keys) this.holding.add(key);
   }
@@ -57,10 +63,14 @@ export class LocalLocks<W extends LocalWait = LocalWait> {
 
 /**
  * The part of `LockBackend` a backend whose locks live on the server answers alike: the counts,
- * from `LocalLocks` (extend it and keep `local` up to date), and `releaseThen` over `release`.
+ * from `LocalLocks` (extend it and keep `local` up to date), `releaseThen` over `release`, its
+ * counters, and no release channels (its waiters hear of releases from the server).
  * @internal
  */
 export abstract class LocallyCountedBackend<W extends LocalWait = LocalWait> {
+  readonly stats: LockClientStats = noStats();
+  /** No release channels of the Redis engine's kind. */
+  readonly notifier = { size: 0 } as const;
   /** What this process holds and awaits. */
   protected readonly local = new LocalLocks<W>();
 

@@ -8,8 +8,6 @@ import {
   type AcquireRequest,
   type BackendHealth,
   type LockBackend,
-  type LockClientStats,
-  noStats,
   type Share,
 } from '../engine/lock-backend';
 import { abortReason } from '../engine/wait-rules';
@@ -81,9 +79,6 @@ export class EtcdLockBackend
   extends LocallyCountedBackend<EtcdWait>
   implements LockBackend, SessionListener
 {
-  readonly stats: LockClientStats = noStats();
-  /** No release channels: waiters watch keys. */
-  readonly notifier = { size: 0 } as const;
   readonly canTakeAny = true;
   readonly name: string;
   private readonly leases: Leases;

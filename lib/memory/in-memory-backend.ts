@@ -268,8 +268,12 @@ export class InMemoryBackend implements LockBackend {
    * fired yet: that timer still runs, to serve the waiters.
    */
   private live(state: KeyState, now: number): Held[] {
-    for (const held of [...state.holders]) if (held.expiresAt <= now) this.unlink(held);
-    return state.holders;
+    const { holders } = state;
+    // Backwards: `unlink` takes the run-out one out of this very array (no copy per call).
+    for (let i = holders.length - 1; i >= 0; i--) {
+      if (holders[i].expiresAt <= now) this.unlink(holders[i]);
+    }
+    return holders;
   }
 
   /** The key's (oldest) holder at `now`, if any. */

@@ -55,7 +55,6 @@ export function mysqlBackend(options: MysqlBackendOptions = {}): LockBackendDefi
   const { pool, config } = choosePool(
     factory,
     options,
-    [],
     'connectionLimit',
     isPool,
     'a mysql2 promise Pool (mysql2/promise createPool)',
@@ -73,13 +72,14 @@ export function mysqlBackend(options: MysqlBackendOptions = {}): LockBackendDefi
       ...(config as PoolOptions),
     };
     const lockPool = pool ?? mysql.createPool(settings);
+    const given = pool && poolSettings(pool);
     const target = sqlTarget(
       'MySQL',
-      { ...(pool ? poolSettings(pool) : settings), url: settings.uri },
+      { ...(given ?? settings), url: settings.uri },
       { host: 'localhost', port: 3306, user: '', database: '' },
     );
-    const size = pool
-      ? (poolSettings(pool).connectionLimit ?? MYSQL_DEFAULT_POOL_SIZE)
+    const size = given
+      ? (given.connectionLimit ?? MYSQL_DEFAULT_POOL_SIZE)
       : settings.connectionLimit;
     return new MysqlDialect(lockPool, !pool, target, MYSQL_ERROR_CODES, size);
   });

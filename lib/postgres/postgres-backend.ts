@@ -57,7 +57,7 @@ const isPool = (value: unknown): value is Pool =>
 export function postgresBackend(options: PostgresBackendOptions = {}): LockBackendDefinition {
   const factory = 'postgresBackend';
   const pg = loadDriver<typeof import('pg')>(factory, 'pg');
-  const { pool, config } = choosePool(factory, options, [], 'max', isPool, 'a pg Pool');
+  const { pool, config } = choosePool(factory, options, 'max', isPool, 'a pg Pool');
   const supports = { read: true, permits: true } as const;
   return sqlBackendDefinition('postgres', supports, ({ group, commandTimeout, logger }) => {
     const own = !pool;

@@ -3,13 +3,7 @@ import type { LoggerService } from '@nestjs/common';
 import { LockBackendError, LockConfigError, LockError, LockNotAcquiredError } from '../errors';
 import { Lease, Leases, type Share } from '../engine/lease';
 import { LocallyCountedBackend, type LocalWait } from '../engine/local-locks';
-import {
-  type AcquireRequest,
-  type BackendHealth,
-  type LockBackend,
-  type LockClientStats,
-  noStats,
-} from '../engine/lock-backend';
+import { type AcquireRequest, type BackendHealth, type LockBackend } from '../engine/lock-backend';
 import { abortReason } from '../engine/wait-rules';
 import type {
   LockBackendContext,
@@ -102,9 +96,6 @@ export class SqlLockBackend<S extends SqlSession>
   extends LocallyCountedBackend<SqlWait>
   implements LockBackend
 {
-  readonly stats: LockClientStats = noStats();
-  /** No subscriptions: the server wakes its waiters itself. */
-  readonly notifier = { size: 0 } as const;
   /** A segmented sweep is a loop of tries (`tryAcquire`). */
   readonly canTakeAny = false;
   private readonly leases: Leases;
@@ -127,7 +118,7 @@ export class SqlLockBackend<S extends SqlSession>
     if (this.closed) throw abortReason(keys);
     if (request.signal?.aborted) throw request.signal.reason;
     this.refuseUnsupported(keys, request.share);
-    return this.take(
+    const taken = await this.take(
       keys,
       request.ttl,
       request.share,
@@ -135,12 +126,16 @@ export class SqlLockBackend<S extends SqlSession>
       request.signal,
       request.seenBusy,
     );
+    if (typeof taken !== 'number') return taken;
+    throw new LockNotAcquiredError(keys, taken, request.ttl);
   }
 
   async tryAcquire(keys: readonly string[], ttl: number): Promise<Lease | number> {
     if (this.closed) throw abortReason(keys);
     try {
-      return await this.take(keys, ttl, undefined, 0);
+      // Busy is an answer here, not an error: no LockNotAcquiredError built per busy try.
+      const taken = await this.take(keys, ttl, undefined, 0);
+      return typeof taken === 'number' ? ttl : taken;
     } catch (err) {
       if (err instanceof LockNotAcquiredError) return err.retryAfterMs;
       throw err;
@@ -286,7 +281,10 @@ export class SqlLockBackend<S extends SqlSession>
     }
   }
 
-  /** One acquire: a session, then the lock and fences in one round trip (per key on MySQL). */
+  /**
+   * One acquire: a session, then the lock and fences in one round trip (per key on MySQL). The
+   * lease, or the ms waited when the keys stayed busy.
+   */
   private async take(
     keys: readonly string[],
     ttl: number,
@@ -294,15 +292,14 @@ export class SqlLockBackend<S extends SqlSession>
     waitTimeout: number,
     signal?: AbortSignal,
     seenBusy = false,
-  ): Promise<Lease> {
+  ): Promise<Lease | number> {
     const startedAt = performance.now();
     const deadline = startedAt + waitTimeout;
     const left = () => Math.max(0, deadline - performance.now());
     const names = keys.map((key) => this.lockName(key));
     this.stats.attempts++;
     // Busy here or just found busy (a segmented sweep): straight into the server's queue.
-    const contended =
-      seenBusy || keys.some((key) => this.local.holds(key) || this.local.queued(key) > 0);
+    const contended = seenBusy || keys.some((key) => this.local.inUse(key));
     const wait = new SqlWait(keys, signal);
     this.local.waitStarted(wait);
     let session: S | undefined;
@@ -322,7 +319,7 @@ export class SqlLockBackend<S extends SqlSession>
       if (!fences) {
         session.release(false);
         session = undefined;
-        throw new LockNotAcquiredError(keys, performance.now() - startedAt, ttl);
+        return performance.now() - startedAt;
       }
       const held = session;
       session = undefined;

@@ -17,22 +17,20 @@ export interface SqlPoolChoice<P> {
 
 /**
  * Splits a factory's options into a pool of the application's or settings for one of the
- * backend's own. `own` names the backend's fields (not connection settings); `sizeField` the
- * pool-size setting, checked here.
+ * backend's own. `sizeField` names the pool-size setting, checked here.
  * @throws LockConfigError `pool` with connection settings, a `pool` that is none, a bad size
  * @internal
  */
 export function choosePool<P>(
   factory: string,
   options: object,
-  own: readonly string[],
   sizeField: string,
   isPool: (value: unknown) => value is P,
   expected: string,
 ): SqlPoolChoice<P> {
   const { pool, ...rest } = options as { pool?: unknown } & Record<string, unknown>;
   const config = Object.fromEntries(
-    Object.entries(rest).filter(([field, value]) => !own.includes(field) && value !== undefined),
+    Object.entries(rest).filter(([, value]) => value !== undefined),
   );
   if (pool !== undefined) {
     if (!isPool(pool)) throw new LockConfigError(SQL_NOT_A_POOL(factory, expected), 'pool');

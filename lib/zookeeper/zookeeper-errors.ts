@@ -1,7 +1,8 @@
 import type * as Zk from 'node-zookeeper-client';
 import { LockBackendError, LockConfigError } from '../errors';
 import type { Share } from '../engine/lock-backend';
-import { MODE_MISMATCH, PERMITS_MISMATCH } from '../engine/engine.messages';
+import { MODE_MISMATCH } from '../engine/engine.messages';
+import { shareMismatch as mismatchOf } from '../engine/share-mismatch';
 import { kindShare, type LockNode } from './lock-nodes';
 import type { ZooKeeperSession } from './zookeeper-session';
 
@@ -31,18 +32,17 @@ export async function callFor<T>(
 
 /**
  * The LockConfigError of a caller asking `share` on a key whose line has a shared hold of
- * another kind (`ahead`) before it: read against permits, or another number of permits.
+ * another kind (`ahead`) before it: read against permits, or another number of permits (the
+ * engine's `shareMismatch`). A node of a kind this module never writes is named as it is.
  * @internal
  */
 export function shareMismatch(key: string, share: Share, ahead: LockNode): LockConfigError {
   const held = kindShare(ahead.kind);
-  if (typeof share === 'number' && typeof held === 'number') {
-    return new LockConfigError(PERMITS_MISMATCH(key, share, held), 'permits');
-  }
-  const asked = share === 'read' ? 'read' : `permits: ${share}`;
-  const holders = held === 'read' ? 'read' : `permits: ${held}`;
-  return new LockConfigError(
-    MODE_MISMATCH(key, asked, holders),
-    share === 'read' ? 'mode' : 'permits',
+  return (
+    mismatchOf(key, share, held) ??
+    new LockConfigError(
+      MODE_MISMATCH(key, share === 'read' ? 'read' : `permits: ${share}`, ahead.kind),
+      share === 'read' ? 'mode' : 'permits',
+    )
   );
 }

@@ -8,8 +8,6 @@ import {
   type AcquireRequest,
   type BackendHealth,
   type LockBackend,
-  type LockClientStats,
-  noStats,
   type Share,
 } from '../engine/lock-backend';
 import { abortReason } from '../engine/wait-rules';
@@ -64,15 +62,13 @@ interface Hold {
  * @internal
  */
 export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements LockBackend {
-  readonly stats: LockClientStats = noStats();
-  readonly notifier = { size: 0 } as const;
   readonly canTakeAny = true;
   private readonly session: ZooKeeperSession;
   private readonly cleanup: NodeCleanup;
   private readonly lines: ZnodeLines;
   private readonly turns: TurnWaits;
   private readonly leases: Leases;
-  private readonly held = new Set<Hold>();
+  /** The holds of this process, by lease. */
   private readonly byLease = new Map<Lease, Hold>();
   private readonly instance = randomBytes(4).toString('hex');
   private tokens = 0;
@@ -97,7 +93,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
       parentCleanupDelay: settings.parentCleanupDelay,
       sessionTimeout: settings.sessionTimeout,
       parentOf,
-      inUse: (key) => this.local.holds(key) || this.local.queued(key) > 0,
+      inUse: (key) => this.local.inUse(key),
     });
     this.lines = new ZnodeLines({
       zk,
@@ -278,7 +274,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
 
   async close(): Promise<void> {
     this.abortWaits();
-    for (const hold of [...this.held]) this.forget(hold);
+    for (const hold of [...this.byLease.values()]) this.forget(hold);
     this.cleanup.close();
     // Closing the session deletes its ephemeral nodes at once; empty parents stay behind.
     this.session.close();
@@ -320,7 +316,6 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     );
     lease.share = share;
     const hold: Hold = { lease, nodes };
-    this.held.add(hold);
     this.byLease.set(lease, hold);
     this.local.held(keys);
     this.arm(hold, ttl);
@@ -340,14 +335,14 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
 
   /** The hold is over: forgotten here, its nodes deleted. */
   private drop(hold: Hold): void {
-    if (!this.held.has(hold)) return;
+    if (this.byLease.get(hold.lease) !== hold) return;
     this.forget(hold);
     this.turns.handOff(hold.nodes);
     this.leave(hold.nodes);
   }
 
   private forget(hold: Hold): void {
-    if (!this.held.delete(hold)) return;
+    if (this.byLease.get(hold.lease) !== hold) return;
     clearTimeout(hold.timer);
     this.byLease.delete(hold.lease);
     this.local.released(hold.lease.keys);
@@ -387,7 +382,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
 
   /** Every node of the old session is gone: every hold is over, every wait has lost its place. */
   private sessionEnded(cause: Error): void {
-    for (const hold of [...this.held]) {
+    for (const hold of [...this.byLease.values()]) {
       this.forget(hold);
       hold.lease.end();
       hold.lease.watcher?.leaseEnded();
