@@ -91,6 +91,7 @@ export async function runChaosDemo(argv: readonly string[]): Promise<number> {
   const startedAt = performance.now();
   const outDir = demoOutDir();
   const runDir = freshRunDir('chaos-run');
+  const dbPath = path.join(runDir, 'shop.sqlite');
 
   let redis: Awaited<ReturnType<typeof restartableRedis>> | undefined;
   let hook: ChaosHookServer | undefined;
@@ -138,7 +139,7 @@ export async function runChaosDemo(argv: readonly string[]): Promise<number> {
     instances = await ChaosInstances.start({
       instances: o.instances,
       redisUrls: [redis.url],
-      dbPath: path.join(runDir, 'shop.sqlite'),
+      dbPath,
       latencyMs: o.latency,
       lockWaitMs: 60_000,
       lockTtlMs: o.ttl,
@@ -163,7 +164,7 @@ export async function runChaosDemo(argv: readonly string[]): Promise<number> {
           instances,
           redis,
           hook,
-          dbPath: path.join(runDir, 'shop.sqlite'),
+          dbPath,
           log: (line) => show(line, 'dim'),
           timeoutMs: 40_000,
         }),
