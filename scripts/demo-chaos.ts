@@ -186,7 +186,6 @@ export async function runChaosDemo(argv: readonly string[]): Promise<number> {
     const timedOut = rows.filter((r) => r.timedOut).map((r) => r.row.label);
     if (timedOut.length) show(`timed out: ${timedOut.join(', ')} (results as they stood)`, 'bad');
     show(`done in ${wall} s; stopped every instance, the hook server and redis-server.`, 'dim');
-    fs.mkdirSync(outDir, { recursive: true });
     fs.writeFileSync(
       path.join(outDir, 'chaos.svg'),
       renderTerminal(picture, 'npm run demo -- --chaos'),
