@@ -367,6 +367,8 @@ async function main(argv: readonly string[]): Promise<number> {
             say,
           )
         : [];
+    // Every purchase row, Redis's then PostgreSQL's: the table, the verdicts and the exit code.
+    const purchaseRows = [...rows, ...onPostgres];
     const reads: ReadsResult[] = [];
     if (opts.readers > 0) {
       for (const v of READ_VARIANTS) reads.push(await runReads(v, cluster, opts.readers));
@@ -378,11 +380,11 @@ async function main(argv: readonly string[]): Promise<number> {
     const cron = cronSummary(dbPath, opts.instances);
 
     const tableLines = [
-      ...table([...rows, ...onPostgres]),
+      ...table(purchaseRows),
       ...(reads.length ? ['', ...readsTable(reads)] : []),
       ...(payments.length ? ['', ...paymentsTable(payments)] : []),
     ];
-    const notes = verdicts([...rows, ...onPostgres], opts);
+    const notes = verdicts(purchaseRows, opts);
     const shared = sharedVerdicts(reads, payments);
     say();
     for (const l of tableLines) say(l);
@@ -419,7 +421,7 @@ async function main(argv: readonly string[]): Promise<number> {
       { text: '' },
       ...notes.map((text, i) => ({
         text,
-        tone: [...rows, ...onPostgres][i].oversold > 0 ? ('bad' as const) : ('good' as const),
+        tone: purchaseRows[i].oversold > 0 ? ('bad' as const) : ('good' as const),
       })),
       ...shared.map((n) => ({ text: n.text, tone: n.good ? ('good' as const) : ('bad' as const) })),
       ...(cron ? [{ text: cron, tone: 'good' as const }] : []),
@@ -429,7 +431,7 @@ async function main(argv: readonly string[]): Promise<number> {
     ];
     fs.writeFileSync(path.join(outDir, 'demo-output.svg'), renderTerminal(picture));
 
-    const locked = [...rows, ...onPostgres].filter((r) => r.mode !== 'none');
+    const locked = purchaseRows.filter((r) => r.mode !== 'none');
     if (locked.some((r) => r.oversold > 0 || r.finalStock < 0)) {
       process.stderr.write('A locked mode oversold: that is a bug in nest-locked.\n');
       return 1;
