@@ -7,36 +7,37 @@ import type { CommandCounts } from './protocol';
  */
 const IGNORED = new Set(['info', 'quit']);
 
-/** `INFO commandstats` summed over the servers: calls by command (in-script calls included). */
-export async function commandStats(conns: readonly Redis[]): Promise<CommandCounts> {
-  const total: CommandCounts = {};
-  const infos = await Promise.all(conns.map((c) => c.info('commandstats')));
-  for (const info of infos) {
-    for (const line of info.split('\n')) {
-      const m = /^cmdstat_([^:]+):calls=(\d+)/.exec(line.trim());
-      if (m) total[m[1]] = (total[m[1]] ?? 0) + Number(m[2]);
-    }
-  }
-  return total;
+/** `INFO commandstats` summed over the servers, both figures of one reading by command. */
+export interface CommandSnapshot {
+  /** Calls (in-script calls included). */
+  calls: CommandCounts;
+  /** µs spent (a script's include the commands it ran, also counted under their own names). */
+  usec: CommandCounts;
 }
 
-/** `INFO commandstats` summed over the servers: µs spent by command (a script's includes the
- * commands it ran, which are also counted under their own names). */
-export async function commandUsec(conns: readonly Redis[]): Promise<CommandCounts> {
-  const total: CommandCounts = {};
+/** One `INFO commandstats` per server, summed: calls and µs by command. */
+export async function commandSnapshot(conns: readonly Redis[]): Promise<CommandSnapshot> {
+  const snapshot: CommandSnapshot = { calls: {}, usec: {} };
   const infos = await Promise.all(conns.map((c) => c.info('commandstats')));
   for (const info of infos) {
     for (const line of info.split('\n')) {
-      const m = /^cmdstat_([^:]+):calls=\d+,usec=(\d+)/.exec(line.trim());
-      if (m) total[m[1]] = (total[m[1]] ?? 0) + Number(m[2]);
+      const m = /^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/.exec(line.trim());
+      if (!m) continue;
+      snapshot.calls[m[1]] = (snapshot.calls[m[1]] ?? 0) + Number(m[2]);
+      snapshot.usec[m[1]] = (snapshot.usec[m[1]] ?? 0) + Number(m[3]);
     }
   }
-  return total;
+  return snapshot;
+}
+
+/** `INFO commandstats` summed over the servers: calls by command (in-script calls included). */
+export async function commandStats(conns: readonly Redis[]): Promise<CommandCounts> {
+  return (await commandSnapshot(conns)).calls;
 }
 
 /**
- * Server µs spent on the commands a client sent (`sent`: by name), from two `commandUsec`
- * snapshots: scripts with the commands they ran, never those counted twice.
+ * Server µs spent on the commands a client sent (`sent`: by name), from the `usec` of two
+ * `commandSnapshot`s: scripts with the commands they ran, never those counted twice.
  */
 export function sentUsec(sent: CommandCounts, after: CommandCounts, before: CommandCounts): number {
   let us = 0;

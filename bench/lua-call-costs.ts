@@ -39,6 +39,19 @@ const compareAndDelete: Call = {
   args: (t) => [t],
 };
 const sixKeys = (k: string) => [k, `${k}:fence`, `${k}:wait`, `${k}:q`, `${k}:qm`, `${k}:h`];
+// The engine's own scripts, read once: `fence` is how their fences are drawn (clock or count).
+const TRY = loadScript('try', CONSTANTS, LUA);
+const RELEASE = loadScript('release', CONSTANTS, LUA);
+const tryCall = (fence: 'clock' | 'count'): Call => ({
+  lua: TRY,
+  keys: (k) => [k, `${k}:fence`],
+  args: (t) => [t, 30_000, 5, fence],
+});
+const releaseCall = (fence: 'clock' | 'count'): Call => ({
+  lua: RELEASE,
+  keys: sixKeys,
+  args: (t) => [t, '0', 5, fence],
+});
 
 /** [acquire, release] per variant: one more call each, then the real cycles. */
 const VARIANTS: Record<string, [Call, Call]> = {
@@ -46,37 +59,11 @@ const VARIANTS: Record<string, [Call, Call]> = {
   '+ GET': [acquirePlus("redis.call('GET', KEYS[2])"), compareAndDelete],
   '+ INCRBY': [acquirePlus("redis.call('INCRBY', KEYS[2], 5)"), compareAndDelete],
   '+ TIME': [acquirePlus("redis.call('TIME')"), compareAndDelete],
-  'TRY (clock) + RELEASE': [
-    {
-      lua: loadScript('try', CONSTANTS, LUA),
-      keys: (k) => [k, `${k}:fence`],
-      args: (t) => [t, 30_000, 5, 'clock'],
-    },
-    {
-      lua: loadScript('release', CONSTANTS, LUA),
-      keys: sixKeys,
-      args: (t) => [t, '0', 5, 'clock'],
-    },
-  ],
-  'TRY (count) + RELEASE': [
-    {
-      lua: loadScript('try', CONSTANTS, LUA),
-      keys: (k) => [k, `${k}:fence`],
-      args: (t) => [t, 30_000, 5, 'count'],
-    },
-    {
-      lua: loadScript('release', CONSTANTS, LUA),
-      keys: sixKeys,
-      args: (t) => [t, '0', 5, 'count'],
-    },
-  ],
+  'TRY (clock) + RELEASE': [tryCall('clock'), releaseCall('clock')],
+  'TRY (count) + RELEASE': [tryCall('count'), releaseCall('count')],
   // The same release code with the two keys it reads on this path, not six: what keys cost.
   'TRY (count) + RELEASE, 2 keys': [
-    {
-      lua: loadScript('try', CONSTANTS, LUA),
-      keys: (k) => [k, `${k}:fence`],
-      args: (t) => [t, 30_000, 5, 'count'],
-    },
+    tryCall('count'),
     {
       lua: "local owner = redis.call('GET', KEYS[1])\nif owner == ARGV[1] then return redis.call('DEL', KEYS[1], KEYS[2]) end\nreturn 0",
       keys: (k) => [k, `${k}:wait`],

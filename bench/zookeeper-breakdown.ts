@@ -18,11 +18,12 @@ import * as fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { Injectable, Logger, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { createClient, CreateMode, type Client } from 'node-zookeeper-client';
+import { CreateMode } from 'node-zookeeper-client';
 import { Locked, RedlockModule } from 'nest-locked';
 import { zookeeperBackend } from 'nest-locked/zookeeper';
 import { fourLetterWord, startZooKeeper } from '../test/support/zookeeper-server';
 import { median } from './stats';
+import { connectZooKeeper, zkCall as call } from './zookeeper-client';
 
 @Injectable()
 class Calls {
@@ -31,21 +32,6 @@ class Calls {
 }
 
 const EMPTY = Buffer.alloc(0);
-
-function call<T>(run: (done: (error: unknown, value?: T) => void) => void): Promise<T> {
-  return new Promise<T>((resolve, reject) =>
-    run((error, value) => (error ? reject(error) : resolve(value as T))),
-  );
-}
-
-async function connect(connectString: string): Promise<Client> {
-  const client = createClient(connectString, { sessionTimeout: 10_000 });
-  await new Promise<void>((resolve) => {
-    client.once('connected', () => resolve());
-    client.connect();
-  });
-  return client;
-}
 
 /** utime + stime of a process, in µs (/proc/<pid>/stat, clock ticks of 10 ms). */
 function cpuOf(pid: number): number {
@@ -64,7 +50,7 @@ async function main(): Promise<void> {
   const cycles = Number(process.argv[3] ?? 1_000);
   const zk = await startZooKeeper();
   const member = zk.members[0];
-  const raw = await connect(zk.connectString);
+  const raw = await connectZooKeeper(zk.connectString);
   await call((done) => raw.mkdirp('/breakdown/key', (e) => done(e)));
   const backend = zookeeperBackend({ connectString: zk.connectString }).create({
     group: 'breakdown',

@@ -30,10 +30,18 @@ function build(from, to) {
     if (file.endsWith('.spec.ts') || file.endsWith('.d.ts')) continue;
     const isTs = file.endsWith('.ts');
     const target = path.join(root, to, isTs ? file.replace(/\.ts$/, '.js') : file);
-    fs.mkdirSync(path.dirname(target), { recursive: true });
-    if (!isTs) fs.copyFileSync(source, target);
-    else fs.writeFileSync(target, transformFileSync(source, { ...options, swcrc: false }).code);
+    if (isTs) compile(source, target);
+    else {
+      fs.mkdirSync(path.dirname(target), { recursive: true });
+      fs.copyFileSync(source, target);
+    }
   }
+}
+
+/** Compiles the one .ts file `source` into the .js file `target`. */
+function compile(source, target) {
+  fs.mkdirSync(path.dirname(target), { recursive: true });
+  fs.writeFileSync(target, transformFileSync(source, { ...options, swcrc: false }).code);
 }
 
 fs.rmSync(path.join(root, 'dist'), { recursive: true, force: true });
@@ -41,5 +49,7 @@ fs.rmSync(path.join(root, 'dist-apps'), { recursive: true, force: true });
 build('lib', 'dist');
 build('sample', 'dist-apps/sample');
 build('test/fixtures', 'dist-apps/test/fixtures');
+// The seeded generator the policy worker shares with the benchmark (its only import from bench/).
+compile(path.join(root, 'bench/seeded.ts'), path.join(root, 'dist-apps/bench/seeded.js'));
 // The lock board's page and its vendored chart library (the board's browser test serves them).
 require('./copy-board-ui');

@@ -10,8 +10,6 @@ import type { LostPoint, PurchasePointReport } from '../sample/products/chaos-ho
 
 /** A purchase at one of its points, waiting for the demo's go-ahead. */
 export interface PendingPurchase extends PurchasePointReport {
-  /** `Date.now()` when it arrived. */
-  readonly at: number;
   /** Lets the purchase go on (a no-op once answered, or if its process died). */
   answer(): void;
 }
@@ -95,7 +93,6 @@ export class ChaosHookServer {
     let answered = false;
     this.onPurchase({
       ...(point as PurchasePointReport),
-      at: Date.now(),
       answer: () => {
         if (answered) return;
         answered = true;

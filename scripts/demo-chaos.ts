@@ -7,9 +7,9 @@ import { type ChaosRedis, CHAOS_ROWS, type ChaosSaleResult, runChaosSale } from 
 import { chaosTable, chaosVerdicts, wrap } from './chaos-report';
 import { type ChaosSchedule, chaosSchedule, describeSchedule } from './chaos-schedule';
 import { renderTerminal, type TerminalLine } from './demo-chart';
+import { demoOutDir, freshRunDir, intArg, parseOrExitCode, UsageError } from './demo-args';
 import { say } from './demo-progress';
 import { ensureRedisServer, type RedisProcess, startRedis } from './redis';
-import { repoRoot } from './sample-cluster';
 
 /**
  * `npm run demo -- --chaos`: the flash sale while things break. One Redis, three instances of
@@ -40,8 +40,6 @@ export const CHAOS_USAGE = `Usage: npm run demo -- --chaos [options]
   --latency MS     simulated database round trip, read -> write  (default 20)
   -h, --help       this text`;
 
-class ChaosUsageError extends Error {}
-
 function parseChaosArgs(argv: readonly string[]): ChaosOptions | 'help' {
   const o: ChaosOptions = {
     seed: 1,
@@ -63,16 +61,9 @@ function parseChaosArgs(argv: readonly string[]): ChaosOptions | 'help' {
     const [flag, inline] = argv[i].split(/=(.*)/s, 2);
     if (flag === '-h' || flag === '--help') return 'help';
     const range = ranges[flag];
-    if (!range) throw new ChaosUsageError(`Unknown option ${argv[i]} with --chaos.`);
-    const raw = inline ?? argv[++i];
+    if (!range) throw new UsageError(`Unknown option ${argv[i]} with --chaos.`);
     const [field, min, max] = range;
-    const n = Number(raw);
-    if (raw === undefined || !/^\d+$/.test(raw) || n < min || n > max) {
-      throw new ChaosUsageError(
-        `${flag} takes an integer from ${min} to ${max}, got ${raw ?? 'nothing'}.`,
-      );
-    }
-    o[field] = n;
+    o[field] = intArg(flag, inline ?? argv[++i], min, max);
   }
   return o;
 }
@@ -95,24 +86,12 @@ async function restartableRedis(
 
 /** `npm run demo -- --chaos ...`: resolves with the exit code. */
 export async function runChaosDemo(argv: readonly string[]): Promise<number> {
-  let parsed: ChaosOptions | 'help';
-  try {
-    parsed = parseChaosArgs(argv);
-  } catch (err) {
-    if (!(err instanceof ChaosUsageError)) throw err;
-    process.stderr.write(`${err.message}\n\n${CHAOS_USAGE}\n`);
-    return 2;
-  }
-  if (parsed === 'help') {
-    say(CHAOS_USAGE);
-    return 0;
-  }
-  const o = parsed;
+  const o = parseOrExitCode(argv, parseChaosArgs, CHAOS_USAGE);
+  if (typeof o === 'number') return o;
   const startedAt = performance.now();
-  const outDir = path.join(repoRoot(), '.tmp', 'demo');
-  const runDir = path.join(outDir, 'chaos-run');
-  fs.rmSync(runDir, { recursive: true, force: true });
-  fs.mkdirSync(runDir, { recursive: true });
+  const outDir = demoOutDir();
+  const runDir = freshRunDir('chaos-run');
+  const dbPath = path.join(runDir, 'shop.sqlite');
 
   let redis: Awaited<ReturnType<typeof restartableRedis>> | undefined;
   let hook: ChaosHookServer | undefined;
@@ -160,7 +139,7 @@ export async function runChaosDemo(argv: readonly string[]): Promise<number> {
     instances = await ChaosInstances.start({
       instances: o.instances,
       redisUrls: [redis.url],
-      dbPath: path.join(runDir, 'shop.sqlite'),
+      dbPath,
       latencyMs: o.latency,
       lockWaitMs: 60_000,
       lockTtlMs: o.ttl,
@@ -185,7 +164,7 @@ export async function runChaosDemo(argv: readonly string[]): Promise<number> {
           instances,
           redis,
           hook,
-          dbPath: path.join(runDir, 'shop.sqlite'),
+          dbPath,
           log: (line) => show(line, 'dim'),
           timeoutMs: 40_000,
         }),
@@ -207,7 +186,6 @@ export async function runChaosDemo(argv: readonly string[]): Promise<number> {
     const timedOut = rows.filter((r) => r.timedOut).map((r) => r.row.label);
     if (timedOut.length) show(`timed out: ${timedOut.join(', ')} (results as they stood)`, 'bad');
     show(`done in ${wall} s; stopped every instance, the hook server and redis-server.`, 'dim');
-    fs.mkdirSync(outDir, { recursive: true });
     fs.writeFileSync(
       path.join(outDir, 'chaos.svg'),
       renderTerminal(picture, 'npm run demo -- --chaos'),

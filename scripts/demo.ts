@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
 import { type ModeFigures, renderChart, renderTerminal, type TerminalLine } from './demo-chart';
+import { demoOutDir, freshRunDir, intArg, parseOrExitCode, UsageError } from './demo-args';
 import { runChaosDemo } from './demo-chaos';
 import { formatTable, percentile, Progress, say } from './demo-progress';
 import {
@@ -21,7 +22,7 @@ import { type BurstResult, burst, get, post } from './http';
 import { postgresRows } from './demo-postgres';
 import { ensureRedisServer, ping, type RedisProcess, startRedisServers } from './redis';
 import { keepBoardUnderLoad } from './demo-board';
-import { repoRoot, type SampleCluster, startSampleCluster } from './sample-cluster';
+import { type SampleCluster, startSampleCluster } from './sample-cluster';
 
 /**
  * `npm run demo`: a flash sale, live. Starts its own Redis and several instances of the
@@ -69,8 +70,6 @@ const USAGE = `Usage: npm run demo -- [options]
                    locks in PostgreSQL, rows beside Redis's      (default redis)
   -h, --help       this text`;
 
-class UsageError extends Error {}
-
 function parseArgs(argv: readonly string[]): Options | 'help' {
   const o: Options = {
     instances: 3,
@@ -84,15 +83,6 @@ function parseArgs(argv: readonly string[]): Options | 'help' {
     board: false,
     backend: 'redis',
   };
-  const int = (flag: string, raw: string | undefined, min: number, max: number): number => {
-    const n = Number(raw);
-    if (raw === undefined || !/^\d+$/.test(raw) || n < min || n > max) {
-      throw new UsageError(
-        `${flag} takes an integer from ${min} to ${max}, got ${raw ?? 'nothing'}.`,
-      );
-    }
-    return n;
-  };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split(/=(.*)/s, 2);
     const value = () => inline ?? argv[++i];
@@ -104,25 +94,25 @@ function parseArgs(argv: readonly string[]): Options | 'help' {
         o.board = true;
         break;
       case '--instances':
-        o.instances = int(flag, value(), 1, 16);
+        o.instances = intArg(flag, value(), 1, 16);
         break;
       case '--buyers':
-        o.buyers = int(flag, value(), 1, 5_000);
+        o.buyers = intArg(flag, value(), 1, 5_000);
         break;
       case '--stock':
-        o.stock = int(flag, value(), 0, 1_000_000);
+        o.stock = intArg(flag, value(), 0, 1_000_000);
         break;
       case '--latency':
-        o.latency = int(flag, value(), 0, 1_000);
+        o.latency = intArg(flag, value(), 0, 1_000);
         break;
       case '--quorum':
-        o.quorum = int(flag, value(), 1, 7);
+        o.quorum = intArg(flag, value(), 1, 7);
         break;
       case '--readers':
-        o.readers = int(flag, value(), 0, 5_000);
+        o.readers = intArg(flag, value(), 0, 5_000);
         break;
       case '--payers':
-        o.payers = int(flag, value(), 0, 5_000);
+        o.payers = intArg(flag, value(), 0, 5_000);
         break;
       case '--backend': {
         const raw = value();
@@ -297,25 +287,11 @@ function cronSummary(dbPath: string, instances: number): string | undefined {
 
 async function main(argv: readonly string[]): Promise<number> {
   if (argv.includes('--chaos')) return runChaosDemo(argv.filter((a) => a !== '--chaos'));
-  let o: Options | 'help';
-  try {
-    o = parseArgs(argv);
-  } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
-    process.stderr.write(`${err.message}\n\n${USAGE}\n`);
-    return 2;
-  }
-  if (o === 'help') {
-    say(USAGE);
-    return 0;
-  }
-  const opts = o;
+  const opts = parseOrExitCode(argv, parseArgs, USAGE);
+  if (typeof opts === 'number') return opts;
   const startedAt = performance.now();
-  const root = repoRoot();
-  const outDir = path.join(root, '.tmp', 'demo');
-  const runDir = path.join(outDir, 'last-run');
-  fs.rmSync(runDir, { recursive: true, force: true });
-  fs.mkdirSync(runDir, { recursive: true });
+  const outDir = demoOutDir();
+  const runDir = freshRunDir('last-run');
   const dbPath = path.join(runDir, 'shop.sqlite');
 
   let servers: RedisProcess[] = [];
@@ -391,6 +367,8 @@ async function main(argv: readonly string[]): Promise<number> {
             say,
           )
         : [];
+    // Every purchase row, Redis's then PostgreSQL's: the table, the verdicts and the exit code.
+    const purchaseRows = [...rows, ...onPostgres];
     const reads: ReadsResult[] = [];
     if (opts.readers > 0) {
       for (const v of READ_VARIANTS) reads.push(await runReads(v, cluster, opts.readers));
@@ -402,11 +380,11 @@ async function main(argv: readonly string[]): Promise<number> {
     const cron = cronSummary(dbPath, opts.instances);
 
     const tableLines = [
-      ...table([...rows, ...onPostgres]),
+      ...table(purchaseRows),
       ...(reads.length ? ['', ...readsTable(reads)] : []),
       ...(payments.length ? ['', ...paymentsTable(payments)] : []),
     ];
-    const notes = verdicts([...rows, ...onPostgres], opts);
+    const notes = verdicts(purchaseRows, opts);
     const shared = sharedVerdicts(reads, payments);
     say();
     for (const l of tableLines) say(l);
@@ -443,7 +421,7 @@ async function main(argv: readonly string[]): Promise<number> {
       { text: '' },
       ...notes.map((text, i) => ({
         text,
-        tone: [...rows, ...onPostgres][i].oversold > 0 ? ('bad' as const) : ('good' as const),
+        tone: purchaseRows[i].oversold > 0 ? ('bad' as const) : ('good' as const),
       })),
       ...shared.map((n) => ({ text: n.text, tone: n.good ? ('good' as const) : ('bad' as const) })),
       ...(cron ? [{ text: cron, tone: 'good' as const }] : []),
@@ -453,7 +431,7 @@ async function main(argv: readonly string[]): Promise<number> {
     ];
     fs.writeFileSync(path.join(outDir, 'demo-output.svg'), renderTerminal(picture));
 
-    const locked = [...rows, ...onPostgres].filter((r) => r.mode !== 'none');
+    const locked = purchaseRows.filter((r) => r.mode !== 'none');
     if (locked.some((r) => r.oversold > 0 || r.finalStock < 0)) {
       process.stderr.write('A locked mode oversold: that is a bug in nest-locked.\n');
       return 1;

@@ -1,6 +1,7 @@
-import { createClient, CreateMode } from 'node-zookeeper-client';
+import { CreateMode } from 'node-zookeeper-client';
 import { zookeeperBackend } from 'nest-locked/zookeeper';
 import { startZooKeeper } from '../../test/support/zookeeper-server';
+import { connectZooKeeper, zkCall as call } from '../zookeeper-client';
 import type { BenchTarget } from './bench-target';
 
 const FLOOR_ROOT = '/bench-floor';
@@ -14,13 +15,7 @@ export const target: BenchTarget = {
     return {
       definition: () => zookeeperBackend({ connectString: zk.connectString }),
       async rawCycle() {
-        const client = createClient(zk.connectString, { sessionTimeout: 10_000 });
-        await new Promise<void>((resolve) => {
-          client.once('connected', () => resolve());
-          client.connect();
-        });
-        const call = (run: (done: (e: unknown) => void) => void) =>
-          new Promise<void>((resolve, reject) => run((e) => (e ? reject(e) : resolve())));
+        const client = await connectZooKeeper(zk.connectString);
         await call((done) => client.mkdirp(FLOOR_ROOT, (e) => done(e)));
         return {
           async cycle(key: string) {

@@ -5,7 +5,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { commandStats, commandUsec, countsDelta, sentUsec } from '../commandstats';
+import { commandSnapshot, commandStats, countsDelta, sentUsec } from '../commandstats';
 import type {
   FromWorker,
   MemSample,
@@ -169,8 +169,7 @@ async function runSeq(peers: Map<PeerName, Peer>, stats: Redis[], r: WorkerResul
     for (const name of order) {
       const peer = peers.get(name)!;
       const key = `${spec.key}:${name}`;
-      const before = await commandStats(stats);
-      const usBefore = await commandUsec(stats);
+      const before = await commandSnapshot(stats);
       commandCounter.reset();
       commandCounter.enabled = true;
       const cpu = process.cpuUsage();
@@ -179,9 +178,9 @@ async function runSeq(peers: Map<PeerName, Peer>, stats: Redis[], r: WorkerResul
       const ms = now() - t;
       const used = process.cpuUsage(cpu);
       commandCounter.enabled = false;
-      const server = countsDelta(await commandStats(stats), before);
-      const usAfter = await commandUsec(stats);
-      const serverUs = sentUsec(commandCounter.counts, usAfter, usBefore);
+      const after = await commandSnapshot(stats);
+      const server = countsDelta(after.calls, before.calls);
+      const serverUs = sentUsec(commandCounter.counts, after.usec, before.usec);
       r.blocks.push({
         peer: name,
         round,
@@ -191,7 +190,7 @@ async function runSeq(peers: Map<PeerName, Peer>, stats: Redis[], r: WorkerResul
         client: commandCounter.counts,
         server,
         serverUs,
-        serverUsBy: countsDelta(usAfter, usBefore),
+        serverUsBy: countsDelta(after.usec, before.usec),
       });
       r.done += spec.block;
     }
