@@ -8,6 +8,7 @@ import { chaosTable, chaosVerdicts, wrap } from './chaos-report';
 import { type ChaosSchedule, chaosSchedule, describeSchedule } from './chaos-schedule';
 import { renderTerminal, type TerminalLine } from './demo-chart';
 import { demoOutDir, freshRunDir, intArg, parseOrExitCode, UsageError } from './demo-args';
+import { stopOnSignals } from './demo-stop';
 import { say } from './demo-progress';
 import { ensureRedisServer, type RedisProcess, startRedis } from './redis';
 
@@ -103,13 +104,7 @@ export async function runChaosDemo(argv: readonly string[]): Promise<number> {
       await hook?.stop();
       await redis?.stop();
     })());
-  const onSignal = (signal: NodeJS.Signals) => {
-    process.stdout.write('\n');
-    say(`${signal}: stopping everything the demo started...`);
-    void stopAll().finally(() => process.exit(130));
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  const removeSignals = stopOnSignals(stopAll);
 
   const picture: TerminalLine[] = [];
   const show = (text = '', tone: TerminalLine['tone'] = 'plain') => {
@@ -204,7 +199,6 @@ export async function runChaosDemo(argv: readonly string[]): Promise<number> {
     return 0;
   } finally {
     await stopAll();
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    removeSignals();
   }
 }

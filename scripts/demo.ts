@@ -4,6 +4,7 @@ import { performance } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
 import { type ModeFigures, renderChart, renderTerminal, type TerminalLine } from './demo-chart';
 import { demoOutDir, freshRunDir, intArg, parseOrExitCode, UsageError } from './demo-args';
+import { stopOnSignals } from './demo-stop';
 import { runChaosDemo } from './demo-chaos';
 import { formatTable, percentile, Progress, say } from './demo-progress';
 import {
@@ -303,16 +304,7 @@ async function main(argv: readonly string[]): Promise<number> {
       await cluster?.stop();
       await Promise.all(servers.map((s) => s.stop()));
     })());
-  // Ctrl-C reaches this process twice (from the terminal and from the launcher): stop once.
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (interrupted) return;
-    interrupted = true;
-    process.stdout.write('\n');
-    say(`${signal}: stopping everything the demo started...`);
-    void stopAll().finally(() => process.exit(130));
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  const removeSignals = stopOnSignals(stopAll, () => (interrupted = true));
 
   try {
     const header =
@@ -446,8 +438,7 @@ async function main(argv: readonly string[]): Promise<number> {
     return 0;
   } finally {
     await stopAll();
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    removeSignals();
   }
 }
 
