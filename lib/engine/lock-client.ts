@@ -356,7 +356,7 @@ export class LockClient implements LockBackend {
     if (lease.share === undefined) {
       const line = lease.keys.length === 1 ? this.lines.get(lease.keys[0]) : undefined;
       if (!line?.head || this.closed || !this.policies.localHandoff) {
-        return this.giveBackThen(lease, done);
+        return this.giveBackThen(lease, done, line);
       }
       return settleTo(this.handoffs.passOn(lease, line, line.head), done);
     }
@@ -424,10 +424,14 @@ export class LockClient implements LockBackend {
    * key goes public: its line's run of local handoffs ends here, whichever path gave it back
    * (nobody of this process waiting, the bound reached, a waiter that left during a handoff).
    */
-  private giveBackThen(lease: Lease, done: (error?: unknown) => void): void {
+  private giveBackThen(
+    lease: Lease,
+    done: (error?: unknown) => void,
+    // The key's line when the caller has just looked it up (a release): not looked up twice.
+    line = lease.keys.length === 1 ? this.lines.get(lease.keys[0]) : undefined,
+  ): void {
     this.tokens.drop(lease.token);
-    const single = lease.keys.length === 1;
-    if (single) this.lines.get(lease.keys[0])?.wentPublic();
+    line?.wentPublic();
     this.protocol.releaseThen(lease.keys, lease.token, (error, published) => {
       // A head that listens hears the PUBLISH at the same moment as the other processes' heads
       // and competes on equal terms; one that does not is told directly.
