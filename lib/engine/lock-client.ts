@@ -112,7 +112,6 @@ export class LockClient implements LockBackend {
       this.space,
       this.runner,
       {
-        fair: this.fair,
         // Fences reserved per single-key lease: the holder's and one per possible local handoff.
         block: this.fair ? settings.localHandoffs + 1 : 1,
         drift: (ttl) => this.leases.drift(ttl),
