@@ -9,6 +9,7 @@ import { ScriptRunner } from '../redis/script-runner';
 import { WriteBatching } from '../redis/write-batching';
 import { promiseFrom, settleTo } from '../settle-to';
 import { Grants } from './grants';
+import type { KeyLine } from './key-line';
 import { KeyLines } from './key-lines';
 import { ALL_POLICIES, type EnginePolicies } from './engine-policies';
 import { type Lease, type LeaseTaker, Leases } from './lease';
@@ -224,7 +225,7 @@ export class LockClient implements LockBackend {
           // Counted as held before the try ends, so the callers queued behind wait for a handoff.
           let lease: Lease;
           try {
-            lease = this.hold(keys, taker, first!);
+            lease = this.hold(keys, taker, first!, line);
           } catch (err) {
             this.lines.tryEnded(line);
             return reject(err);
@@ -400,11 +401,19 @@ export class LockClient implements LockBackend {
 
   // ---------------------------------------------------------------- holding and giving back
 
-  /** The lease a round took; a single key's line counts it as held. */
-  private hold(keys: readonly string[], taker: LeaseTaker, taken: Taken): Lease {
+  /**
+   * The lease a round took; a single key's line counts it as held. `known`: that line, when the
+   * caller has it (a first try keeps its line alive while in flight), so it is not looked up again.
+   */
+  private hold(
+    keys: readonly string[],
+    taker: LeaseTaker,
+    taken: Taken,
+    known?: KeyLine<Waiter>,
+  ): Lease {
     const lease = this.leases.taken(keys, taker, taken);
     if (keys.length === 1) {
-      const line = this.lines.of(keys[0]);
+      const line = known ?? this.lines.of(keys[0]);
       line.hold(lease);
       // Taken after waiting (a grant, an attempt that queued): others may be queued behind,
       // and the callers of this process waiting now each get a turn before they go first.
