@@ -209,7 +209,7 @@ export class LockClient implements LockBackend {
         throw new LockNotAcquiredError(keys, 0, existing.holdsEnd() - performance.now());
       }
     }
-    const line = existing ?? this.lines.of(keys[0]);
+    const line = existing ?? this.lines.add(keys[0]);
     if (request.seenBusy && waits) {
       return new Waiter(this.lineWait, line, keys, taker, deadline, signal, true).lease;
     }
