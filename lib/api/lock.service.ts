@@ -381,12 +381,10 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
       }) as Promise<never>;
     }
     if (scope) checkReentry(scope, sorted, b);
-    // Reentrancy: every key already held by this async context -> no Redis round trip.
-    if (scope && sorted.every((k) => holdsInScope(scope, b.clientName, k))) {
-      return settle(fn()) as Promise<never>;
-    }
     // Keys this context already holds are not taken twice.
     const needed = scope ? sorted.filter((k) => !holdsInScope(scope, b.clientName, k)) : sorted;
+    // Reentrancy: every key already held by this async context -> no Redis round trip.
+    if (scope && needed.length === 0) return settle(fn()) as Promise<never>;
     return this.runWith(undefined, needed, b, fn, scope, undefined, signal) as Promise<never>;
   }
 

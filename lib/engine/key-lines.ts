@@ -19,11 +19,13 @@ export class KeyLines<W extends LineWaiter = LineWaiter> {
 
   /** The key's line, created if there is none. */
   of(key: string): KeyLine<W> {
-    let line = this.lines.get(key);
-    if (!line) {
-      line = new KeyLine<W>(key);
-      this.lines.set(key, line);
-    }
+    return this.lines.get(key) ?? this.add(key);
+  }
+
+  /** A new line for `key`, which the caller has just found without one (not looked up again). */
+  add(key: string): KeyLine<W> {
+    const line = new KeyLine<W>(key);
+    this.lines.set(key, line);
     return line;
   }
 

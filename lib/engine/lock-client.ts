@@ -9,6 +9,7 @@ import { ScriptRunner } from '../redis/script-runner';
 import { WriteBatching } from '../redis/write-batching';
 import { promiseFrom, settleTo } from '../settle-to';
 import { Grants } from './grants';
+import type { KeyLine } from './key-line';
 import { KeyLines } from './key-lines';
 import { ALL_POLICIES, type EnginePolicies } from './engine-policies';
 import { type Lease, type LeaseTaker, Leases } from './lease';
@@ -112,7 +113,6 @@ export class LockClient implements LockBackend {
       this.space,
       this.runner,
       {
-        fair: this.fair,
         // Fences reserved per single-key lease: the holder's and one per possible local handoff.
         block: this.fair ? settings.localHandoffs + 1 : 1,
         drift: (ttl) => this.leases.drift(ttl),
@@ -209,7 +209,7 @@ export class LockClient implements LockBackend {
         throw new LockNotAcquiredError(keys, 0, existing.holdsEnd() - performance.now());
       }
     }
-    const line = existing ?? this.lines.of(keys[0]);
+    const line = existing ?? this.lines.add(keys[0]);
     if (request.seenBusy && waits) {
       return new Waiter(this.lineWait, line, keys, taker, deadline, signal, true).lease;
     }
@@ -225,7 +225,7 @@ export class LockClient implements LockBackend {
           // Counted as held before the try ends, so the callers queued behind wait for a handoff.
           let lease: Lease;
           try {
-            lease = this.hold(keys, taker, first!);
+            lease = this.hold(keys, taker, first!, line);
           } catch (err) {
             this.lines.tryEnded(line);
             return reject(err);
@@ -356,7 +356,7 @@ export class LockClient implements LockBackend {
     if (lease.share === undefined) {
       const line = lease.keys.length === 1 ? this.lines.get(lease.keys[0]) : undefined;
       if (!line?.head || this.closed || !this.policies.localHandoff) {
-        return this.giveBackThen(lease, done);
+        return this.giveBackThen(lease, done, line);
       }
       return settleTo(this.handoffs.passOn(lease, line, line.head), done);
     }
@@ -401,11 +401,19 @@ export class LockClient implements LockBackend {
 
   // ---------------------------------------------------------------- holding and giving back
 
-  /** The lease a round took; a single key's line counts it as held. */
-  private hold(keys: readonly string[], taker: LeaseTaker, taken: Taken): Lease {
+  /**
+   * The lease a round took; a single key's line counts it as held. `known`: that line, when the
+   * caller has it (a first try keeps its line alive while in flight), so it is not looked up again.
+   */
+  private hold(
+    keys: readonly string[],
+    taker: LeaseTaker,
+    taken: Taken,
+    known?: KeyLine<Waiter>,
+  ): Lease {
     const lease = this.leases.taken(keys, taker, taken);
     if (keys.length === 1) {
-      const line = this.lines.of(keys[0]);
+      const line = known ?? this.lines.of(keys[0]);
       line.hold(lease);
       // Taken after waiting (a grant, an attempt that queued): others may be queued behind,
       // and the callers of this process waiting now each get a turn before they go first.
@@ -424,10 +432,14 @@ export class LockClient implements LockBackend {
    * key goes public: its line's run of local handoffs ends here, whichever path gave it back
    * (nobody of this process waiting, the bound reached, a waiter that left during a handoff).
    */
-  private giveBackThen(lease: Lease, done: (error?: unknown) => void): void {
+  private giveBackThen(
+    lease: Lease,
+    done: (error?: unknown) => void,
+    // The key's line when the caller has just looked it up (a release): not looked up twice.
+    line = lease.keys.length === 1 ? this.lines.get(lease.keys[0]) : undefined,
+  ): void {
     this.tokens.drop(lease.token);
-    const single = lease.keys.length === 1;
-    if (single) this.lines.get(lease.keys[0])?.wentPublic();
+    line?.wentPublic();
     this.protocol.releaseThen(lease.keys, lease.token, (error, published) => {
       // A head that listens hears the PUBLISH at the same moment as the other processes' heads
       // and competes on equal terms; one that does not is told directly.

@@ -48,9 +48,6 @@ export interface ResolvedRedlockOptions extends Required<
   backends: Readonly<Record<string, LockBackendDefinition>>;
 }
 
-/** Per-call behaviour after merging call options over module options. @internal */
-export type ResolvedLockBehaviour = Required<LockBehaviourOptions>;
-
 /** Where module options came from: `forRoot(options)` or a `forRootAsync` factory. @internal */
 export type ModuleOptionsOrigin = 'forRoot' | 'forRootAsync';
 

@@ -200,11 +200,6 @@ export class KeySpace {
     return keys.map((k) => this.keySet(k).all);
   }
 
-  /** Every key's script keys when they go in one script (as `units` groups them), else none. */
-  oneUnit(keys: readonly string[]): string[] | undefined {
-    return !this.clustered || keys.length === 1 ? this.allKeys(keys) : undefined;
-  }
-
   /**
    * The lock keys alone, when they can go in one script (as `units` would group them), else
    * undefined. Builds no key set: renewals of many distinct keys leave the cache alone.

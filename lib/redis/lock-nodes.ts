@@ -5,9 +5,10 @@ import { asError, type ScriptRunner } from './script-runner';
 import { type FenceMode, RELEASE } from './scripts';
 
 export interface LockProtocolSettings {
-  /** Single node: waiters queue in Redis and releases grant (FIFO across processes). */
-  readonly fair: boolean;
-  /** Fences reserved per single-key lease on a fair group: the holder's and one per handoff. */
+  /**
+   * Fences reserved per single-key lease on a single node (a fair group: waiters queue in Redis
+   * and releases grant): the holder's and one per handoff.
+   */
   readonly block: number;
   /** The drift allowance of a lease of `ttl` ms. */
   drift(ttl: number): number;
@@ -30,7 +31,10 @@ export class LockNodes {
     this.quorum = new Quorum(nodes.length);
   }
 
-  /** Whether the group is one node (its answer decides; no vote to count). */
+  /**
+   * Whether the group is one node: its answer decides (no vote to count), and it is fair
+   * (waiters queue in Redis and releases grant, FIFO across processes).
+   */
   get single(): boolean {
     return this.nodes.length === 1;
   }
@@ -41,7 +45,7 @@ export class LockNodes {
    * missing counter is seeded).
    */
   get fenceMode(): FenceMode {
-    return this.settings.fair ? 'clock' : 'count';
+    return this.single ? 'clock' : 'count';
   }
 
   /**

@@ -136,8 +136,6 @@ export class LockNotifier {
   /** `ready()` callers while no node is up yet. */
   private opening?: { promise: Promise<void>; resolve: () => void; reject: (e: Error) => void };
   private closed = false;
-  /** Messages received (release notifications), for tests and stats. */
-  received = 0;
 
   /**
    * @param sources the group's nodes; the subscribers are duplicates of their connections
@@ -367,13 +365,10 @@ export class LockNotifier {
   private deliver(channel: string, message: string, bit: number): void {
     if (channel === this.own) {
       // Grants come only in single-node groups: nothing to merge.
-      this.received++;
-      this.onOwn(message);
-      return;
+      return this.onOwn(message);
     }
     const entry = this.channels.get(channel);
     if (!entry || entry.echoes(message, bit)) return;
-    this.received++;
     for (const l of [...entry.listeners]) l(message);
   }
 }

@@ -175,7 +175,7 @@ export class LockProtocol {
     acks?: ReplicaAcks,
   ): Promise<SharedOutcome> {
     this.counters.attempts++;
-    const { space, settings, fenceMode } = this.group;
+    const { space, fenceMode } = this.group;
     const units = space.units(keys);
     const wait = waitMs > 0 ? Math.ceil(waitMs) : 0;
     const queue = wait > 0 && this.queues(units);
@@ -187,7 +187,7 @@ export class LockProtocol {
       share,
       1,
       fenceMode,
-      settings.fair ? '1' : '0',
+      this.group.single ? '1' : '0',
     ];
     // Permits on a quorum: every node must admit the holder. With a majority each node could
     // count its own N holders, and up to N * nodes / majority (1.5 N on 3 nodes) would hold at
@@ -206,9 +206,9 @@ export class LockProtocol {
     return promiseFrom((done) => runAcquire(this.group, ACQUIRE_SHARED, units, args, round, done));
   }
 
-  /** Single key on a fair group: the round queues the token for a grant. */
+  /** Single key on a fair group (one node): the round queues the token for a grant. */
   private queues(units: string[][]): boolean {
-    return this.group.settings.fair && units.length === 1 && units[0].length === KEYS_PER_LOCK;
+    return this.group.single && units.length === 1 && units[0].length === KEYS_PER_LOCK;
   }
 
   /**

@@ -7,3 +7,6 @@ export const REPLICAS_DID_NOT_ACK = (acked: number, wanted: number, timeout: num
 export const REPLICAS_NOT_ANSWERING = (wanted: number, timeout: number) =>
   `the replicas did not acknowledge the last lock within ${timeout} ms (replicaAcks: ${wanted}); ` +
   `until they do, one lock at a time is tried and the others fail at once`;
+
+export const NO_ANSWER_IN_TIME = (timeout: number) =>
+  `no answer from Redis within ${timeout} ms (commandTimeout)`;

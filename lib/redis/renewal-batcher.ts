@@ -37,9 +37,6 @@ export class RenewalBatcher {
   private timer?: NodeJS.Timeout;
   /** `performance.now()` when the armed timer fires. */
   private flushAt = Infinity;
-  /** Script calls sent and holds they renewed (for tests and stats). */
-  calls = 0;
-  renewals = 0;
 
   constructor(
     private readonly runner: ScriptRunner,
@@ -123,8 +120,6 @@ export class RenewalBatcher {
       for (const k of p.keys) keys.push(k);
       args.push(p.token, p.ttl, p.keys.length);
     }
-    this.calls++;
-    this.renewals += batch.length;
     this.runner.send(node, RENEW_MANY, keys, args, (error, replies) => {
       // A few dozen holds per turn of the event loop: each answer runs its watchdog's code, and
       // 500 at once would hold up timers and I/O for several ms.

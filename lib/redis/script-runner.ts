@@ -1,7 +1,7 @@
 import { Chain } from '../chain';
 import type { Redis } from 'ioredis';
 import type { RedisNode } from './redis-node';
-import { REPLICAS_DID_NOT_ACK, REPLICAS_NOT_ANSWERING } from './redis.messages';
+import { NO_ANSWER_IN_TIME, REPLICAS_DID_NOT_ACK, REPLICAS_NOT_ANSWERING } from './redis.messages';
 import { ReplicaAckGate } from './replica-ack-gate';
 import type { Script, ScriptArgs } from './scripts';
 import type { WriteBatching } from './write-batching';
@@ -292,7 +292,7 @@ export class ScriptRunner {
       let call: InFlight | undefined;
       while ((call = this.inFlight.first) && this.ticks - call.sent >= ticks) {
         this.inFlight.remove(call);
-        call.fail(new Error(`no answer from Redis within ${timeout} ms (commandTimeout)`));
+        call.fail(new Error(NO_ANSWER_IN_TIME(timeout)));
       }
     }, interval);
     timer.unref();
