@@ -33,8 +33,8 @@ export const BACKEND_UNREACHABLE_AT_START = (group: string, kind: string, reason
   'LockBackendError until it answers.';
 
 export const REDIS_UNREACHABLE_AT_START = (group: string, reason: string) =>
-  `Lock group "${group}": cannot reach Redis yet (${reason}); calls fail with LockBackendError ` +
-  `until it answers.`;
+  `Lock group "${group}": not connected to Redis yet: ${sentence(reason)} Calls fail with ` +
+  `LockBackendError until it answers.`;
 
 export const REDIS_CONNECTION_LOST = (group: string, reason: string) =>
   `Lock group "${group}": lost the connection to Redis (${reason}); reconnecting. Calls fail ` +
