@@ -12,6 +12,15 @@
  * @internal
  */
 
+/**
+ * `text` as the end of a sentence: a period added unless it already ends with one (or with a
+ * question or exclamation mark), as a driver's error message often does.
+ */
+export const sentence = (text: string): string => {
+  const trimmed = text.trimEnd();
+  return /[.?!]$/.test(trimmed) ? trimmed : `${trimmed}.`;
+};
+
 /** Lock keys (or option names) as a message lists them: `"a", "b"`. */
 export const quotedList = (keys: readonly string[]): string => keys.map((k) => `"${k}"`).join(', ');
 

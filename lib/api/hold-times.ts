@@ -1,4 +1,5 @@
 import { LockNotAcquiredError } from '../errors';
+import { isRetryStated } from '../errors/stated-retry';
 import { sliceKey } from './segmented.strategy';
 
 /** Weight of the newest hold in a key's average: recent holds count most. */
@@ -69,7 +70,8 @@ export const FIRST_BUSY_RETRY_MS = 1_000;
  * The busy answer with a `retryAfterMs` a client can use: the usual hold of its keys here (the
  * longest of them, as all must free up; for a segmented call the shortest of its slices, as any
  * one will do), never past the holder's remaining lease. Keys no call of this process released
- * lately get the remaining lease, at most {@link FIRST_BUSY_RETRY_MS}.
+ * lately get the remaining lease, at most {@link FIRST_BUSY_RETRY_MS}. A stated one (a testing
+ * control's) is kept as it is.
  * @internal
  */
 export function withRetryEstimate(
@@ -77,6 +79,7 @@ export function withRetryEstimate(
   times: HoldTimes | undefined,
   segments?: number,
 ): LockNotAcquiredError {
+  if (isRetryStated(error)) return error;
   const estimate = times ? usualHold(error.keys, times, segments) : undefined;
   // A lease of 0 or -1 (none known, or a key written without expiry) bounds nothing.
   const lease = error.retryAfterMs;

@@ -4,6 +4,19 @@ interface BusyRule {
   readonly retryAfterMs?: number;
 }
 
+/** What a rule answers: a stated Retry-After reaches the caller as it is, a lease left is estimated. */
+export interface BusyAnswer {
+  readonly retryAfterMs: number;
+  readonly stated: boolean;
+}
+
+function answer(rule: BusyRule | undefined, ttl: number): BusyAnswer {
+  const retryAfterMs = rule?.retryAfterMs;
+  return retryAfterMs === undefined
+    ? { retryAfterMs: ttl, stated: false }
+    : { retryAfterMs, stated: true };
+}
+
 /** Slices of a segmented key are `<key>:seg:<n>` (see `sliceKey`): a busy key covers them. */
 const SLICE = /^(.*):seg:\d+$/;
 
@@ -28,15 +41,16 @@ export class BusyRules {
 
   /**
    * Whether an acquisition of `keys` is turned away (`seenBusy`: the wait that follows a sweep):
-   * its Retry-After (the rule's, else `ttl`), or undefined when no rule covers it.
+   * its busy answer (the rule's stated Retry-After, else `ttl` as a holder's lease left), or
+   * undefined when no rule covers it.
    */
-  turnsAway(keys: readonly string[], seenBusy: boolean, ttl: number): number | undefined {
+  turnsAway(keys: readonly string[], seenBusy: boolean, ttl: number): BusyAnswer | undefined {
     const rule = this.ruleFor(keys);
     // The wait of a call whose sweep a rule turned away: that use of the rule was this call's.
-    if (seenBusy && keys.some((k) => this.sweptBusy.delete(k))) return rule?.retryAfterMs ?? ttl;
+    if (seenBusy && keys.some((k) => this.sweptBusy.delete(k))) return answer(rule, ttl);
     if (!rule) return undefined;
     this.spend(rule);
-    return rule.retryAfterMs ?? ttl;
+    return answer(rule, ttl);
   }
 
   /** A segmented sweep over `keys`: those a rule turns away (one use of each rule it meets). */

@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { LockBackendError, LockNotAcquiredError } from '../errors';
+import { withStatedRetry } from '../errors/stated-retry';
 import { DeadlineTimer } from '../engine/deadline-timer';
 import { type Lease, type LeaseTaker, Leases } from '../engine/lease';
 import {
@@ -108,7 +109,10 @@ export class InMemoryBackend implements LockBackend {
     this.stats.attempts++;
     this.failIfDown(keys, 'acquire');
     const turnedAway = this.busyRules.turnsAway(keys, !!request.seenBusy, ttl);
-    if (turnedAway !== undefined) throw new LockNotAcquiredError(keys, 0, turnedAway);
+    if (turnedAway) {
+      const busy = new LockNotAcquiredError(keys, 0, turnedAway.retryAfterMs);
+      throw turnedAway.stated ? withStatedRetry(busy) : busy;
+    }
     const { share } = request;
     this.checkKind(keys, share);
     const taker: LeaseTaker = { token: this.nextToken(), ttl, startedAt, acks };
@@ -123,7 +127,7 @@ export class InMemoryBackend implements LockBackend {
     this.stats.attempts++;
     this.failIfDown(keys, 'acquire');
     const turnedAway = this.busyRules.turnsAway(keys, false, ttl);
-    if (turnedAway !== undefined) return turnedAway;
+    if (turnedAway) return turnedAway.retryAfterMs;
     if (!this.free(keys)) return this.pttl(keys, ttl);
     return this.take(keys, { token: this.nextToken(), ttl, startedAt: performance.now() }, true);
   }

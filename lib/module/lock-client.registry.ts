@@ -15,6 +15,7 @@ import { policiesFromEnv } from '../engine/engine-policies';
 import { LockClient } from '../engine/lock-client';
 import { evictionPolicy } from '../redis/eviction-policy';
 import type { LockGroups } from '../api/lock-groups';
+import { explainAuthFailure } from '../redis/auth-failure';
 import { closeConnection, reviveWhenEnded } from '../redis/redis-connection';
 import { isCluster, isRedisInstance, type RedisNode } from '../redis/redis-node';
 import type { ResolvedRedlockOptions } from '../options/redlock-options';
@@ -301,7 +302,8 @@ export class LockClientRegistry implements LockGroups, OnModuleInit, OnApplicati
         : new Redis({ ...defaults, ...entry, lazyConnect: true });
     // The real cause (a wrong password, a refused connection, a TLS error) is logged once per
     // change of state, not at every reconnect attempt; the lock calls report their own errors.
-    redis.on('error', (err: Error) => {
+    redis.on('error', (driverError: Error) => {
+      const err = explainAuthFailure(redis, driverError);
       this.lastError.set(redis, err);
       if (this.health.get(redis) === 'up') {
         this.health.set(redis, 'down');

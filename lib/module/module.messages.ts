@@ -1,4 +1,4 @@
-import { quotedList } from '../redlock.messages';
+import { quotedList, sentence } from '../redlock.messages';
 
 /**
  * The messages of the Nest wiring (`module/`): client groups and their connections, the startup
@@ -29,12 +29,12 @@ export const SHARED_UNSUPPORTED = (
   'Use the exclusive lock there, or a group on Redis, PostgreSQL, etcd or ZooKeeper.';
 
 export const BACKEND_UNREACHABLE_AT_START = (group: string, kind: string, reason: string) =>
-  `Lock group "${group}" (${kind}) is not reachable at startup: ${reason}. Locks fail with ` +
+  `Lock group "${group}" (${kind}) is not reachable at startup: ${sentence(reason)} Locks fail with ` +
   'LockBackendError until it answers.';
 
 export const REDIS_UNREACHABLE_AT_START = (group: string, reason: string) =>
-  `Lock group "${group}": cannot reach Redis yet (${reason}); calls fail with LockBackendError ` +
-  `until it answers.`;
+  `Lock group "${group}": not connected to Redis yet: ${sentence(reason)} Calls fail with ` +
+  `LockBackendError until it answers.`;
 
 export const REDIS_CONNECTION_LOST = (group: string, reason: string) =>
   `Lock group "${group}": lost the connection to Redis (${reason}); reconnecting. Calls fail ` +

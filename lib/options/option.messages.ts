@@ -1,6 +1,6 @@
 import { MAX_TIMER_MS } from '../redlock.constants';
 import type { NumberRange } from './number-range';
-import { describeKind, describeValue, quotedList } from '../redlock.messages';
+import { describeKind, describeValue, quotedList, sentence } from '../redlock.messages';
 
 /**
  * The messages of option validation (`options/`): what each option takes and what is wrong with
@@ -134,7 +134,7 @@ export const NODE_URL_PROBLEM = {
 
 export const BAD_NODE_URL = (field: string, url: string, problem: string, fromEnv: boolean) =>
   `Invalid Redis node "${field}"${fromEnv ? ' (from REDIS_URL)' : ''}: ${JSON.stringify(url)} ` +
-  `${problem}. A node given as a string is ${NODE_STRINGS}.`;
+  `${sentence(problem)} A node given as a string is ${NODE_STRINGS}.`;
 
 /** Why an object is not a Redis node (completes "it ..."). */
 export const NODE_ENTRY_PROBLEM = {
@@ -153,7 +153,7 @@ export const NODE_ENTRY_PROBLEM = {
 } as const;
 
 export const BAD_NODE_ENTRY = (field: string, problem: string) =>
-  `Invalid Redis node "${field}": it ${problem}. A node is ${NODE_STRINGS}; ioredis ` +
+  `Invalid Redis node "${field}": it ${sentence(problem)} A node is ${NODE_STRINGS}; ioredis ` +
   `RedisOptions (such as { host, port }, or Sentinel options { sentinels, name }); or an ioredis ` +
   `Redis or Cluster instance.`;
 

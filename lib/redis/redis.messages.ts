@@ -10,3 +10,12 @@ export const REPLICAS_NOT_ANSWERING = (wanted: number, timeout: number) =>
 
 export const NO_ANSWER_IN_TIME = (timeout: number) =>
   `no answer from Redis within ${timeout} ms (commandTimeout)`;
+
+export const REDIS_WRONG_PASSWORD = (node: string, detail: string) =>
+  `Redis at ${node} refused the user or password (${detail.replace(/\.$/, '')}). Check the ` +
+  `password (and user) in the node's URL (redis://user:password@host:port) or its ` +
+  `username / password options.`;
+
+export const REDIS_PASSWORD_MISSING = (node: string, detail: string) =>
+  `Redis at ${node} requires a password (${detail.replace(/\.$/, '')}). Put it in the node's URL ` +
+  `(redis://:password@host:port, or redis://user:password@host:port) or its password option.`;

@@ -26,7 +26,12 @@ export interface BusyControlOptions extends TestingControlTarget {
    * @default 1
    */
   times?: number;
-  /** The `retryAfterMs` the `LockNotAcquiredError` carries (`Retry-After`). @default the ttl */
+  /**
+   * The `retryAfterMs` the `LockNotAcquiredError` carries (`Retry-After`), exactly. Without it,
+   * the busy answer a real backend gives a key this process has no hold history of: the
+   * holder's lease left (the ttl), at most 1 s, or the key's usual hold here.
+   * @default estimated, as on a real backend
+   */
   retryAfterMs?: number;
 }
 

@@ -80,6 +80,8 @@ describe('what a failed lock call says', () => {
           expect(error).toBeInstanceOf(LockBackendError);
           const { message, failures, cause } = error as LockBackendError;
           expect(message).toMatch(/WRONGPASS|invalid password/);
+          expect(message).toContain('refused the user or password');
+          expect(message).toContain("Check the password (and user) in the node's URL");
           expect(message).not.toContain("Stream isn't writeable");
           expect(failures.map((f) => f.message).join()).toMatch(/WRONGPASS|invalid password/);
           expect(String((cause as Error).message)).toMatch(/WRONGPASS|invalid password/);
@@ -88,6 +90,7 @@ describe('what a failed lock call says', () => {
         const node = health.redlock.groups.default.nodes[0];
         expect(node.status).toBe('down');
         expect(node.error).toMatch(/WRONGPASS|invalid password/);
+        expect(node.error).toContain('refused the user or password');
       } finally {
         await app.close();
       }

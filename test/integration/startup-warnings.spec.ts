@@ -65,7 +65,9 @@ describe('what startup tells about the lock servers', () => {
       'startup with every sentinel unreachable',
     );
     await app.close();
-    expect(warnings().some((w) => /cannot reach Redis yet/.test(w))).toBe(true);
+    expect(
+      warnings().some((w) => /not connected to Redis yet: .*(ECONNREFUSED|sentinel)/i.test(w)),
+    ).toBe(true);
   });
 
   describe('a wrong password', () => {
@@ -79,13 +81,28 @@ describe('what startup tells about the lock servers', () => {
     });
     afterAll(() => server?.stop());
 
-    it('logs the real cause at WARN, not "Connection is closed"', async () => {
+    it('logs the real cause at WARN with what to fix, not "Connection is closed" or "cannot reach"', async () => {
       const url = `redis://:wrong@127.0.0.1:${server.port}`;
       const app = await createLockApp({ options: { clients: [url], commandTimeout: 500 } });
       await app.close();
-      const found = warnings().filter((w) => w.includes('cannot reach Redis yet'));
+      const found = warnings().filter((w) => w.includes('Lock group "default"'));
       expect(found).toHaveLength(1);
-      expect(found[0]).toMatch(/WRONGPASS|invalid password|NOAUTH/i);
+      expect(found[0]).toContain(`Redis at 127.0.0.1:${server.port} refused the user or password`);
+      expect(found[0]).toMatch(/WRONGPASS/);
+      expect(found[0]).toContain("Check the password (and user) in the node's URL");
+      expect(found[0]).not.toMatch(/cannot reach|\.\./);
+    });
+
+    it('no password given: the warning says the server wants one and where to put it', async () => {
+      const url = `redis://127.0.0.1:${server.port}`;
+      const app = await createLockApp({ options: { clients: [url], commandTimeout: 500 } });
+      await app.close();
+      const found = warnings().filter((w) => w.includes('Lock group "default"'));
+      expect(found).toHaveLength(1);
+      expect(found[0]).toContain(`Redis at 127.0.0.1:${server.port} requires a password`);
+      expect(found[0]).toMatch(/NOAUTH/);
+      expect(found[0]).toContain('redis://:password@host:port');
+      expect(found[0]).not.toMatch(/cannot reach|\.\./);
     });
   });
 });

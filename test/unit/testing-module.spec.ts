@@ -21,6 +21,7 @@ import {
 import { RedlockTestingController, RedlockTestingModule } from 'nest-locked/testing';
 import { type Observable, Subject } from 'rxjs';
 import { LockClientRegistry } from '../../lib/module/lock-client.registry';
+import { FIRST_BUSY_RETRY_MS } from '../../lib/api/hold-times';
 
 /**
  * `nest-locked/testing`: the real decorator, context, service and interceptor over the
@@ -334,14 +335,27 @@ describe('RedlockTestingModule', () => {
   });
 
   describe('controls', () => {
+    it('busy: the stated retryAfterMs reaches the caller as given, the default as a real backend says it', async () => {
+      for (const stated of [500, 2_500, 60_000]) {
+        controls.busy('product:7', { retryAfterMs: stated });
+        const err = (await shop.purchase(7, 1).catch((e) => e)) as LockNotAcquiredError;
+        expect(err).toBeInstanceOf(LockNotAcquiredError);
+        expect(err.retryAfterMs).toBe(stated);
+      }
+      // Without one: the holder's lease left (the ttl), at most the 1 s of a first busy answer.
+      controls.busy('product:7');
+      const err = (await shop.purchase(7, 1).catch((e) => e)) as LockNotAcquiredError;
+      expect(err.retryAfterMs).toBe(FIRST_BUSY_RETRY_MS);
+    });
+
     it('busy: turns the next call away at once, then lets calls through', async () => {
       controls.busy('product:1', { retryAfterMs: 3_000 });
       const started = performance.now();
       const err = await shop.purchase(1, 1).catch((e) => e);
       expect(err).toBeInstanceOf(LockNotAcquiredError);
-      // At most the busy holder's lease; the key's recent holds here (a few ms) lower it.
-      expect((err as LockNotAcquiredError).retryAfterMs).toBeGreaterThan(0);
-      expect((err as LockNotAcquiredError).retryAfterMs).toBeLessThanOrEqual(3_000);
+      // The control states the busy answer: its retryAfterMs is the one the caller gets, even
+      // past the 1 s a real backend's first busy answer is capped at.
+      expect((err as LockNotAcquiredError).retryAfterMs).toBe(3_000);
       // No wait for the module's 2 s waitTimeout.
       expect(performance.now() - started).toBeLessThan(1_000);
       await expect(shop.purchase(1, 0)).resolves.toBeGreaterThan(0);
@@ -496,8 +510,8 @@ describe('RedlockTestingModule', () => {
       await request(app.getHttpServer()).post('/products/1/purchase').expect(201);
       httpControls.busy('product:1', { retryAfterMs: 2_500 });
       const busy = await request(app.getHttpServer()).post('/products/1/purchase').expect(409);
-      // The key was held here for a few ms at a time: Retry-After says 1 s, not the 2.5 s lease.
-      expect(busy.headers['retry-after']).toBe('1');
+      // The stated 2.5 s, in whole seconds.
+      expect(busy.headers['retry-after']).toBe('3');
       expect(busy.body).toMatchObject({ code: 'LOCK_NOT_ACQUIRED' });
       httpControls.down();
       const down = await request(app.getHttpServer()).post('/products/1/purchase').expect(503);

@@ -1,0 +1,21 @@
+import { nodeName } from './node-ping';
+import type { RedisNode } from './redis-node';
+import { REDIS_PASSWORD_MISSING, REDIS_WRONG_PASSWORD } from './redis.messages';
+
+/**
+ * A connection error of `node` that says what to fix when Redis refused to authenticate: a wrong
+ * user or password (WRONGPASS), or none given to a server that wants one (NOAUTH, whatever
+ * command Redis names in it). Any other error is returned as it is. The driver's text stays in the
+ * message and the original error is the `cause`.
+ * @internal
+ */
+export function explainAuthFailure(node: RedisNode, error: Error): Error {
+  const { message } = error;
+  if (message.startsWith('WRONGPASS')) {
+    return new Error(REDIS_WRONG_PASSWORD(nodeName(node), message), { cause: error });
+  }
+  if (message.startsWith('NOAUTH')) {
+    return new Error(REDIS_PASSWORD_MISSING(nodeName(node), message), { cause: error });
+  }
+  return error;
+}
