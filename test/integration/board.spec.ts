@@ -1,10 +1,16 @@
-import type { INestApplication } from '@nestjs/common';
+import { type INestApplication, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { Redis } from 'ioredis';
 import request from 'supertest';
 import { LockConfigError, LockService, RedlockModule } from 'nest-locked';
-import { type BoardOverview, LockBoardModule, lockBoardBasicAuth } from 'nest-locked/board';
+import {
+  type BoardOverview,
+  LockBoardModule,
+  type LockBoardOptions,
+  lockBoardBasicAuth,
+} from 'nest-locked/board';
 import { redisForFile } from '../support/redis-for-file';
 import type { RedisServerHandle } from '../support/redis-server';
 import { uniquePrefix } from '../support/lock-app';
@@ -18,6 +24,18 @@ redisForFile((s, r) => {
 
 const guard = lockBoardBasicAuth({ user: 'ops', password: 'secret' });
 const AUTH = `Basic ${Buffer.from('ops:secret').toString('base64')}`;
+
+/** The root module of an instance: the lock module and the board, on this test's Redis. */
+function moduleOf(prefix: string, instance: string, board: Partial<LockBoardOptions> = {}) {
+  @Module({
+    imports: [
+      RedlockModule.forRoot({ clients: [server.url], keyPrefix: prefix, waitTimeout: 10_000 }),
+      LockBoardModule.forRoot({ guard, instance, ...board }),
+    ],
+  })
+  class InstanceModule {}
+  return InstanceModule;
+}
 
 async function boardApp(
   prefix: string,
@@ -153,6 +171,37 @@ describe('lock board', () => {
       }
     },
   );
+
+  it('a worker without HTTP publishes its holds: another instance shows its name and fence', async () => {
+    const prefix = uniquePrefix('board-worker');
+    const worker = await NestFactory.createApplicationContext(
+      moduleOf(prefix, 'worker', { publishInterval: 200, expiry: 2_000 }),
+      { logger: false },
+    );
+    const web = await boardApp(prefix, 'web', 'express');
+    const release: Array<() => void> = [];
+    try {
+      const locks = worker.get(LockService);
+      await new Promise<void>(
+        (held) =>
+          void locks.using('job:7', () => {
+            held();
+            return new Promise<void>((done) => release.push(done));
+          }),
+      );
+      const o = await overviewUntil(web, (o) =>
+        o.held.rows.some((r) => r.key === 'job:7' && r.fence !== null),
+      );
+      expect(o.held.rows.find((r) => r.key === 'job:7')).toMatchObject({
+        instance: 'worker',
+        fence: expect.any(Number),
+      });
+      expect(o.instances.map((i) => i.name)).toEqual(['web', 'worker']);
+    } finally {
+      release.forEach((done) => done());
+      await Promise.all([worker.close(), web.close()]);
+    }
+  });
 
   it('a group on another backend shows what this instance holds and waits for', async () => {
     const moduleRef = await Test.createTestingModule({
