@@ -8,7 +8,7 @@ import {
   tokenHint,
 } from '../../lib/board/board-data';
 import type { InstanceView } from '../../lib/board/instance-view';
-import { STEP_MS } from '../../lib/board/key-rates';
+import { STEP_MS, STEPS } from '../../lib/board/key-rates';
 
 const view = (over: Partial<InstanceView>): InstanceView => ({
   id: 'id',
@@ -137,10 +137,38 @@ describe('board data', () => {
       ],
       t + 2 * STEP_MS,
     );
-    expect(s.t).toEqual([t / 1000]);
-    expect(s.acquiresPerSec).toEqual([50 / (STEP_MS / 1000)]);
-    expect(s.busyRate).toEqual([10 / 60]);
-    expect(s.p50).toEqual([1]);
-    expect(s.p99).toEqual([16]);
+    const i = s.t.indexOf(t / 1000);
+    expect(s.acquiresPerSec[i]).toBe(50 / (STEP_MS / 1000));
+    expect(s.busyRate[i]).toBe(10 / 60);
+    expect(s.p50[i]).toBe(1);
+    expect(s.p99[i]).toBe(16);
+  });
+
+  it('an idle step is a zero of acquires and a gap of rates and waits, never left out', () => {
+    const t = 100 * STEP_MS;
+    const step = (at: number) => ({
+      t: at,
+      acquires: 5,
+      busy: 0,
+      waits: [[3, 5]] as [number, number][],
+    });
+    // Activity, three idle steps, activity again; read in the middle of the step after.
+    const now = t + 5 * STEP_MS + 1_000;
+    const s = seriesOf([[step(t), step(t + 4 * STEP_MS)]], now);
+    // Every step of the window is there, one STEP_MS apart, up to the step in progress.
+    expect(s.t).toHaveLength(STEPS);
+    expect(s.t[s.t.length - 1]).toBe((t + 5 * STEP_MS) / 1000);
+    s.t.slice(1).forEach((v, k) => expect(v - s.t[k]).toBe(STEP_MS / 1000));
+    const at = (ms: number) => s.t.indexOf(ms / 1000);
+    for (const idle of [1, 2, 3, 5].map((n) => at(t + n * STEP_MS))) {
+      expect(s.acquiresPerSec[idle]).toBe(0);
+      expect(s.busyRate[idle]).toBeNull();
+      expect(s.p50[idle]).toBeNull();
+      expect(s.p99[idle]).toBeNull();
+    }
+    expect(s.acquiresPerSec[at(t)]).toBe(1);
+    expect(s.acquiresPerSec[at(t + 4 * STEP_MS)]).toBe(1);
+    // Nothing at all in the window: no series (the page says there was no activity).
+    expect(seriesOf([[step(t)]], t + STEPS * STEP_MS + 1).t).toEqual([]);
   });
 });
