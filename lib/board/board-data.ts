@@ -1,7 +1,7 @@
 import type { LockBackend } from '../engine/lock-backend';
 import type { BoardEvent, BoardEventType } from './board-recorder';
 import { type HoldMode, type HoldView, type InstanceView, modeOf } from './instance-view';
-import { STEP_MS, type StepCounts } from './key-rates';
+import { STEP_MS, STEPS, type StepCounts } from './key-rates';
 import type { RedisBoardStore, ScanResult, StoredLine, StoredLock } from './redis-board-store';
 import { addSparse, quantile } from './wait-histogram';
 
@@ -322,14 +322,23 @@ interface Merged {
   waits: number[];
 }
 
-/** The chart of merged steps; the step in progress is divided by its elapsed time. */
+/**
+ * The chart of merged steps: every step of the window, up to the one in progress (divided by
+ * its elapsed time). A step without data is a point too, never left out (a chart would draw a
+ * line across it): zero acquires (the truth), and no busy rate or wait (a gap). No series at all
+ * when nothing happened in the window.
+ */
 export function seriesOf(
   lists: ReadonlyArray<readonly StepCounts[] | undefined>,
   now: number,
 ): BoardSeries {
-  const steps = [...mergeSteps(lists)].sort((a, b) => a[0] - b[0]);
+  const steps = mergeSteps(lists);
   const series: BoardSeries = { t: [], acquiresPerSec: [], busyRate: [], p50: [], p99: [] };
-  for (const [t, m] of steps) {
+  const current = now - (now % STEP_MS);
+  const first = current - (STEPS - 1) * STEP_MS;
+  if (![...steps.keys()].some((t) => t >= first && t <= current)) return series;
+  for (let t = first; t <= current; t += STEP_MS) {
+    const m = steps.get(t) ?? { acquires: 0, busy: 0, waits: [] };
     const seconds = Math.max(1, Math.min(STEP_MS, now - t)) / 1000;
     const answers = m.acquires + m.busy;
     series.t.push(t / 1000);

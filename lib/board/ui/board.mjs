@@ -107,8 +107,10 @@ function makeCharts(host) {
       scales: { pct: { range: [0, 100] } },
       series: [
         {},
-        { label: 'acquires/s', stroke: '#0b5cad', width: 2 },
-        { label: 'busy %', stroke: '#a3161b', width: 2, scale: 'pct' },
+        // A step without data is 0 acquires/s (the data says so) and a gap of busy % (null):
+        // never a line drawn across it.
+        { label: 'acquires/s', stroke: '#0b5cad', width: 2, spanGaps: false },
+        { label: 'busy %', stroke: '#a3161b', width: 2, scale: 'pct', spanGaps: false },
       ],
       axes: [{}, { size: 64 }, { scale: 'pct', side: 1, grid: { show: false } }],
     },
@@ -121,8 +123,8 @@ function makeCharts(host) {
       title: 'Wait p50 / p99 (ms)',
       series: [
         {},
-        { label: 'p50 ms', stroke: '#1d6b2f', width: 2 },
-        { label: 'p99 ms', stroke: '#7a4b00', width: 2 },
+        { label: 'p50 ms', stroke: '#1d6b2f', width: 2, spanGaps: false },
+        { label: 'p99 ms', stroke: '#7a4b00', width: 2, spanGaps: false },
       ],
       // Room for "10,000" on the axis.
       axes: [{}, { size: 64 }],
