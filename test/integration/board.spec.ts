@@ -172,6 +172,43 @@ describe('lock board', () => {
     },
   );
 
+  it('counts every caller waiting for a key, those waiting inside their process too', async () => {
+    const prefix = uniquePrefix('board-count');
+    const a = await boardApp(prefix, 'alpha', 'express');
+    const b = await boardApp(prefix, 'beta', 'express');
+    const release: Array<() => void> = [];
+    try {
+      // beta holds product:2; two callers of alpha and one more of beta wait for it: Redis
+      // queues alpha's first caller only (and none of beta's, whose process holds the key).
+      const [locksA, locksB] = [a.get(LockService), b.get(LockService)];
+      await new Promise<void>(
+        (held) =>
+          void locksB.using('product:2', () => {
+            held();
+            return new Promise<void>((done) => release.push(done));
+          }),
+      );
+      const waiting = [locksA, locksA, locksB].map((locks) =>
+        locks.using('product:2', () => undefined),
+      );
+      const o = await overviewUntil(a, (o) =>
+        o.lines.some((l) => l.key === 'product:2' && l.length === 3),
+      );
+      const line = o.lines.find((l) => l.key === 'product:2')!;
+      expect(line.complete).toBe(true);
+      expect(line.waiters.map((w) => w.instance).sort()).toEqual(['alpha', 'alpha', 'beta']);
+      const page = await request(a.getHttpServer())
+        .get('/locks/api/key?group=default&key=product:2')
+        .set('authorization', AUTH);
+      expect(page.body.line).toMatchObject({ length: 3, complete: true });
+      release.forEach((done) => done());
+      await Promise.all(waiting);
+    } finally {
+      release.forEach((done) => done());
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
   it('a worker without HTTP publishes its holds: another instance shows its name and fence', async () => {
     const prefix = uniquePrefix('board-worker');
     const worker = await NestFactory.createApplicationContext(
@@ -228,6 +265,8 @@ describe('lock board', () => {
       expect(o.held.rows).toMatchObject([{ key: 'job:1', instance: 'solo', mode: 'exclusive' }]);
       expect(o.held.rows[0].fence).toEqual(expect.any(Number));
       expect(o.lines[0].waiters).toMatchObject([{ instance: 'solo', mode: 'exclusive' }]);
+      // The memory backend lives in this process: its waiters are all there is.
+      expect(o.lines[0]).toMatchObject({ length: 1, complete: true });
       expect(o.lines[0].waiters[0].deadlineInMs).toBeGreaterThan(0);
       release.forEach((done) => done());
       await waiting;

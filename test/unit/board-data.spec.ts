@@ -93,7 +93,8 @@ describe('board data', () => {
           { token: 'AAAAAAAAAAAA.9', queuedUs: 2_000_000, meta: '30000:12000:r' },
         ],
       },
-      new Holders([a, b]),
+      [a, b],
+      5_000,
       5_000,
     );
     expect(line.waiters).toEqual([
@@ -103,9 +104,58 @@ describe('board data', () => {
         mode: 'exclusive',
         waitedMs: 4_000,
         deadlineInMs: 4_000,
+        inProcess: false,
       },
-      { instance: 'app-1', token: 'AAAA….9', mode: 'read', waitedMs: 3_000, deadlineInMs: 7_000 },
+      {
+        instance: 'app-1',
+        token: 'AAAA….9',
+        mode: 'read',
+        waitedMs: 3_000,
+        deadlineInMs: 7_000,
+        inProcess: false,
+      },
     ]);
+    expect(line).toMatchObject({ length: 2, complete: true });
+  });
+
+  it('counts the callers waiting inside their process, and says "at least" past what it sees', () => {
+    // app-2's first caller is queued in Redis; two more wait behind it in app-2.
+    const b2 = view({
+      ...b,
+      waiting: [
+        { key: 'product:1', since: 1_000, mode: 'exclusive', queued: true },
+        { key: 'product:1', since: 2_000, mode: 'exclusive' },
+        { key: 'product:1', since: 3_000, deadline: 9_000, mode: 'exclusive' },
+        { key: 'other', since: 3_000, mode: 'exclusive' },
+      ],
+    });
+    const stored = (tokens: string[], length = tokens.length) => ({
+      key: 'product:1',
+      length,
+      waiters: tokens.map((token) => ({ token, queuedUs: 1_000_000, meta: null })),
+    });
+    const line = lineFromRedis('g', stored(['BBBBBBBBBBBB.1']), [a, b2], 5_000, 5_000);
+    expect(line).toMatchObject({ length: 3, complete: true });
+    expect(line.waiters.map((w) => [w.instance, w.inProcess, w.waitedMs])).toEqual([
+      ['app-2', false, 4_000],
+      ['app-2', true, 3_000],
+      ['app-2', true, 2_000],
+    ]);
+    // A process that publishes nothing may have more callers behind its one in Redis.
+    const unknown = lineFromRedis('g', stored(['CCCCCCCCCCCC.1']), [a, b], 5_000, 5_000);
+    expect(unknown).toMatchObject({ length: 1, complete: false });
+    // A queue longer than what was read: its unread waiters are not attributed.
+    const long = lineFromRedis('g', stored(['BBBBBBBBBBBB.1'], 80), [a, b], 5_000, 5_000);
+    expect(long).toMatchObject({ length: 80, complete: false });
+    // Only in-process waiters (their process holds the key): a line with no Redis queue.
+    const holder = lineFromRedis(
+      'g',
+      stored([]),
+      [view({ ...a, waiting: b2.waiting.slice(1) })],
+      0,
+      5_000,
+    );
+    expect(holder).toMatchObject({ length: 3, complete: true });
   });
 
   it('builds rows and lines of a backend from what its instances publish', () => {
@@ -121,7 +171,8 @@ describe('board data', () => {
     expect(heldFromViews('g', [m], 2_000)).toMatchObject([
       { key: 'product:1', instance: 'm1', fence: 42, heldMs: 1_000, leaseLeftMs: 29_000 },
     ]);
-    const [line] = linesFromViews('g', [m], 3_000);
+    const [line] = linesFromViews('g', [m], 3_000, false);
+    expect(line).toMatchObject({ length: 2, complete: false });
     expect(line.waiters.map((w) => [w.mode, w.waitedMs, w.deadlineInMs])).toEqual([
       ['read', 1_500, null],
       ['exclusive', 1_000, 6_000],
