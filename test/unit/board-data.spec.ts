@@ -93,6 +93,7 @@ describe('board data', () => {
           { token: 'AAAAAAAAAAAA.9', queuedUs: 2_000_000, meta: '30000:12000:r' },
         ],
       },
+      new Holders([a, b]),
       [a, b],
       5_000,
       5_000,
@@ -134,7 +135,14 @@ describe('board data', () => {
       length,
       waiters: tokens.map((token) => ({ token, queuedUs: 1_000_000, meta: null })),
     });
-    const line = lineFromRedis('g', stored(['BBBBBBBBBBBB.1']), [a, b2], 5_000, 5_000);
+    const line = lineFromRedis(
+      'g',
+      stored(['BBBBBBBBBBBB.1']),
+      new Holders([a, b2]),
+      [a, b2],
+      5_000,
+      5_000,
+    );
     expect(line).toMatchObject({ length: 3, complete: true });
     expect(line.waiters.map((w) => [w.instance, w.inProcess, w.waitedMs])).toEqual([
       ['app-2', false, 4_000],
@@ -142,20 +150,29 @@ describe('board data', () => {
       ['app-2', true, 2_000],
     ]);
     // A process that publishes nothing may have more callers behind its one in Redis.
-    const unknown = lineFromRedis('g', stored(['CCCCCCCCCCCC.1']), [a, b], 5_000, 5_000);
-    expect(unknown).toMatchObject({ length: 1, complete: false });
-    // A queue longer than what was read: its unread waiters are not attributed.
-    const long = lineFromRedis('g', stored(['BBBBBBBBBBBB.1'], 80), [a, b], 5_000, 5_000);
-    expect(long).toMatchObject({ length: 80, complete: false });
-    // Only in-process waiters (their process holds the key): a line with no Redis queue.
-    const holder = lineFromRedis(
+    const unknown = lineFromRedis(
       'g',
-      stored([]),
-      [view({ ...a, waiting: b2.waiting.slice(1) })],
-      0,
+      stored(['CCCCCCCCCCCC.1']),
+      new Holders([a, b]),
+      [a, b],
+      5_000,
       5_000,
     );
-    expect(holder).toMatchObject({ length: 3, complete: true });
+    expect(unknown).toMatchObject({ length: 1, complete: false });
+    // A queue longer than what was read: its unread waiters are not attributed.
+    const long = lineFromRedis(
+      'g',
+      stored(['BBBBBBBBBBBB.1'], 80),
+      new Holders([a, b]),
+      [a, b],
+      5_000,
+      5_000,
+    );
+    expect(long).toMatchObject({ length: 80, complete: false });
+    // Only in-process waiters (their process holds the key): a line with no Redis queue.
+    const a2 = view({ ...a, waiting: b2.waiting.slice(1) });
+    const holder = lineFromRedis('g', stored([]), new Holders([a2]), [a2], 0, 5_000);
+    expect(holder).toMatchObject({ length: 2, complete: true });
   });
 
   it('builds rows and lines of a backend from what its instances publish', () => {

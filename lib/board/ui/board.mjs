@@ -230,23 +230,37 @@ const HELD_HEAD = [
   'Group',
 ];
 
+/** "3 waiting", or "at least 3 waiting" when the board cannot see every waiter. */
+const waitingCount = (line) => `${line.complete ? '' : 'at least '}${line.length} waiting`;
+
+function waiterHtml(w) {
+  return (
+    `<li><strong>${esc(w.instance ?? 'unknown instance')}</strong> · ${esc(w.mode)} · waited ${ms(w.waitedMs)}` +
+    ` · ${w.deadlineInMs === null ? 'no deadline known' : w.deadlineInMs >= 0 ? `gives up in ${ms(w.deadlineInMs)}` : 'past its deadline'}` +
+    ` <span class="muted">${esc(w.token ?? '')}</span></li>`
+  );
+}
+
 function lineHtml(line, withKey = true) {
-  const items = line.waiters
-    .map(
-      (w) =>
-        `<li><strong>${esc(w.instance ?? 'unknown instance')}</strong> · ${esc(w.mode)} · waited ${ms(w.waitedMs)}` +
-        ` · ${w.deadlineInMs === null ? 'no deadline known' : w.deadlineInMs >= 0 ? `gives up in ${ms(w.deadlineInMs)}` : 'past its deadline'}` +
-        ` <span class="muted">${esc(w.token ?? '')}</span></li>`,
-    )
-    .join('');
+  const inLine = line.waiters.filter((w) => !w.inProcess);
+  const inProcess = line.waiters.filter((w) => w.inProcess);
   const more =
     line.length > line.waiters.length
-      ? `<p class="muted">and ${line.length - line.waiters.length} more</p>`
+      ? `<p class="muted">and ${line.complete ? '' : 'at least '}${line.length - line.waiters.length} more</p>`
       : '';
   const title = withKey
-    ? `<h3>${keyLink(line.group, line.key)} <span class="muted">${line.length} waiting · ${esc(line.group)}</span></h3>`
+    ? `<h3>${keyLink(line.group, line.key)} <span class="muted">${waitingCount(line)} · ${esc(line.group)}</span></h3>`
+    : `<p>${waitingCount(line)}</p>`;
+  const ordered = inLine.length
+    ? `<ol class="line" aria-label="Waiting for ${esc(line.key)}, first in line first">${inLine.map(waiterHtml).join('')}</ol>`
     : '';
-  return `${title}<ol class="line" aria-label="Waiting for ${esc(line.key)}, first in line first">${items}</ol>${more}`;
+  // On one Redis node a process queues one caller per key: the others wait behind it (or behind
+  // its own hold) inside the process.
+  const behind = inProcess.length
+    ? `<p class="muted">Waiting inside their process, behind its caller in line or its hold:</p>` +
+      `<ul class="line in-process">${inProcess.map(waiterHtml).join('')}</ul>`
+    : '';
+  return `${title}${ordered}${behind}${more}`;
 }
 
 function renderEvents(events, host) {
