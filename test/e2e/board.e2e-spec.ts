@@ -2,9 +2,10 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import type { BoardOverview } from 'nest-locked/board';
 import { useRedis, type RedisServerHandle } from '../support/redis-server';
+import { boardBrowser } from './support/board-browser';
 import { type SampleCluster, startSampleCluster, tempDir } from './support/sample-app';
 
 /**
@@ -13,7 +14,6 @@ import { type SampleCluster, startSampleCluster, tempDir } from './support/sampl
  */
 jest.setTimeout(120_000);
 
-const CHROMIUM = '/usr/bin/chromium';
 const AUTH = { username: 'ops', password: 'locks' };
 const HEADER = `Basic ${Buffer.from('ops:locks').toString('base64')}`;
 /** Each purchase holds product:<id> for one simulated database round trip. */
@@ -23,15 +23,10 @@ const artifacts = process.env.BOARD_E2E_OUTPUT ?? path.join(os.tmpdir(), 'nest-l
 let redis: RedisServerHandle;
 let cluster: SampleCluster;
 let context: BrowserContext;
-let profile: { path: string; remove: () => void };
+let browser: Awaited<ReturnType<typeof boardBrowser>>;
 let data: { path: string; remove: () => void };
 
 beforeAll(async () => {
-  if (!fs.existsSync(CHROMIUM)) {
-    throw new Error(
-      `${CHROMIUM} is missing: apt-get install chromium (the test never downloads a browser).`,
-    );
-  }
   redis = await useRedis();
   data = tempDir('board-e2e');
   cluster = await startSampleCluster({
@@ -41,31 +36,14 @@ beforeAll(async () => {
     latencyMs: HOLD_MS,
     lockWaitMs: 30_000,
   });
-  profile = tempDir('board-chromium');
-  // A fresh profile per run (--user-data-dir), as playwright-core takes it.
-  context = await chromium.launchPersistentContext(profile.path, {
-    executablePath: CHROMIUM,
-    httpCredentials: AUTH,
-    // axe-core is injected as an inline script, which the board's CSP forbids.
-    bypassCSP: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await boardBrowser(AUTH);
+  context = browser.context;
 });
 
 afterAll(async () => {
-  await context?.close();
+  await browser?.close();
   await cluster?.stop();
   await redis?.stop();
-  profile?.remove();
   data?.remove();
 });
 
