@@ -263,7 +263,15 @@ function lineHtml(line, withKey = true) {
   return `${title}${ordered}${behind}${more}`;
 }
 
-function renderEvents(events, host) {
+/** What an empty list of events says, by what it lists. */
+const NO_EVENTS = {
+  problems: 'No lost, expired, error or forced events.',
+  all: 'No events yet.',
+  busy: 'No busy answers.',
+};
+const noEvents = (filter) => NO_EVENTS[filter] ?? `No ${filter} events.`;
+
+function renderEvents(events, host, empty) {
   const html = table(
     'Newest first',
     ['Time', 'Event', 'Instance', 'Key', 'Detail'],
@@ -274,7 +282,7 @@ function renderEvents(events, host) {
       td(keyLink(e.group, e.key), 'key'),
       td(esc(e.detail ?? '')),
     ]),
-    'No events yet.',
+    empty,
   );
   if (host.dataset.html !== html) {
     host.innerHTML = html;
@@ -322,7 +330,7 @@ function renderOverview(d) {
       ? d.lines.map((l) => lineHtml(l)).join('')
       : '<p class="empty">Nobody waits.</p>',
   );
-  renderEvents(d.events, document.getElementById('events'));
+  renderEvents(d.events, document.getElementById('events'), noEvents(state.events));
   updateCharts(d.hot.series, document.querySelector('#hot .chart-summary'));
   patch(
     'hotkeys',
@@ -412,8 +420,15 @@ function renderKey(d) {
       ? lineHtml(d.line, false)
       : '<p class="empty">Nobody waits.</p>',
   );
-  renderEvents(d.events, document.getElementById('kevents'));
-  renderEvents(d.busy, document.getElementById('kbusy'));
+  // Its busy answers are listed apart, below: "no events" above them would say otherwise.
+  renderEvents(
+    d.events,
+    document.getElementById('kevents'),
+    d.busy.length
+      ? 'No lost, expired, error or forced events of this key; its busy answers are below.'
+      : 'No events of this key yet.',
+  );
+  renderEvents(d.busy, document.getElementById('kbusy'), noEvents('busy'));
   updateCharts(d.series, document.querySelector('#hot .chart-summary'));
 }
 
