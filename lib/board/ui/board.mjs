@@ -97,6 +97,26 @@ window.addEventListener('hashchange', () => {
 
 // ---- charts -----------------------------------------------------------------------------------
 
+/**
+ * The time axis: the charts cover 5 minutes, so the time of day (seconds when ticks are less
+ * than a minute apart), never the date uPlot adds at its first tick; and room for "12:34:56 PM"
+ * between ticks, so no two labels touch.
+ */
+const timeAxis = {
+  space: 90,
+  values: (_u, splits, _axis, _space, incr) =>
+    splits.map((t) =>
+      new Date(t * 1000).toLocaleTimeString([], {
+        hour: '2-digit',
+        minute: '2-digit',
+        ...(incr < 60 && { second: '2-digit' }),
+      }),
+    ),
+};
+
+/** Dots on series with gaps: a step between two idle ones has no line to show it. */
+const points = { show: true, size: 5 };
+
 function makeCharts(host) {
   const width = Math.max(300, Math.floor(host.clientWidth / (host.clientWidth > 700 ? 2 : 1)) - 12);
   const base = { width, height: 170, legend: { live: false } };
@@ -110,9 +130,9 @@ function makeCharts(host) {
         // A step without data is 0 acquires/s (the data says so) and a gap of busy % (null):
         // never a line drawn across it.
         { label: 'acquires/s', stroke: '#0b5cad', width: 2, spanGaps: false },
-        { label: 'busy %', stroke: '#a3161b', width: 2, scale: 'pct', spanGaps: false },
+        { label: 'busy %', stroke: '#a3161b', width: 2, scale: 'pct', spanGaps: false, points },
       ],
-      axes: [{}, { size: 64 }, { scale: 'pct', side: 1, grid: { show: false } }],
+      axes: [timeAxis, { size: 64 }, { scale: 'pct', side: 1, grid: { show: false } }],
     },
     [[], [], []],
     host.querySelector('.c-rate'),
@@ -123,11 +143,11 @@ function makeCharts(host) {
       title: 'Wait p50 / p99 (ms)',
       series: [
         {},
-        { label: 'p50 ms', stroke: '#1d6b2f', width: 2, spanGaps: false },
-        { label: 'p99 ms', stroke: '#7a4b00', width: 2, spanGaps: false },
+        { label: 'p50 ms', stroke: '#1d6b2f', width: 2, spanGaps: false, points },
+        { label: 'p99 ms', stroke: '#7a4b00', width: 2, spanGaps: false, points },
       ],
       // Room for "10,000" on the axis.
-      axes: [{}, { size: 64 }],
+      axes: [timeAxis, { size: 64 }],
     },
     [[], [], []],
     host.querySelector('.c-wait'),
