@@ -152,9 +152,14 @@ describe('the lock board page', () => {
 
   it('draws an idle period as a gap or a zero, with time labels that do not overlap', async () => {
     const locks = web.get(LockService);
-    const burst = async () => {
-      for (let i = 0; i < 20; i++) await locks.using('report:gap', () => undefined);
-    };
+    // Four callers take the key five times each, holding it 5 ms: acquires and waits.
+    const work = () => new Promise((r) => setTimeout(r, 5));
+    const burst = () =>
+      Promise.all(
+        [1, 2, 3, 4].map(async () => {
+          for (let i = 0; i < 5; i++) await locks.using('report:gap', work);
+        }),
+      );
     await burst();
     // Two whole steps (5 s each) with nothing, then activity again.
     await until('two idle steps', overview, (o) => {
