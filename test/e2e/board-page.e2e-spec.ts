@@ -5,9 +5,10 @@ import { type INestApplication, type INestApplicationContext, Module } from '@ne
 import { NestFactory } from '@nestjs/core';
 import type { Page } from 'playwright-core';
 import { LockService, RedlockModule } from 'nest-locked';
-import { type BoardOverview, LockBoardModule, lockBoardBasicAuth } from 'nest-locked/board';
-import { uniquePrefix } from '../support/lock-app';
+import { LockBoardModule, lockBoardBasicAuth } from 'nest-locked/board';
+import { holdUntilReleased, uniquePrefix } from '../support/lock-app';
 import { type RedisServerHandle, useRedis } from '../support/redis-server';
+import { boardOverview, readUntil } from './support/board-api';
 import { boardBrowser } from './support/board-browser';
 
 /**
@@ -27,6 +28,15 @@ let browser: Awaited<ReturnType<typeof boardBrowser>>;
 let web: INestApplication;
 let worker: INestApplicationContext;
 let url: string;
+
+/** A text a chart drew on its canvas: where, aligned how, and how wide. */
+interface DrawnLabel {
+  readonly text: string;
+  readonly x: number;
+  readonly y: number;
+  readonly align: string;
+  readonly width: number;
+}
 
 /** An instance's root module: the lock module and the board, on this file's Redis. */
 function instanceModule(prefix: string, instance: string) {
@@ -64,40 +74,7 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-async function overview(): Promise<BoardOverview> {
-  const res = await fetch(`${url}/locks/api/overview`, { headers: { authorization: HEADER } });
-  return (await res.json()) as BoardOverview;
-}
-
-/** Polls until `check` holds (a condition, never a sleep used as a barrier). */
-async function until<T>(
-  what: string,
-  read: () => Promise<T>,
-  check: (v: T) => boolean,
-  ms = 30_000,
-) {
-  const deadline = Date.now() + ms;
-  let last: T | undefined;
-  while (Date.now() < deadline) {
-    last = await read();
-    if (check(last)) return last;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${what}: not within ${ms} ms; last: ${JSON.stringify(last)}`);
-}
-
-/** Holds `key` until the returned function is called. */
-async function hold(locks: LockService, key: string): Promise<() => void> {
-  let release!: () => void;
-  await new Promise<void>(
-    (held) =>
-      void locks.using(key, () => {
-        held();
-        return new Promise<void>((done) => (release = done));
-      }),
-  );
-  return release;
-}
+const overview = () => boardOverview(url, HEADER);
 
 async function screenshot(page: Page, name: string): Promise<void> {
   const file = path.join(artifacts, name);
@@ -108,7 +85,7 @@ async function screenshot(page: Page, name: string): Promise<void> {
 describe('the lock board page', () => {
   it("shows a worker's hold with holder and fence, every waiter counted, and a key's events", async () => {
     const [webLocks, workerLocks] = [web.get(LockService), worker.get(LockService)];
-    const release = await hold(workerLocks, 'product:2');
+    const release = await holdUntilReleased(workerLocks, 'product:2');
     // Three callers wait: one of web, two of the worker (behind its own hold).
     const waiting = [webLocks, workerLocks, workerLocks].map((locks) =>
       locks.using('product:2', () => undefined),
@@ -162,18 +139,22 @@ describe('the lock board page', () => {
       );
     await burst();
     // Two whole steps (5 s each) with nothing, then activity again.
-    await until('two idle steps', overview, (o) => {
-      const a = o.hot.series.acquiresPerSec;
-      return a.length > 0 && a.slice(-3).every((v) => v === 0);
-    });
+    await readUntil(
+      'two idle steps',
+      overview,
+      (o) => {
+        const a = o.hot.series.acquiresPerSec;
+        return a.length > 0 && a.slice(-3).every((v) => v === 0);
+      },
+      30_000,
+    );
     await burst();
 
     const page = await browser.context.newPage();
     // Every label drawn on a canvas since its last clear: what the chart shows now.
     await page.addInitScript(() => {
-      type Label = { text: string; x: number; y: number; align: string; width: number };
-      const drawn = new Map<HTMLCanvasElement, Label[]>();
-      (window as unknown as { labels: () => Label[][] }).labels = () => [...drawn.values()];
+      const drawn = new Map<HTMLCanvasElement, DrawnLabel[]>();
+      (window as unknown as { labels: () => DrawnLabel[][] }).labels = () => [...drawn.values()];
       const proto = CanvasRenderingContext2D.prototype;
       const { fillText, clearRect } = proto;
       proto.fillText = function (text: string, x: number, y: number, max?: number) {
@@ -191,17 +172,12 @@ describe('the lock board page', () => {
     await page.setViewportSize({ width: 1400, height: 1000 });
     await page.goto(`${url}/locks/`);
     await page.locator('#hot .chart-summary', { hasText: 'Latest 5 s' }).waitFor();
+    // Both charts drawn, their labels read in one go (a draw runs whole between two reads).
     const labels = await page.waitForFunction(() => {
-      const all = (
-        window as unknown as {
-          labels: () => Array<
-            Array<{ text: string; x: number; y: number; align: string; width: number }>
-          >;
-        }
-      ).labels();
-      return all.length >= 2 && all.every((l) => l.length > 0) ? all : undefined;
+      const all = (window as unknown as { labels: () => DrawnLabel[][] }).labels();
+      return all.length >= 2 && all.every((l) => l.length > 0) ? all : false;
     });
-    const charts = await labels.jsonValue();
+    const charts = (await labels.jsonValue()) as DrawnLabel[][];
     for (const drawn of charts) {
       // The time axis: its labels are the centred ones (the value axes' are aligned to a side).
       const axis = drawn.filter((l) => l.align === 'center');

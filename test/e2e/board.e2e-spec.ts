@@ -3,8 +3,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
-import type { BoardOverview } from 'nest-locked/board';
 import { useRedis, type RedisServerHandle } from '../support/redis-server';
+import { boardOverview, readUntil } from './support/board-api';
 import { boardBrowser } from './support/board-browser';
 import { type SampleCluster, startSampleCluster, tempDir } from './support/sample-app';
 
@@ -54,27 +54,8 @@ const post = (url: string, body: unknown = {}) =>
     body: JSON.stringify(body),
   });
 
-async function overview(url: string): Promise<BoardOverview> {
-  const res = await fetch(`${url}/locks/api/overview`, { headers: { authorization: HEADER } });
-  return (await res.json()) as BoardOverview;
-}
-
-/** Polls until `check` holds (a condition, never a sleep used as a barrier). */
-async function until<T>(
-  what: string,
-  read: () => Promise<T>,
-  check: (v: T) => boolean,
-  ms = 20_000,
-) {
-  const deadline = Date.now() + ms;
-  let last: T | undefined;
-  while (Date.now() < deadline) {
-    last = await read();
-    if (check(last)) return last;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`${what}: not within ${ms} ms; last: ${JSON.stringify(last)}`);
-}
+const overview = (url: string) => boardOverview(url, HEADER);
+const until = readUntil;
 
 const heldRow = (page: Page) => page.locator('#held tbody tr', { hasText: 'product:1' });
 

@@ -13,7 +13,7 @@ import {
 } from 'nest-locked/board';
 import { redisForFile } from '../support/redis-for-file';
 import type { RedisServerHandle } from '../support/redis-server';
-import { uniquePrefix } from '../support/lock-app';
+import { holdUntilReleased, uniquePrefix } from '../support/lock-app';
 
 let server: RedisServerHandle;
 let redis: Redis;
@@ -181,13 +181,7 @@ describe('lock board', () => {
       // beta holds product:2; two callers of alpha and one more of beta wait for it: Redis
       // queues alpha's first caller only (and none of beta's, whose process holds the key).
       const [locksA, locksB] = [a.get(LockService), b.get(LockService)];
-      await new Promise<void>(
-        (held) =>
-          void locksB.using('product:2', () => {
-            held();
-            return new Promise<void>((done) => release.push(done));
-          }),
-      );
+      release.push(await holdUntilReleased(locksB, 'product:2'));
       const waiting = [locksA, locksA, locksB].map((locks) =>
         locks.using('product:2', () => undefined),
       );
@@ -219,13 +213,7 @@ describe('lock board', () => {
     const release: Array<() => void> = [];
     try {
       const locks = worker.get(LockService);
-      await new Promise<void>(
-        (held) =>
-          void locks.using('job:7', () => {
-            held();
-            return new Promise<void>((done) => release.push(done));
-          }),
-      );
+      release.push(await holdUntilReleased(locks, 'job:7'));
       const o = await overviewUntil(web, (o) =>
         o.held.rows.some((r) => r.key === 'job:7' && r.fence !== null),
       );
@@ -252,13 +240,7 @@ describe('lock board', () => {
     const release: Array<() => void> = [];
     try {
       const locks = app.get(LockService);
-      await new Promise<void>(
-        (held) =>
-          void locks.using('job:1', () => {
-            held();
-            return new Promise<void>((done) => release.push(done));
-          }),
-      );
+      release.push(await holdUntilReleased(locks, 'job:1'));
       const waiting = locks.using('job:1', () => undefined, { waitTimeout: 20_000 });
       const o = await overviewUntil(app, (o) => o.lines.some((l) => l.key === 'job:1'));
       expect(o.groups).toEqual([{ name: 'default', backend: 'memory' }]);
