@@ -1,12 +1,21 @@
 import type { LockBackend } from '../engine/lock-backend';
 import type { BoardEvent, BoardEventType } from './board-recorder';
-import { type HoldMode, type HoldView, type InstanceView, modeOf } from './instance-view';
-import { STEP_MS, type StepCounts } from './key-rates';
+import {
+  type HoldMode,
+  type HoldView,
+  type InstanceView,
+  modeOf,
+  VIEW_LIMIT,
+  type WaitView,
+} from './instance-view';
+import { STEP_MS, STEPS, type StepCounts } from './key-rates';
 import type { RedisBoardStore, ScanResult, StoredLine, StoredLock } from './redis-board-store';
 import { addSparse, quantile } from './wait-histogram';
 
 /** Rows per page of held locks. */
 export const PAGE_SIZE = 50;
+/** Waiters read and listed per line at most. */
+export const LINE_LIMIT = 50;
 /** Waiting lines shown on the overview besides those of the page's keys. */
 const LINES_SHOWN = 20;
 /** Queues measured to find the longest lines. */
@@ -23,6 +32,12 @@ export interface BoardGroup {
   readonly store?: RedisBoardStore;
   /** Redis groups on one node queue their waiters in Redis (quorums race). */
   readonly queued: boolean;
+  /**
+   * The backend lives in this process (`memory`): what this instance publishes is every hold and
+   * waiter there is. Other backends' other processes are not read (yet): their lines are lower
+   * bounds.
+   */
+  readonly inProcess: boolean;
   /** Redis groups: the prefix of this process's tokens (it names the instance in queues). */
   readonly tokenPrefix?: string;
 }
@@ -49,12 +64,25 @@ export interface BoardWaiter {
   readonly mode: HoldMode;
   readonly waitedMs: number;
   readonly deadlineInMs: number | null;
+  /**
+   * It waits inside its process, behind another caller of the same process or its hold (on one
+   * Redis node a process queues one caller per key in Redis): it has no place in the line yet.
+   */
+  readonly inProcess: boolean;
 }
 
 export interface BoardLine {
   readonly group: string;
   readonly key: string;
+  /** Callers waiting for the key across processes: all of them if `complete`, else at least. */
   readonly length: number;
+  /**
+   * false when the board cannot see every waiter: a process that does not publish may have
+   * callers behind its one in the Redis queue, a queue was read in part, or the backend's other
+   * processes are not read (only this instance's view).
+   */
+  readonly complete: boolean;
+  /** The line's first waiters in order, then (Redis) those waiting inside their process. */
   readonly waiters: BoardWaiter[];
 }
 
@@ -245,60 +273,103 @@ export function heldFromViews(
   });
 }
 
-/** A Redis queue as a line: each waiter's instance, wait and deadline (server clock). */
+/**
+ * A key's Redis queue (one node) as a line: its waiters in order, each with its instance, wait
+ * and deadline (server clock), then the callers waiting inside their process (from the views),
+ * which Redis does not see; the count is every caller when each queued one is attributed.
+ */
 export function lineFromRedis(
   group: string,
   line: StoredLine,
   holders: Holders,
+  views: readonly InstanceView[],
   serverNow: number,
+  now: number,
 ): BoardLine {
+  const queued = line.waiters.map((w): BoardWaiter => {
+    // Meta: "<lease ms>:<deadline ms>[:r|:<N>]".
+    const [, deadline, kind] = (w.meta ?? '').split(':');
+    const share = kind === 'r' ? 'read' : kind ? Number(kind) : undefined;
+    const deadlineMs = Number(deadline);
+    return {
+      instance: holders.instance(w.token),
+      token: tokenHint(w.token),
+      mode: modeOf(share),
+      waitedMs: Math.max(0, serverNow - Math.floor(w.queuedUs / 1000)),
+      deadlineInMs: Number.isFinite(deadlineMs) && deadline ? deadlineMs - serverNow : null,
+      inProcess: false,
+    };
+  });
+  const inProcess = waitersOf(views, line.key, now, (w) => !w.queued, true);
   return {
     group,
     key: line.key,
-    length: line.length,
-    waiters: line.waiters.map((w) => {
-      // Meta: "<lease ms>:<deadline ms>[:r|:<N>]".
-      const [, deadline, kind] = (w.meta ?? '').split(':');
-      const share = kind === 'r' ? 'read' : kind ? Number(kind) : undefined;
-      const deadlineMs = Number(deadline);
-      return {
-        instance: holders.instance(w.token),
-        token: tokenHint(w.token),
-        mode: modeOf(share),
-        waitedMs: Math.max(0, serverNow - Math.floor(w.queuedUs / 1000)),
-        deadlineInMs: Number.isFinite(deadlineMs) && deadline ? deadlineMs - serverNow : null,
-      };
-    }),
+    length: line.length + inProcess.length,
+    complete:
+      line.waiters.length === line.length &&
+      queued.every((w) => w.instance !== null) &&
+      views.every((v) => v.waiting.length < VIEW_LIMIT),
+    waiters: [...queued, ...inProcess.slice(0, LINE_LIMIT)],
   };
 }
 
-/** The lines of a group no other process can read: each instance's own waiters, by arrival. */
+/** The callers of every view waiting for `key` that `pick` keeps, oldest first. */
+function waitersOf(
+  views: readonly InstanceView[],
+  key: string,
+  now: number,
+  pick: (w: WaitView) => boolean,
+  inProcess: boolean,
+): BoardWaiter[] {
+  return views
+    .flatMap((view) =>
+      view.waiting.filter((w) => w.key === key && pick(w)).map((w) => ({ view, w })),
+    )
+    .sort((x, y) => x.w.since - y.w.since)
+    .map(({ view, w }) => ({
+      instance: view.name,
+      token: null,
+      mode: w.mode,
+      waitedMs: now - w.since,
+      deadlineInMs: w.deadline === undefined ? null : w.deadline - now,
+      inProcess,
+    }));
+}
+
+/** Keys some caller of the views waits for inside its process (not queued in Redis). */
+export function keysWaitedInProcess(views: readonly InstanceView[]): Set<string> {
+  const keys = new Set<string>();
+  for (const view of views) for (const w of view.waiting) if (!w.queued) keys.add(w.key);
+  return keys;
+}
+
+/**
+ * The lines of a group no other process can read: each instance's own waiters, by arrival.
+ * `complete`: the views are every waiter there is (a backend inside this process).
+ */
 export function linesFromViews(
   group: string,
   views: readonly InstanceView[],
   now: number,
+  complete: boolean,
 ): BoardLine[] {
-  const byKey = new Map<string, Array<BoardWaiter & { since: number }>>();
-  for (const view of views) {
-    for (const w of view.waiting) {
-      const list = byKey.get(w.key) ?? [];
-      list.push({
-        since: w.since,
-        instance: view.name,
-        token: null,
-        mode: w.mode,
-        waitedMs: now - w.since,
-        deadlineInMs: w.deadline === undefined ? null : w.deadline - now,
-      });
-      byKey.set(w.key, list);
-    }
-  }
-  return [...byKey].map(([key, list]) => ({
-    group,
-    key,
-    length: list.length,
-    waiters: list.sort((a, b) => a.since - b.since).map(({ since: _since, ...w }) => w),
-  }));
+  const keys = new Set(views.flatMap((v) => v.waiting.map((w) => w.key)));
+  return [...keys].map((key) => {
+    const waiters = waitersOf(views, key, now, () => true, false);
+    return {
+      group,
+      key,
+      length: waiters.length,
+      complete: complete && views.every((v) => v.waiting.length < VIEW_LIMIT),
+      waiters: waiters.slice(0, LINE_LIMIT),
+    };
+  });
+}
+
+/** The `LINES_SHOWN` longest lines, plus those of the keys on the page (`group\nkey`). */
+export function longestLines(lines: BoardLine[], pageKeys: ReadonlySet<string>): BoardLine[] {
+  const sorted = [...lines].sort((a, b) => b.length - a.length);
+  return sorted.filter((l, i) => i < LINES_SHOWN || pageKeys.has(`${l.group}\n${l.key}`));
 }
 
 /** Step counts of many instances added by step. */
@@ -322,14 +393,23 @@ interface Merged {
   waits: number[];
 }
 
-/** The chart of merged steps; the step in progress is divided by its elapsed time. */
+/**
+ * The chart of merged steps: every step of the window, up to the one in progress (divided by
+ * its elapsed time). A step without data is a point too, never left out (a chart would draw a
+ * line across it): zero acquires (the truth), and no busy rate or wait (a gap). No series at all
+ * when nothing happened in the window.
+ */
 export function seriesOf(
   lists: ReadonlyArray<readonly StepCounts[] | undefined>,
   now: number,
 ): BoardSeries {
-  const steps = [...mergeSteps(lists)].sort((a, b) => a[0] - b[0]);
+  const steps = mergeSteps(lists);
   const series: BoardSeries = { t: [], acquiresPerSec: [], busyRate: [], p50: [], p99: [] };
-  for (const [t, m] of steps) {
+  const current = now - (now % STEP_MS);
+  const first = current - (STEPS - 1) * STEP_MS;
+  if (![...steps.keys()].some((t) => t >= first && t <= current)) return series;
+  for (let t = first; t <= current; t += STEP_MS) {
+    const m = steps.get(t) ?? { acquires: 0, busy: 0, waits: [] };
     const seconds = Math.max(1, Math.min(STEP_MS, now - t)) / 1000;
     const answers = m.acquires + m.busy;
     series.t.push(t / 1000);
@@ -399,18 +479,23 @@ export function instancesOf(
   return [...byId.values()].sort((a, b) => a.name.localeCompare(b.name));
 }
 
-/** Measures up to `LINES_MEASURED` queues and keeps the longest, plus those of `pageKeys`. */
+/**
+ * The Redis queues of up to `LINES_MEASURED` keys (and those of `pageKeys`), and a line with no
+ * queue for each key of `inProcess` that has none (its callers wait inside their process).
+ */
 export async function linesOfRedis(
   store: RedisBoardStore,
   scan: ScanResult,
   pageKeys: ReadonlySet<string>,
+  inProcess: ReadonlySet<string>,
 ): Promise<StoredLine[]> {
   const wanted = new Set(scan.queues.slice(0, LINES_MEASURED));
   for (const key of scan.queues) if (pageKeys.has(key)) wanted.add(key);
+  for (const key of inProcess) if (wanted.size < 2 * LINES_MEASURED) wanted.add(key);
   const lines = await store.lines([...wanted]);
-  const longest = [...lines].sort((a, b) => b.length - a.length).slice(0, LINES_SHOWN);
-  const keep = new Set(longest.map((l) => l.key));
-  return lines.filter((l) => keep.has(l.key) || pageKeys.has(l.key));
+  const read = new Set(lines.map((l) => l.key));
+  for (const key of inProcess) if (!read.has(key)) lines.push({ key, length: 0, waiters: [] });
+  return lines;
 }
 
 /**

@@ -12,8 +12,8 @@ export const BOARD_BAD_NUMBER = (field: string, value: unknown, min: number) =>
   `LockBoardModule.forRoot: ${field} must be an integer of at least ${min}, got ${JSON.stringify(value)}.`;
 export const BOARD_UNSUPPORTED_PLATFORM = (type: string) =>
   `LockBoardModule: the HTTP platform "${type}" is not supported; the board mounts on Express and Fastify.`;
-export const BOARD_NO_HTTP =
-  'LockBoardModule: no HTTP server in this application; the board is not mounted.';
+export const BOARD_NO_HTTP = (instance: string) =>
+  `LockBoardModule: no HTTP server in this application, so the page is not mounted here; instance "${instance}" publishes its holds, waiters and events, and the page of any other instance shows them.`;
 export const BOARD_PUBLISH_FAILED = (group: string, reason: string) =>
   `lock board: could not publish this instance's view to group "${group}" (${reason}); retrying.`;
 export const BOARD_RELEASE_NOT_HELD = (key: string) => `"${key}" is not held: nothing to release.`;

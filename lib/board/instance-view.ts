@@ -33,6 +33,8 @@ export interface WaitView {
   readonly since: number;
   readonly deadline?: number;
   readonly mode: HoldMode;
+  /** It has (or may have) an entry in the Redis queue of the key, which the board reads. */
+  readonly queued?: boolean;
 }
 
 /** What one instance tells the board about one client group. */
@@ -112,6 +114,7 @@ export class InstanceViews {
       since: w.since,
       deadline: w.deadline,
       mode: modeOf(w.share),
+      ...(w.queued && { queued: true }),
     }));
     return {
       id: this.id,

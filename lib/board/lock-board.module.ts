@@ -37,13 +37,15 @@ export class LockBoardMount implements OnModuleInit, BeforeApplicationShutdown {
 
   onModuleInit(): void {
     const adapter = this.adapterHost.httpAdapter;
-    if (!adapter) {
-      this.logger.warn(BOARD_NO_HTTP);
-      return;
+    if (adapter) {
+      if (!this.options.guard) this.logger.warn(BOARD_PUBLIC(this.options.path));
+      this.http = new BoardHttp(this.board, this.options);
+      this.http.mount(adapter);
+    } else {
+      this.logger.log(BOARD_NO_HTTP(this.options.instance));
     }
-    if (!this.options.guard) this.logger.warn(BOARD_PUBLIC(this.options.path));
-    this.http = new BoardHttp(this.board, this.options);
-    this.http.mount(adapter);
+    // Every instance publishes its view and events, HTTP or not: a worker (an application
+    // context, a microservice, a queue consumer) holds locks too, and any page shows them.
     this.board.start();
   }
 

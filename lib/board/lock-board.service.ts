@@ -25,9 +25,11 @@ import {
   Holders,
   hotKeys,
   instancesOf,
+  keysWaitedInProcess,
   lineFromRedis,
   linesFromViews,
   linesOfRedis,
+  longestLines,
   newestEvents,
   PAGE_SIZE,
   seriesOf,
@@ -98,11 +100,18 @@ export class LockBoardService {
         client,
         store: new RedisBoardStore(name, node, space),
         queued: client.nodes.length === 1 && !isCluster(node),
+        inProcess: false,
         tokenPrefix: client.tokenPrefix,
       });
     }
     for (const [name, { client, kind }] of registry.backends()) {
-      this.groups.push({ name, backend: kind, client, queued: false });
+      this.groups.push({
+        name,
+        backend: kind,
+        client,
+        queued: false,
+        inProcess: kind === 'memory',
+      });
     }
   }
 
@@ -203,20 +212,26 @@ export class LockBoardService {
       const keys = shown.filter((s) => s.source === source).map((s) => s.key);
       if (group.store) {
         const holders = new Holders(views);
+        const inProcess = [...keysWaitedInProcess(views)].filter((k) => k.includes(search));
         const [locks, stored] = await Promise.all([
           group.store.locks(keys),
-          group.queued ? linesOfRedis(group.store, scans.get(group.name)!, new Set(keys)) : [],
+          group.queued
+            ? linesOfRedis(group.store, scans.get(group.name)!, new Set(keys), new Set(inProcess))
+            : [],
         ]);
         for (const lock of locks) {
           const row = heldFromRedis(group.name, lock, holders, serverNow, now);
           if (row) rows.push(row);
         }
-        lines.push(...stored.map((l) => lineFromRedis(group.name, l, holders, serverNow)));
+        lines.push(
+          ...stored.map((l) => lineFromRedis(group.name, l, holders, views, serverNow, now)),
+        );
       } else {
         for (const key of keys) rows.push(localRows.get(`${group.name}\n${key}`)!);
       }
       if (!group.queued) {
-        lines.push(...linesFromViews(group.name, views, now).filter((l) => l.key.includes(search)));
+        const all = linesFromViews(group.name, views, now, group.inProcess);
+        lines.push(...all.filter((l) => l.key.includes(search)));
       }
     }
     const events = await eventsRead;
@@ -227,7 +242,7 @@ export class LockBoardService {
       groups: this.groups.map((g) => ({ name: g.name, backend: g.backend })),
       instances: instancesOf(sources, this.id, now),
       held: { total: listed.length, page, pages, complete, rows },
-      lines: lines.sort((a, b) => b.length - a.length),
+      lines: longestLines(lines, new Set(shown.map((s) => `${s.source.group.name}\n${s.key}`))),
       hot: {
         series: seriesOf(
           sources.flatMap((s) => s.views.map((v) => v.rates.total)),
@@ -256,14 +271,16 @@ export class LockBoardService {
       const row = heldFromRedis(group.name, lock, holders, serverNow, now);
       held = row ? [row] : [];
       if (group.queued) {
-        const [stored] = await group.store.lines([key]);
-        if (stored) line = lineFromRedis(group.name, stored, holders, serverNow);
+        const [stored = { key, length: 0, waiters: [] }] = await group.store.lines([key]);
+        const found = lineFromRedis(group.name, stored, holders, views, serverNow, now);
+        if (found.length > 0) line = found;
       }
     } else {
       held = heldFromViews(group.name, views, now).filter((r) => r.key === key);
     }
     if (!group.queued) {
-      line = linesFromViews(group.name, views, now).find((l) => l.key === key) ?? null;
+      const all = linesFromViews(group.name, views, now, group.inProcess);
+      line = all.find((l) => l.key === key) ?? null;
     }
     return {
       now,

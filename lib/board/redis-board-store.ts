@@ -1,13 +1,12 @@
 import type { Redis } from 'ioredis';
 import { KeySpace } from '../redis/key-space';
 import { isCluster, type RedisNode } from '../redis/redis-node';
+import { LINE_LIMIT } from './board-data';
 import type { BoardEvent } from './board-recorder';
 import type { InstanceView } from './instance-view';
 
 /** Keys a SCAN round asks for. */
 const SCAN_COUNT = 1_000;
-/** Queue entries read per line at most. */
-const LINE_LIMIT = 50;
 
 /**
  * Frees a key a token holds, and wakes its racing waiters; queued waiters retry on their

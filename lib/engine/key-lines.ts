@@ -38,6 +38,13 @@ export class KeyLines<W extends LineWaiter = LineWaiter> {
     return all;
   }
 
+  /** Every caller waiting in any line with its key, each line's oldest first (the lock board). */
+  *waiting(): Generator<[key: string, waiter: W]> {
+    for (const line of this.lines.values()) {
+      for (let w = line.head; w; w = w.next) yield [line.key, w];
+    }
+  }
+
   /** A first try in `line` ended: the line goes if nothing else is in it. */
   tryEnded(line: KeyLine<W>): void {
     line.endTry();

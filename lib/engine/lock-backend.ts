@@ -71,6 +71,11 @@ export interface LocalWait {
   readonly deadline?: number;
   /** A shared wait's kind; absent for the exclusive lock. */
   readonly share?: Share;
+  /**
+   * It has (or may have) an entry in the lock server's own queue (Redis, one node), where the
+   * board reads it already; the callers behind it in its process have none.
+   */
+  readonly queued?: boolean;
 }
 
 /**

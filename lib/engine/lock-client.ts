@@ -27,6 +27,7 @@ import { shareArg } from './shared-wait';
 import { Tokens } from './tokens';
 import {
   type AcquireRequest,
+  type LocalWait,
   type LockBackend,
   type LockClientStats,
   noStats,
@@ -383,6 +384,27 @@ export class LockClient implements LockBackend {
   /** Whether a majority of nodes has the key locked right now. */
   isLocked(key: string): Promise<boolean> {
     return this.protocol.isLocked(key);
+  }
+
+  /**
+   * The callers of this process waiting in key lines (single-key exclusive waits), at most
+   * `limit`, each line's oldest first: the lock board counts those behind a line's head, which
+   * Redis does not see (a process queues one caller per key there).
+   */
+  waitingNow(limit: number): LocalWait[] {
+    // performance.now() -> epoch ms.
+    const offset = Date.now() - performance.now();
+    const out: LocalWait[] = [];
+    for (const [key, w] of this.lines.waiting()) {
+      if (out.length >= limit) break;
+      out.push({
+        key,
+        since: Math.round(w.startedAt + offset),
+        deadline: Math.round(w.deadline + offset),
+        ...(w.enqueued && { queued: true }),
+      });
+    }
+    return out;
   }
 
   /** Ends every wait in progress (they reject with LockBackendError) and stops listening. */

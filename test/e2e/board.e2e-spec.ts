@@ -2,9 +2,10 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
-import type { BoardOverview } from 'nest-locked/board';
+import type { BrowserContext, Page } from 'playwright-core';
 import { useRedis, type RedisServerHandle } from '../support/redis-server';
+import { boardOverview, readUntil } from './support/board-api';
+import { boardBrowser } from './support/board-browser';
 import { type SampleCluster, startSampleCluster, tempDir } from './support/sample-app';
 
 /**
@@ -13,7 +14,6 @@ import { type SampleCluster, startSampleCluster, tempDir } from './support/sampl
  */
 jest.setTimeout(120_000);
 
-const CHROMIUM = '/usr/bin/chromium';
 const AUTH = { username: 'ops', password: 'locks' };
 const HEADER = `Basic ${Buffer.from('ops:locks').toString('base64')}`;
 /** Each purchase holds product:<id> for one simulated database round trip. */
@@ -23,15 +23,10 @@ const artifacts = process.env.BOARD_E2E_OUTPUT ?? path.join(os.tmpdir(), 'nest-l
 let redis: RedisServerHandle;
 let cluster: SampleCluster;
 let context: BrowserContext;
-let profile: { path: string; remove: () => void };
+let browser: Awaited<ReturnType<typeof boardBrowser>>;
 let data: { path: string; remove: () => void };
 
 beforeAll(async () => {
-  if (!fs.existsSync(CHROMIUM)) {
-    throw new Error(
-      `${CHROMIUM} is missing: apt-get install chromium (the test never downloads a browser).`,
-    );
-  }
   redis = await useRedis();
   data = tempDir('board-e2e');
   cluster = await startSampleCluster({
@@ -41,31 +36,14 @@ beforeAll(async () => {
     latencyMs: HOLD_MS,
     lockWaitMs: 30_000,
   });
-  profile = tempDir('board-chromium');
-  // A fresh profile per run (--user-data-dir), as playwright-core takes it.
-  context = await chromium.launchPersistentContext(profile.path, {
-    executablePath: CHROMIUM,
-    httpCredentials: AUTH,
-    // axe-core is injected as an inline script, which the board's CSP forbids.
-    bypassCSP: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await boardBrowser(AUTH);
+  context = browser.context;
 });
 
 afterAll(async () => {
-  await context?.close();
+  await browser?.close();
   await cluster?.stop();
   await redis?.stop();
-  profile?.remove();
   data?.remove();
 });
 
@@ -76,27 +54,8 @@ const post = (url: string, body: unknown = {}) =>
     body: JSON.stringify(body),
   });
 
-async function overview(url: string): Promise<BoardOverview> {
-  const res = await fetch(`${url}/locks/api/overview`, { headers: { authorization: HEADER } });
-  return (await res.json()) as BoardOverview;
-}
-
-/** Polls until `check` holds (a condition, never a sleep used as a barrier). */
-async function until<T>(
-  what: string,
-  read: () => Promise<T>,
-  check: (v: T) => boolean,
-  ms = 20_000,
-) {
-  const deadline = Date.now() + ms;
-  let last: T | undefined;
-  while (Date.now() < deadline) {
-    last = await read();
-    if (check(last)) return last;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`${what}: not within ${ms} ms; last: ${JSON.stringify(last)}`);
-}
+const overview = (url: string) => boardOverview(url, HEADER);
+const until = readUntil;
 
 const heldRow = (page: Page) => page.locator('#held tbody tr', { hasText: 'product:1' });
 

@@ -1,13 +1,19 @@
-import type { INestApplication } from '@nestjs/common';
+import { type INestApplication, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { Redis } from 'ioredis';
 import request from 'supertest';
 import { LockConfigError, LockService, RedlockModule } from 'nest-locked';
-import { type BoardOverview, LockBoardModule, lockBoardBasicAuth } from 'nest-locked/board';
+import {
+  type BoardOverview,
+  LockBoardModule,
+  type LockBoardOptions,
+  lockBoardBasicAuth,
+} from 'nest-locked/board';
 import { redisForFile } from '../support/redis-for-file';
 import type { RedisServerHandle } from '../support/redis-server';
-import { uniquePrefix } from '../support/lock-app';
+import { holdUntilReleased, uniquePrefix } from '../support/lock-app';
 
 let server: RedisServerHandle;
 let redis: Redis;
@@ -18,6 +24,18 @@ redisForFile((s, r) => {
 
 const guard = lockBoardBasicAuth({ user: 'ops', password: 'secret' });
 const AUTH = `Basic ${Buffer.from('ops:secret').toString('base64')}`;
+
+/** The root module of an instance: the lock module and the board, on this test's Redis. */
+function moduleOf(prefix: string, instance: string, board: Partial<LockBoardOptions> = {}) {
+  @Module({
+    imports: [
+      RedlockModule.forRoot({ clients: [server.url], keyPrefix: prefix, waitTimeout: 10_000 }),
+      LockBoardModule.forRoot({ guard, instance, ...board }),
+    ],
+  })
+  class InstanceModule {}
+  return InstanceModule;
+}
 
 async function boardApp(
   prefix: string,
@@ -154,6 +172,62 @@ describe('lock board', () => {
     },
   );
 
+  it('counts every caller waiting for a key, those waiting inside their process too', async () => {
+    const prefix = uniquePrefix('board-count');
+    const a = await boardApp(prefix, 'alpha', 'express');
+    const b = await boardApp(prefix, 'beta', 'express');
+    const release: Array<() => void> = [];
+    try {
+      // beta holds product:2; two callers of alpha and one more of beta wait for it: Redis
+      // queues alpha's first caller only (and none of beta's, whose process holds the key).
+      const [locksA, locksB] = [a.get(LockService), b.get(LockService)];
+      release.push(await holdUntilReleased(locksB, 'product:2'));
+      const waiting = [locksA, locksA, locksB].map((locks) =>
+        locks.using('product:2', () => undefined),
+      );
+      const o = await overviewUntil(a, (o) =>
+        o.lines.some((l) => l.key === 'product:2' && l.length === 3),
+      );
+      const line = o.lines.find((l) => l.key === 'product:2')!;
+      expect(line.complete).toBe(true);
+      expect(line.waiters.map((w) => w.instance).sort()).toEqual(['alpha', 'alpha', 'beta']);
+      const page = await request(a.getHttpServer())
+        .get('/locks/api/key?group=default&key=product:2')
+        .set('authorization', AUTH);
+      expect(page.body.line).toMatchObject({ length: 3, complete: true });
+      release.forEach((done) => done());
+      await Promise.all(waiting);
+    } finally {
+      release.forEach((done) => done());
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it('a worker without HTTP publishes its holds: another instance shows its name and fence', async () => {
+    const prefix = uniquePrefix('board-worker');
+    const worker = await NestFactory.createApplicationContext(
+      moduleOf(prefix, 'worker', { publishInterval: 200, expiry: 2_000 }),
+      { logger: false },
+    );
+    const web = await boardApp(prefix, 'web', 'express');
+    const release: Array<() => void> = [];
+    try {
+      const locks = worker.get(LockService);
+      release.push(await holdUntilReleased(locks, 'job:7'));
+      const o = await overviewUntil(web, (o) =>
+        o.held.rows.some((r) => r.key === 'job:7' && r.fence !== null),
+      );
+      expect(o.held.rows.find((r) => r.key === 'job:7')).toMatchObject({
+        instance: 'worker',
+        fence: expect.any(Number),
+      });
+      expect(o.instances.map((i) => i.name)).toEqual(['web', 'worker']);
+    } finally {
+      release.forEach((done) => done());
+      await Promise.all([worker.close(), web.close()]);
+    }
+  });
+
   it('a group on another backend shows what this instance holds and waits for', async () => {
     const moduleRef = await Test.createTestingModule({
       imports: [
@@ -166,19 +240,15 @@ describe('lock board', () => {
     const release: Array<() => void> = [];
     try {
       const locks = app.get(LockService);
-      await new Promise<void>(
-        (held) =>
-          void locks.using('job:1', () => {
-            held();
-            return new Promise<void>((done) => release.push(done));
-          }),
-      );
+      release.push(await holdUntilReleased(locks, 'job:1'));
       const waiting = locks.using('job:1', () => undefined, { waitTimeout: 20_000 });
       const o = await overviewUntil(app, (o) => o.lines.some((l) => l.key === 'job:1'));
       expect(o.groups).toEqual([{ name: 'default', backend: 'memory' }]);
       expect(o.held.rows).toMatchObject([{ key: 'job:1', instance: 'solo', mode: 'exclusive' }]);
       expect(o.held.rows[0].fence).toEqual(expect.any(Number));
       expect(o.lines[0].waiters).toMatchObject([{ instance: 'solo', mode: 'exclusive' }]);
+      // The memory backend lives in this process: its waiters are all there is.
+      expect(o.lines[0]).toMatchObject({ length: 1, complete: true });
       expect(o.lines[0].waiters[0].deadlineInMs).toBeGreaterThan(0);
       release.forEach((done) => done());
       await waiting;

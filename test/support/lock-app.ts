@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { DynamicModule, INestApplication, Provider, Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
-import { RedlockModule, type RedlockModuleOptions } from 'nest-locked';
+import { type LockService, RedlockModule, type RedlockModuleOptions } from 'nest-locked';
 
 /**
  * In-process Nest applications for the integration suites: `RedlockModule.forRoot(options)` plus
@@ -33,6 +33,19 @@ export const uniquePrefix = (name: string): string =>
 export const lockRedisKey = (prefix: string, key: string): string => `${prefix}{${key}}`;
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Takes `key` and holds it until the function it resolves to is called. */
+export async function holdUntilReleased(locks: LockService, key: string): Promise<() => void> {
+  let release!: () => void;
+  await new Promise<void>(
+    (held) =>
+      void locks.using(key, () => {
+        held();
+        return new Promise<void>((done) => (release = done));
+      }),
+  );
+  return release;
+}
 
 /**
  * Waits until `check` holds: a barrier that holds on a loaded machine too, where a sleep of a

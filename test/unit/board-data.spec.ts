@@ -8,7 +8,7 @@ import {
   tokenHint,
 } from '../../lib/board/board-data';
 import type { InstanceView } from '../../lib/board/instance-view';
-import { STEP_MS } from '../../lib/board/key-rates';
+import { STEP_MS, STEPS } from '../../lib/board/key-rates';
 
 const view = (over: Partial<InstanceView>): InstanceView => ({
   id: 'id',
@@ -94,6 +94,8 @@ describe('board data', () => {
         ],
       },
       new Holders([a, b]),
+      [a, b],
+      5_000,
       5_000,
     );
     expect(line.waiters).toEqual([
@@ -103,9 +105,74 @@ describe('board data', () => {
         mode: 'exclusive',
         waitedMs: 4_000,
         deadlineInMs: 4_000,
+        inProcess: false,
       },
-      { instance: 'app-1', token: 'AAAA….9', mode: 'read', waitedMs: 3_000, deadlineInMs: 7_000 },
+      {
+        instance: 'app-1',
+        token: 'AAAA….9',
+        mode: 'read',
+        waitedMs: 3_000,
+        deadlineInMs: 7_000,
+        inProcess: false,
+      },
     ]);
+    expect(line).toMatchObject({ length: 2, complete: true });
+  });
+
+  it('counts the callers waiting inside their process, and says "at least" past what it sees', () => {
+    // app-2's first caller is queued in Redis; two more wait behind it in app-2.
+    const b2 = view({
+      ...b,
+      waiting: [
+        { key: 'product:1', since: 1_000, mode: 'exclusive', queued: true },
+        { key: 'product:1', since: 2_000, mode: 'exclusive' },
+        { key: 'product:1', since: 3_000, deadline: 9_000, mode: 'exclusive' },
+        { key: 'other', since: 3_000, mode: 'exclusive' },
+      ],
+    });
+    const stored = (tokens: string[], length = tokens.length) => ({
+      key: 'product:1',
+      length,
+      waiters: tokens.map((token) => ({ token, queuedUs: 1_000_000, meta: null })),
+    });
+    const line = lineFromRedis(
+      'g',
+      stored(['BBBBBBBBBBBB.1']),
+      new Holders([a, b2]),
+      [a, b2],
+      5_000,
+      5_000,
+    );
+    expect(line).toMatchObject({ length: 3, complete: true });
+    expect(line.waiters.map((w) => [w.instance, w.inProcess, w.waitedMs])).toEqual([
+      ['app-2', false, 4_000],
+      ['app-2', true, 3_000],
+      ['app-2', true, 2_000],
+    ]);
+    // A process that publishes nothing may have more callers behind its one in Redis.
+    const unknown = lineFromRedis(
+      'g',
+      stored(['CCCCCCCCCCCC.1']),
+      new Holders([a, b]),
+      [a, b],
+      5_000,
+      5_000,
+    );
+    expect(unknown).toMatchObject({ length: 1, complete: false });
+    // A queue longer than what was read: its unread waiters are not attributed.
+    const long = lineFromRedis(
+      'g',
+      stored(['BBBBBBBBBBBB.1'], 80),
+      new Holders([a, b]),
+      [a, b],
+      5_000,
+      5_000,
+    );
+    expect(long).toMatchObject({ length: 80, complete: false });
+    // Only in-process waiters (their process holds the key): a line with no Redis queue.
+    const a2 = view({ ...a, waiting: b2.waiting.slice(1) });
+    const holder = lineFromRedis('g', stored([]), new Holders([a2]), [a2], 0, 5_000);
+    expect(holder).toMatchObject({ length: 2, complete: true });
   });
 
   it('builds rows and lines of a backend from what its instances publish', () => {
@@ -121,7 +188,8 @@ describe('board data', () => {
     expect(heldFromViews('g', [m], 2_000)).toMatchObject([
       { key: 'product:1', instance: 'm1', fence: 42, heldMs: 1_000, leaseLeftMs: 29_000 },
     ]);
-    const [line] = linesFromViews('g', [m], 3_000);
+    const [line] = linesFromViews('g', [m], 3_000, false);
+    expect(line).toMatchObject({ length: 2, complete: false });
     expect(line.waiters.map((w) => [w.mode, w.waitedMs, w.deadlineInMs])).toEqual([
       ['read', 1_500, null],
       ['exclusive', 1_000, 6_000],
@@ -137,10 +205,38 @@ describe('board data', () => {
       ],
       t + 2 * STEP_MS,
     );
-    expect(s.t).toEqual([t / 1000]);
-    expect(s.acquiresPerSec).toEqual([50 / (STEP_MS / 1000)]);
-    expect(s.busyRate).toEqual([10 / 60]);
-    expect(s.p50).toEqual([1]);
-    expect(s.p99).toEqual([16]);
+    const i = s.t.indexOf(t / 1000);
+    expect(s.acquiresPerSec[i]).toBe(50 / (STEP_MS / 1000));
+    expect(s.busyRate[i]).toBe(10 / 60);
+    expect(s.p50[i]).toBe(1);
+    expect(s.p99[i]).toBe(16);
+  });
+
+  it('an idle step is a zero of acquires and a gap of rates and waits, never left out', () => {
+    const t = 100 * STEP_MS;
+    const step = (at: number) => ({
+      t: at,
+      acquires: 5,
+      busy: 0,
+      waits: [[3, 5]] as [number, number][],
+    });
+    // Activity, three idle steps, activity again; read in the middle of the step after.
+    const now = t + 5 * STEP_MS + 1_000;
+    const s = seriesOf([[step(t), step(t + 4 * STEP_MS)]], now);
+    // Every step of the window is there, one STEP_MS apart, up to the step in progress.
+    expect(s.t).toHaveLength(STEPS);
+    expect(s.t[s.t.length - 1]).toBe((t + 5 * STEP_MS) / 1000);
+    s.t.slice(1).forEach((v, k) => expect(v - s.t[k]).toBe(STEP_MS / 1000));
+    const at = (ms: number) => s.t.indexOf(ms / 1000);
+    for (const idle of [1, 2, 3, 5].map((n) => at(t + n * STEP_MS))) {
+      expect(s.acquiresPerSec[idle]).toBe(0);
+      expect(s.busyRate[idle]).toBeNull();
+      expect(s.p50[idle]).toBeNull();
+      expect(s.p99[idle]).toBeNull();
+    }
+    expect(s.acquiresPerSec[at(t)]).toBe(1);
+    expect(s.acquiresPerSec[at(t + 4 * STEP_MS)]).toBe(1);
+    // Nothing at all in the window: no series (the page says there was no activity).
+    expect(seriesOf([[step(t)]], t + STEPS * STEP_MS + 1).t).toEqual([]);
   });
 });

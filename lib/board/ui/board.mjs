@@ -97,6 +97,26 @@ window.addEventListener('hashchange', () => {
 
 // ---- charts -----------------------------------------------------------------------------------
 
+/**
+ * The time axis: the charts cover 5 minutes, so the time of day (seconds when ticks are less
+ * than a minute apart), never the date uPlot adds at its first tick; and room for "12:34:56 PM"
+ * between ticks, so no two labels touch.
+ */
+const timeAxis = {
+  space: 90,
+  values: (_u, splits, _axis, _space, incr) =>
+    splits.map((t) =>
+      new Date(t * 1000).toLocaleTimeString([], {
+        hour: '2-digit',
+        minute: '2-digit',
+        ...(incr < 60 && { second: '2-digit' }),
+      }),
+    ),
+};
+
+/** Dots on series with gaps: a step between two idle ones has no line to show it. */
+const points = { show: true, size: 5 };
+
 function makeCharts(host) {
   const width = Math.max(300, Math.floor(host.clientWidth / (host.clientWidth > 700 ? 2 : 1)) - 12);
   const base = { width, height: 170, legend: { live: false } };
@@ -107,10 +127,12 @@ function makeCharts(host) {
       scales: { pct: { range: [0, 100] } },
       series: [
         {},
-        { label: 'acquires/s', stroke: '#0b5cad', width: 2 },
-        { label: 'busy %', stroke: '#a3161b', width: 2, scale: 'pct' },
+        // A step without data is 0 acquires/s (the data says so) and a gap of busy % (null):
+        // never a line drawn across it.
+        { label: 'acquires/s', stroke: '#0b5cad', width: 2, spanGaps: false },
+        { label: 'busy %', stroke: '#a3161b', width: 2, scale: 'pct', spanGaps: false, points },
       ],
-      axes: [{}, { size: 64 }, { scale: 'pct', side: 1, grid: { show: false } }],
+      axes: [timeAxis, { size: 64 }, { scale: 'pct', side: 1, grid: { show: false } }],
     },
     [[], [], []],
     host.querySelector('.c-rate'),
@@ -121,11 +143,11 @@ function makeCharts(host) {
       title: 'Wait p50 / p99 (ms)',
       series: [
         {},
-        { label: 'p50 ms', stroke: '#1d6b2f', width: 2 },
-        { label: 'p99 ms', stroke: '#7a4b00', width: 2 },
+        { label: 'p50 ms', stroke: '#1d6b2f', width: 2, spanGaps: false, points },
+        { label: 'p99 ms', stroke: '#7a4b00', width: 2, spanGaps: false, points },
       ],
       // Room for "10,000" on the axis.
-      axes: [{}, { size: 64 }],
+      axes: [timeAxis, { size: 64 }],
     },
     [[], [], []],
     host.querySelector('.c-wait'),
@@ -228,26 +250,48 @@ const HELD_HEAD = [
   'Group',
 ];
 
-function lineHtml(line, withKey = true) {
-  const items = line.waiters
-    .map(
-      (w) =>
-        `<li><strong>${esc(w.instance ?? 'unknown instance')}</strong> · ${esc(w.mode)} · waited ${ms(w.waitedMs)}` +
-        ` · ${w.deadlineInMs === null ? 'no deadline known' : w.deadlineInMs >= 0 ? `gives up in ${ms(w.deadlineInMs)}` : 'past its deadline'}` +
-        ` <span class="muted">${esc(w.token ?? '')}</span></li>`,
-    )
-    .join('');
-  const more =
-    line.length > line.waiters.length
-      ? `<p class="muted">and ${line.length - line.waiters.length} more</p>`
-      : '';
-  const title = withKey
-    ? `<h3>${keyLink(line.group, line.key)} <span class="muted">${line.length} waiting · ${esc(line.group)}</span></h3>`
-    : '';
-  return `${title}<ol class="line" aria-label="Waiting for ${esc(line.key)}, first in line first">${items}</ol>${more}`;
+/** "3 waiting", or "at least 3 waiting" when the board cannot see every waiter. */
+const waitingCount = (line) => `${line.complete ? '' : 'at least '}${line.length} waiting`;
+
+function waiterHtml(w) {
+  return (
+    `<li><strong>${esc(w.instance ?? 'unknown instance')}</strong> · ${esc(w.mode)} · waited ${ms(w.waitedMs)}` +
+    ` · ${w.deadlineInMs === null ? 'no deadline known' : w.deadlineInMs >= 0 ? `gives up in ${ms(w.deadlineInMs)}` : 'past its deadline'}` +
+    ` <span class="muted">${esc(w.token ?? '')}</span></li>`
+  );
 }
 
-function renderEvents(events, host) {
+function lineHtml(line, withKey = true) {
+  const inLine = line.waiters.filter((w) => !w.inProcess);
+  const inProcess = line.waiters.filter((w) => w.inProcess);
+  const more =
+    line.length > line.waiters.length
+      ? `<p class="muted">and ${line.complete ? '' : 'at least '}${line.length - line.waiters.length} more</p>`
+      : '';
+  const title = withKey
+    ? `<h3>${keyLink(line.group, line.key)} <span class="muted">${waitingCount(line)} · ${esc(line.group)}</span></h3>`
+    : `<p>${waitingCount(line)}</p>`;
+  const ordered = inLine.length
+    ? `<ol class="line" aria-label="Waiting for ${esc(line.key)}, first in line first">${inLine.map(waiterHtml).join('')}</ol>`
+    : '';
+  // On one Redis node a process queues one caller per key: the others wait behind it (or behind
+  // its own hold) inside the process.
+  const behind = inProcess.length
+    ? `<p class="muted">Waiting inside their process, behind its caller in line or its hold:</p>` +
+      `<ul class="line in-process">${inProcess.map(waiterHtml).join('')}</ul>`
+    : '';
+  return `${title}${ordered}${behind}${more}`;
+}
+
+/** What an empty list of events says, by what it lists. */
+const NO_EVENTS = {
+  problems: 'No lost, expired, error or forced events.',
+  all: 'No events yet.',
+  busy: 'No busy answers.',
+};
+const noEvents = (filter) => NO_EVENTS[filter] ?? `No ${filter} events.`;
+
+function renderEvents(events, host, empty) {
   const html = table(
     'Newest first',
     ['Time', 'Event', 'Instance', 'Key', 'Detail'],
@@ -258,7 +302,7 @@ function renderEvents(events, host) {
       td(keyLink(e.group, e.key), 'key'),
       td(esc(e.detail ?? '')),
     ]),
-    'No events yet.',
+    empty,
   );
   if (host.dataset.html !== html) {
     host.innerHTML = html;
@@ -306,7 +350,7 @@ function renderOverview(d) {
       ? d.lines.map((l) => lineHtml(l)).join('')
       : '<p class="empty">Nobody waits.</p>',
   );
-  renderEvents(d.events, document.getElementById('events'));
+  renderEvents(d.events, document.getElementById('events'), noEvents(state.events));
   updateCharts(d.hot.series, document.querySelector('#hot .chart-summary'));
   patch(
     'hotkeys',
@@ -396,8 +440,15 @@ function renderKey(d) {
       ? lineHtml(d.line, false)
       : '<p class="empty">Nobody waits.</p>',
   );
-  renderEvents(d.events, document.getElementById('kevents'));
-  renderEvents(d.busy, document.getElementById('kbusy'));
+  // Its busy answers are listed apart, below: "no events" above them would say otherwise.
+  renderEvents(
+    d.events,
+    document.getElementById('kevents'),
+    d.busy.length
+      ? 'No lost, expired, error or forced events of this key; its busy answers are below.'
+      : 'No events of this key yet.',
+  );
+  renderEvents(d.busy, document.getElementById('kbusy'), noEvents('busy'));
   updateCharts(d.series, document.querySelector('#hot .chart-summary'));
 }
 
