@@ -141,6 +141,13 @@ export function describeBackendScenarios(
       expect(read('r')).toBe(processes * 3);
     });
 
+    it('nested: a bump started inside a hold and not awaited still runs under the lock', async () => {
+      const results = await run({ scenario: 'nested', names: ['n'], calls: 3, delayMs: 20 });
+      expect(linesOf(results, 'hold')).toHaveLength(processes * 3);
+      expect(findOverlaps(linesOf(results, 'hold'))).toEqual([]);
+      expect(read('n')).toBe(processes * 3);
+    });
+
     it('multi-key: transfers in opposite directions take both accounts all or nothing, no deadlock', async () => {
       const transfers = [
         { from: 'x', to: 'y', count: 3 },
