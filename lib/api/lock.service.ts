@@ -414,13 +414,11 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     return new Promise((resolve, reject) => {
       const call: HeldCall = { needed, b, fn, parent, segment, entered, resolve, reject };
       if (given || needed.length === 0) return this.runHeld(given, call);
-      // Not taken: the holds it re-entered are left before the caller hears.
-      const refuse = (err: unknown) => leaveAll(entered, () => reject(err));
       let acquiring: Promise<Lease>;
       try {
         acquiring = b.client.acquire(needed, acquireRequest(b, signal));
       } catch (err) {
-        return refuse(this.refused(err, b));
+        return notTaken(call, this.refused(err, b));
       }
       acquiring.then(
         (lease) => {
@@ -428,11 +426,11 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
           try {
             hold = this.holds.start(lease, b);
           } catch (err) {
-            return refuse(err);
+            return notTaken(call, err);
           }
           this.runHeld(hold, call);
         },
-        (err: unknown) => refuse(this.refused(err, b)),
+        (err: unknown) => notTaken(call, this.refused(err, b)),
       );
     });
   }
@@ -498,6 +496,12 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
         : await b.client.tryAcquire(keys, ttl, b.acks);
     return typeof r === 'number' ? r : this.holds.start(r, b);
   }
+}
+
+/** The call's keys were not taken: it leaves the holds it re-entered, then its caller hears. */
+function notTaken(call: HeldCall, err: unknown): void {
+  if (call.entered.length === 0) return call.reject(err);
+  leaveAll(call.entered, () => call.reject(err));
 }
 
 /** A call ended: it leaves the hold taken for it, then those it re-entered, then `done`. */

@@ -173,6 +173,15 @@ describe('a nested call the outer call does not await', () => {
     expect(await locks.isLocked('b')).toBe(false);
   });
 
+  it('a nested call refused the one more key it asks for leaves the keys it re-entered', async () => {
+    const other = await locks.acquire('c');
+    await expect(
+      locks.using('a', () => locks.using(['a', 'c'], () => 'never runs', { waitTimeout: 0 })),
+    ).rejects.toBeInstanceOf(LockNotAcquiredError);
+    expect(await locks.isLocked('a')).toBe(false);
+    await other.release();
+  });
+
   it('a nested call that throws releases the key too', async () => {
     const inner = gate();
     const running = gate();
