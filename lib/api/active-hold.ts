@@ -9,6 +9,8 @@ export interface HoldOwner {
   lost(hold: ActiveHold, error: LockLostError): void;
   /** Stops the watchdog and releases, once. */
   finish(hold: ActiveHold): Promise<void>;
+  /** A call in the hold ended: the last one out releases (see `ActiveHold.leave`). */
+  leave(hold: ActiveHold, done: () => void): void;
 }
 
 /**
@@ -22,6 +24,12 @@ export class ActiveHold implements HoldRecord, WatchedHold {
   watchdog?: Watchdog;
   /** Seen by reentrant calls: whether the hold still counts. */
   active = true;
+  /**
+   * Calls running in the hold: the one that took it, and the nested calls that re-entered it.
+   * The hold is released when the last of them ends, so a nested call nobody awaits never runs
+   * unlocked.
+   */
+  calls = 1;
   /** ms the lock stays held after it was taken, even if the call ends sooner (`minHold`). */
   minHold = 0;
   /** `'read'` for a shared read hold, else `'write'` (exclusive or a permit). */
@@ -64,8 +72,22 @@ export class ActiveHold implements HoldRecord, WatchedHold {
     this.owner.lost(this, error);
   }
 
-  /** Stops the watchdog and releases the lock (once). */
+  /** Stops the watchdog and releases the lock (once), whoever is still inside. */
   release(): Promise<void> {
     return this.owner.finish(this);
+  }
+
+  /** A nested call re-enters the hold: it is released only once that call has ended too. */
+  enter(): void {
+    this.calls++;
+  }
+
+  /**
+   * A call in the hold ended: `done` runs at once while other calls are still inside (the hold
+   * goes on, renewed), else once the release answered (or RELEASE_ANSWER_WAIT_MS after it was
+   * sent: see `ActiveHolds.finishThen`).
+   */
+  leave(done: () => void): void {
+    this.owner.leave(this, done);
   }
 }

@@ -32,6 +32,7 @@ export class ActiveHolds {
   private readonly owner: HoldOwner = {
     lost: (hold, error) => this.lost(hold, error),
     finish: (hold) => this.finish(hold),
+    leave: (hold, done) => this.leave(hold, done),
   };
 
   constructor(
@@ -108,6 +109,12 @@ export class ActiveHolds {
   finish(hold: ActiveHold): Promise<void> {
     if (!hold.active) return DONE;
     return new Promise((resolve) => this.finishThen(hold, resolve));
+  }
+
+  /** A call in `hold` ended: the last one out finishes it (`finishThen`); the others go at once. */
+  leave(hold: ActiveHold, done: () => void): void {
+    if (hold.active && --hold.calls > 0) return done();
+    this.finishThen(hold, done, false);
   }
 
   /**

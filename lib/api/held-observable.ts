@@ -3,14 +3,17 @@ import { LockContext, type LockScope } from './lock-context';
 
 /**
  * A locked method's Observable, holding the lock until it completes, errors or is unsubscribed:
- * it runs in the lock's context, and `finish` (the release) comes before its end is passed on.
+ * it runs in the lock's context, and `end` (the call leaves its holds) comes before its end is
+ * passed on. `end` runs once, whichever comes first.
  * @internal
  */
 export function heldObservable(
   source: Observable<unknown>,
   scope: LockScope,
-  finish: () => Promise<void>,
+  end: () => Promise<void>,
 ): Observable<unknown> {
+  let ended: Promise<void> | undefined;
+  const finish = () => (ended ??= end());
   return new Observable((subscriber) => {
     const inner = LockContext.run(scope, () =>
       source.subscribe({

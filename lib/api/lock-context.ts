@@ -1,9 +1,13 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { LockContextInfo } from '../interfaces';
 
-/** A hold as seen by reentrant calls. @internal */
+/** A hold as seen by reentrant calls (see `ActiveHold`). @internal */
 export interface HoldRecord {
   active: boolean;
+  /** A nested call comes in: the hold is not released before it ends. */
+  enter(): void;
+  /** A call in it ended: `done` at once, or after the release when it was the last one. */
+  leave(done: () => void): void;
 }
 
 /** @internal */

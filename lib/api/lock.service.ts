@@ -18,8 +18,8 @@ import { HoldHandle } from './hold-handle';
 import { HoldScope } from './hold-scope';
 import { heldObservable } from './held-observable';
 import { acquireRequest, type Behaviour, leaseTtl, resolveBehaviour } from './call-behaviour';
-import { holdId, holdsInScope, LockContext, type LockScope } from './lock-context';
-import { checkReentry } from './reentry';
+import { type HoldRecord, holdId, LockContext, type LockScope } from './lock-context';
+import { checkReentry, leaveAll, reenter } from './reentry';
 import { type ResolvedRedlockOptions, validateBehaviour } from '../options/redlock-options';
 import { DEFAULT_CLIENT, RESOLVED_OPTIONS } from '../redlock.constants';
 import {
@@ -69,11 +69,14 @@ interface HeldCall {
   readonly fn: () => unknown;
   readonly parent: LockScope | undefined;
   readonly segment: number | undefined;
+  /** Holds of the enclosing calls that this nested call re-entered: left when it ends. */
+  readonly entered: readonly HoldRecord[];
   readonly resolve: (value: unknown) => void;
   readonly reject: (reason: unknown) => void;
 }
 
-const settle = async <T>(value: T | Promise<T>): Promise<T> => value;
+/** No hold re-entered (a call outside any locked call, or a segmented one). */
+const NONE: readonly HoldRecord[] = [];
 
 /**
  * Distributed locks for code that is not a decorated method, and the engine behind `@Locked`.
@@ -380,18 +383,23 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
         throw this.refused(err, b);
       }) as Promise<never>;
     }
-    if (scope) checkReentry(scope, sorted, b);
-    // Keys this context already holds are not taken twice.
-    const needed = scope ? sorted.filter((k) => !holdsInScope(scope, b.clientName, k)) : sorted;
-    // Reentrancy: every key already held by this async context -> no Redis round trip.
-    if (scope && needed.length === 0) return settle(fn()) as Promise<never>;
-    return this.runWith(undefined, needed, b, fn, scope, undefined, signal) as Promise<never>;
+    if (!scope) {
+      return this.runWith(undefined, sorted, b, fn, scope, undefined, signal) as Promise<never>;
+    }
+    checkReentry(scope, sorted, b);
+    // Keys this context already holds are not taken twice: the call enters their holds, which
+    // are then released only once it has ended too (awaited or not). Every key held: it runs at
+    // once, without a round trip.
+    const { entered, needed } = reenter(scope, b.clientName, sorted);
+    const running = this.runWith(undefined, needed, b, fn, scope, undefined, signal, entered);
+    return running as Promise<never>;
   }
 
   /**
-   * Runs `fn` under `given`, or under the keys `needed`, taken first. Not async: one promise
-   * carries the call from the acquire to the release's answer (every async step would make a
-   * promise of its own, and with the lock context's async hooks each promise allocates more).
+   * Runs `fn` under `given`, or under the keys `needed`, taken first (none: it runs in the holds
+   * it `entered`). Not async: one promise carries the call from the acquire to the release's
+   * answer (every async step would make a promise of its own, and with the lock context's async
+   * hooks each promise allocates more).
    */
   private runWith(
     given: ActiveHold | undefined,
@@ -401,15 +409,16 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     parent: LockScope | undefined,
     segment?: number,
     signal?: AbortSignal,
+    entered = NONE,
   ): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      const call: HeldCall = { needed, b, fn, parent, segment, resolve, reject };
-      if (given) return this.runHeld(given, call);
+      const call: HeldCall = { needed, b, fn, parent, segment, entered, resolve, reject };
+      if (given || needed.length === 0) return this.runHeld(given, call);
       let acquiring: Promise<Lease>;
       try {
         acquiring = b.client.acquire(needed, acquireRequest(b, signal));
       } catch (err) {
-        return reject(this.refused(err, b));
+        return notTaken(call, this.refused(err, b));
       }
       acquiring.then(
         (lease) => {
@@ -417,32 +426,39 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
           try {
             hold = this.holds.start(lease, b);
           } catch (err) {
-            return reject(err);
+            return notTaken(call, err);
           }
           this.runHeld(hold, call);
         },
-        (err: unknown) => reject(this.refused(err, b)),
+        (err: unknown) => notTaken(call, this.refused(err, b)),
       );
     });
   }
 
-  /** Runs the call's method under `hold`; its promise settles once the hold is released. */
-  private runHeld(hold: ActiveHold, call: HeldCall): void {
-    const { b, resolve, reject } = call;
-    const scope = new HoldScope(hold, b.clientName, call.needed, call.parent, call.segment);
+  /**
+   * Runs the call's method under `hold` (taken for it), or in the holds it re-entered only
+   * (`hold` undefined: it runs in its caller's context); its promise settles once the call has
+   * left them all (after the release, when it was the last call in a hold).
+   */
+  private runHeld(hold: ActiveHold | undefined, call: HeldCall): void {
+    const { b, resolve, reject, entered } = call;
+    const scope = hold
+      ? new HoldScope(hold, b.clientName, call.needed, call.parent, call.segment)
+      : (call.parent as LockScope);
     let result: unknown;
     try {
-      result = LockContext.run(scope, call.fn);
+      result = hold ? LockContext.run(scope, call.fn) : call.fn();
     } catch (err) {
-      return this.holds.finishThen(hold, () => reject(err), false);
+      return endCall(hold, entered, () => reject(err));
     }
     if (isObservable(result)) {
-      return resolve(heldObservable(result, scope, () => this.holds.finish(hold)));
+      const end = () => new Promise<void>((ended) => endCall(hold, entered, ended));
+      return resolve(heldObservable(result, scope, end));
     }
     // As `await result` would: a thenable is followed, any other value is the result.
     Promise.resolve(result).then(
-      (value) => this.holds.finishThen(hold, () => resolve(value), false),
-      (err: unknown) => this.holds.finishThen(hold, () => reject(err), false),
+      (value) => endCall(hold, entered, () => resolve(value)),
+      (err: unknown) => endCall(hold, entered, () => reject(err)),
     );
   }
 
@@ -480,6 +496,23 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
         : await b.client.tryAcquire(keys, ttl, b.acks);
     return typeof r === 'number' ? r : this.holds.start(r, b);
   }
+}
+
+/** The call's keys were not taken: it leaves the holds it re-entered, then its caller hears. */
+function notTaken(call: HeldCall, err: unknown): void {
+  if (call.entered.length === 0) return call.reject(err);
+  leaveAll(call.entered, () => call.reject(err));
+}
+
+/** A call ended: it leaves the hold taken for it, then those it re-entered, then `done`. */
+function endCall(
+  hold: ActiveHold | undefined,
+  entered: readonly HoldRecord[],
+  done: () => void,
+): void {
+  if (!hold) return leaveAll(entered, done);
+  if (entered.length === 0) return hold.leave(done);
+  hold.leave(() => leaveAll(entered, done));
 }
 
 function sortUnique(keys: readonly string[]): readonly string[] {

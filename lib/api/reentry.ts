@@ -2,7 +2,7 @@ import { LockConfigError } from '../errors';
 import { READ_TO_WRITE } from './api.messages';
 import { MODE_MISMATCH } from '../engine/engine.messages';
 import type { Behaviour } from './call-behaviour';
-import { holderInScope, type LockScope } from './lock-context';
+import { type HoldRecord, holderInScope, type LockScope } from './lock-context';
 
 /**
  * A nested call asking for keys its async context holds: a write holder may enter any hold of
@@ -25,3 +25,40 @@ export function checkReentry(scope: LockScope, keys: readonly string[], b: Behav
 
 const describe = (h: { mode: 'read' | 'write'; permits: number }): string =>
   h.mode === 'read' ? 'read' : h.permits > 1 ? `permits: ${h.permits}` : 'write';
+
+/** What `reenter` found: the holds a nested call entered, and the keys it must still take. */
+export interface Reentry {
+  readonly entered: readonly HoldRecord[];
+  readonly needed: readonly string[];
+}
+
+/**
+ * A nested call enters every hold of its async context that covers one of its `keys` (each hold
+ * once): those holds are released only once the call has ended, even if nobody awaits it. The
+ * keys no hold of the context covers are still to be taken.
+ * @internal
+ */
+export function reenter(scope: LockScope, client: string, keys: readonly string[]): Reentry {
+  const entered: HoldRecord[] = [];
+  const needed: string[] = [];
+  for (const key of keys) {
+    const holder = holderInScope(scope, client, key);
+    if (!holder) {
+      needed.push(key);
+    } else if (!entered.includes(holder.record)) {
+      holder.record.enter();
+      entered.push(holder.record);
+    }
+  }
+  return { entered, needed };
+}
+
+/** Every hold of `entered` left (by a call that ended), then `done`. @internal */
+export function leaveAll(entered: readonly HoldRecord[], done: () => void): void {
+  let left = entered.length;
+  if (left === 0) return done();
+  const one = () => {
+    if (--left === 0) done();
+  };
+  for (const record of entered) record.leave(one);
+}

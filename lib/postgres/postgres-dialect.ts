@@ -60,14 +60,26 @@ const UNLOCK_ALL: QueryConfig = {
 };
 
 /**
- * A permit: the first free slot of the key, tried in the order given (a scan of the array stops
- * at the first row LIMIT lets through, so no slot after it is taken); no row when all are held.
+ * Slot `($2 + s.i) % $3` of the key whose lock name is `$1`, as a bigint advisory lock: the first
+ * 8 bytes of the SHA-256 of `<key lock name>#permit:<slot>`, as `lockName` names it (the wait
+ * names the starting slot in JavaScript).
+ */
+const SLOT =
+  `('x' || encode(substring(sha256(convert_to(` +
+  `$1::text || '#permit:' || (($2::bigint + s.i) % $3::bigint), 'UTF8')) FROM 1 FOR 8), 'hex'))` +
+  `::bit(64)::bigint`;
+
+/**
+ * A permit: the first free slot of the key, walking from slot `$2` over the `$3` slots; no row
+ * when all are held. The walk is a recursive CTE, which PostgreSQL evaluates only as far as
+ * LIMIT pulls it: it stops at the first slot it takes, so it tries at most one slot more than
+ * are held (each held slot is a session of the server), whatever N is.
  */
 const PERMIT_TRY = {
-  name: 'nest-locked:p:try',
+  name: 'nest-locked:p:walk',
   text:
-    `SELECT ${FENCE} AS fence FROM unnest($1::bigint[]) AS s(k) ` +
-    `WHERE pg_try_advisory_lock(s.k) LIMIT 1`,
+    `WITH RECURSIVE s(i) AS (SELECT 0::bigint UNION ALL SELECT i + 1 FROM s WHERE i + 1 < $3::bigint) ` +
+    `SELECT ${FENCE} AS fence FROM s WHERE pg_try_advisory_lock(${SLOT}) LIMIT 1`,
 };
 
 /**
@@ -161,19 +173,17 @@ export class PostgresDialect extends SqlDialectBase<PostgresSession, Pool> {
       throw new LockConfigError(POSTGRES_PERMITS_ONE_KEY(names.length), 'permits');
     }
     const start = this.turn++ % permits;
-    const slots = Array.from({ length: permits }, (_, i) =>
-      this.lockName(`${names[0]}#permit:${(start + i) % permits}`),
-    );
     const { rows } = await session.client.query<{ fence: string }>({
       ...PERMIT_TRY,
-      values: [slots],
+      values: [names[0], start, permits],
     });
     let fence = rows[0]?.fence ?? null;
     if (fence === null && waitMs > 0) {
       try {
+        const first = this.lockName(`${names[0]}#permit:${start}`);
         const { rows: waited } = await session.client.query<{ fence: string }>({
           ...this.exclusive.wait,
-          values: [[slots[0]], `${Math.ceil(waitMs)}ms`],
+          values: [[first], `${Math.ceil(waitMs)}ms`],
         });
         fence = waited[0].fence;
       } catch (err) {

@@ -42,6 +42,8 @@ export interface BackendScenarioOptions {
   waitTimeout?: number;
   /** Limit of one scenario, in ms (the workers exit on their own past it). @default 60_000 */
   timeoutMs?: number;
+  /** Whether the backend has permits (MySQL has not). @default true */
+  permits?: boolean;
 }
 
 type Line<T extends BackendWorkerLine['type']> = Extract<BackendWorkerLine, { type: T }>;
@@ -140,6 +142,23 @@ export function describeBackendScenarios(
       expect(findOverlaps(linesOf(results, 'hold'))).toEqual([]);
       expect(read('r')).toBe(processes * 3);
     });
+
+    it('nested: a bump started inside a hold and not awaited still runs under the lock', async () => {
+      const results = await run({ scenario: 'nested', names: ['n'], calls: 3, delayMs: 20 });
+      expect(linesOf(results, 'hold')).toHaveLength(processes * 3);
+      expect(findOverlaps(linesOf(results, 'hold'))).toEqual([]);
+      expect(read('n')).toBe(processes * 3);
+    });
+
+    (options.permits === false ? it.skip : it)(
+      'permits: 2**31 - 1 admits every caller at once, each with its own fence (the cost does not grow with N)',
+      async () => {
+        const results = await run({ scenario: 'permits', permits: 2 ** 31 - 1, calls: 3 });
+        const holds = linesOf(results, 'hold');
+        expect(holds).toHaveLength(processes * 3);
+        expect(new Set(holds.map((h) => h.fence)).size).toBe(processes * 3);
+      },
+    );
 
     it('multi-key: transfers in opposite directions take both accounts all or nothing, no deadlock', async () => {
       const transfers = [

@@ -13,6 +13,7 @@ function owner() {
   const o: HoldOwner = {
     lost: (hold, error) => void lost.push([hold, error]),
     finish: async (hold) => void finished.push(hold),
+    leave: (_hold, done) => done(),
   };
   return { o, lost, finished };
 }

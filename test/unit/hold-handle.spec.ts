@@ -20,7 +20,7 @@ function held(renews = true) {
   const extend = jest.fn(async () => renews);
   const client = { name: 'default', extend } as unknown as LockBackend;
   const finish = jest.fn(async () => undefined);
-  const owner: HoldOwner = { lost: () => undefined, finish };
+  const owner: HoldOwner = { lost: () => undefined, finish, leave: (_hold, done) => done() };
   const hold = new ActiveHold(lease, client, owner);
   hold.mode = 'read';
   return { hold, lease, extend, finish };

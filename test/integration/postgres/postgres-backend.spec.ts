@@ -7,6 +7,7 @@ import {
   type RedlockModuleOptions,
 } from 'nest-locked';
 import { postgresBackend } from 'nest-locked/postgres';
+import { keyDigest } from '../../../lib/sql/key-hash';
 import { createLockApp, uniquePrefix, within } from '../../support/lock-app';
 import { type PostgresServerHandle, startPostgres } from '../../support/postgres-server';
 import { describeSqlBackend, waitFor } from '../../support/sql-backend-suite';
@@ -94,6 +95,36 @@ describe('postgresBackend: read locks, permits, session settings, pool size (rea
       LockConfigError,
     );
   });
+
+  it('permits: 2**31 - 1 (the cost of a permit does not grow with N): holders take slots named as before', async () => {
+    const huge = 2 ** 31 - 1;
+    const [first, second] = [await locks(), await locks()];
+    const a = await within(first.acquire('huge', { permits: huge, waitTimeout: 0 }), 20_000, 'a');
+    const b = await within(second.acquire('huge', { permits: huge, waitTimeout: 0 }), 20_000, 'b');
+    expect(b.fence).toBeGreaterThan(a.fence);
+    // Each app starts at slot 0 (its first call): the first took it, the second walked on to
+    // slot 1. A slot is the advisory lock of `<the key's lock>#permit:<slot>`, as before, so apps
+    // of an older version and of this one share the same slots.
+    const key = advisoryLockOf(`${prefix}huge`);
+    const slot = (i: number) => advisoryLockOf(`${key}#permit:${i}`);
+    expect(await heldAdvisoryLocks([slot(0), slot(1), slot(2)])).toEqual([slot(0), slot(1)]);
+    await a.release();
+    await b.release();
+    expect(await heldAdvisoryLocks([slot(0), slot(1)])).toEqual([]);
+  });
+
+  /** The bigint advisory lock of a lock name, as PostgresDialect names it. */
+  const advisoryLockOf = (name: string): string => keyDigest(name).readBigInt64BE(0).toString();
+
+  /** Which of `locks` (bigint advisory locks) some session holds right now. */
+  async function heldAdvisoryLocks(locks: string[]): Promise<string[]> {
+    const rows = await pg.sql<{ k: string }>(
+      `SELECT ((classid::bigint << 32) | objid::bigint)::bigint::text AS k FROM pg_locks ` +
+        `WHERE locktype = 'advisory' AND granted AND objsubid = 1`,
+    );
+    const held = new Set(rows.map((r) => BigInt.asIntN(64, BigInt(r.k)).toString()));
+    return locks.filter((l) => held.has(l));
+  }
 
   it("leaves no lock_timeout behind on the application's pooled connection", async () => {
     const pool = new Pool({ ...pg.config, max: 1 });
