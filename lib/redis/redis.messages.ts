@@ -10,3 +10,15 @@ export const REPLICAS_NOT_ANSWERING = (wanted: number, timeout: number) =>
 
 export const NO_ANSWER_IN_TIME = (timeout: number) =>
   `no answer from Redis within ${timeout} ms (commandTimeout)`;
+
+export const NODE_RESTARTED = (node: string, agoMs: number, inMs: number) =>
+  `${node} restarted ${Math.round(agoMs)} ms ago and votes again in ${Math.ceil(inMs)} ms`;
+
+export const NODE_BACK_UNCONFIRMED = (node: string) =>
+  `${node} is back but its server (run_id, uptime) is not read yet`;
+
+export const RESTARTED_NODES_BARRED = (nodes: readonly string[], longestMs: number) =>
+  `no majority of nodes may vote for a new lock: ${nodes.join('; ')}. A node restarted without ` +
+  `persistence forgot the locks it granted, so it counts toward no new lock until the longest ` +
+  `lease in use (${longestMs} ms) has passed since its start (Redlock's restart rule); ` +
+  `waiting callers wait for it`;
