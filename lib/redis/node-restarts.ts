@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { ReplyError } from 'ioredis';
 import { nodeName } from './node-ping';
 import { isCluster, type RedisNode } from './redis-node';
 import { NODE_BACK_UNCONFIRMED, NODE_RESTARTED, RESTARTED_NODES_BARRED } from './redis.messages';
@@ -44,8 +45,9 @@ interface NodeState {
  *   group whose nodes all started within a lease of each other is taken as started together
  *   (else a fresh deployment would refuse every lock for a lease).
  * The longest lease in use is the group's `ttl` or the longest lease this process has asked for
- * (acquire, renewal, handoff, release by expiry), with its drift allowance. Redis Cluster nodes
- * are not followed: a Cluster's masters fail over on their own.
+ * (acquire, renewal, handoff, release by expiry), with its drift allowance. Not followed: Redis
+ * Cluster nodes (a Cluster's masters fail over on their own) and nodes that refuse INFO (an ACL
+ * without it): they vote as before.
  * @internal
  */
 export class NodeRestarts {
@@ -171,8 +173,11 @@ export class NodeRestarts {
       (info) => {
         if (state.epoch === epoch) this.started(state, info);
       },
-      () => {
-        if (this.closed || state.epoch !== epoch || node.status !== 'ready') return;
+      (error: unknown) => {
+        if (this.closed || state.epoch !== epoch) return;
+        // Refused (INFO not allowed to this user): its restarts cannot be told, it votes.
+        if (error instanceof ReplyError) return this.unreadable(state);
+        if (node.status !== 'ready') return;
         setTimeout(() => {
           if (!this.closed && state.epoch === epoch) this.read(state);
         }, READ_RETRY_MS).unref();
@@ -181,11 +186,17 @@ export class NodeRestarts {
     state.reading = reading.finally(() => clearTimeout(timer));
   }
 
+  /** A node whose server cannot be read votes as if it never restarted (documented). */
+  private unreadable(state: NodeState): void {
+    state.unconfirmed = false;
+    this.recount();
+  }
+
   /** What an INFO server reply says of the node's start. */
   private started(state: NodeState, info: string): void {
     const runId = /^run_id:(\w+)/m.exec(info)?.[1];
     const uptime = Number(/^uptime_in_seconds:(\d+)/m.exec(info)?.[1]);
-    if (runId === undefined || !Number.isFinite(uptime)) return;
+    if (runId === undefined || !Number.isFinite(uptime)) return this.unreadable(state);
     const now = performance.now();
     // Uptime counts whole seconds: the start taken is the latest it can have been.
     const start = now - uptime * 1_000;
