@@ -1,7 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { ReplyError } from 'ioredis';
-import { nodeName } from './node-ping';
-import { isCluster, type RedisNode } from './redis-node';
+import { isCluster, nodeName, type RedisNode } from './redis-node';
 import { NODE_BACK_UNCONFIRMED, NODE_RESTARTED, RESTARTED_NODES_BARRED } from './redis.messages';
 
 /** How long after a failed read of a node's start it is read again (while it stays connected). */
