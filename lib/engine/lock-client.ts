@@ -398,6 +398,14 @@ export class LockClient implements LockBackend {
     for (const waiter of this.lines.waiters()) waiter.abort();
   }
 
+  /**
+   * A lease of `ttl` ms is in use in this group (a `@Locked` method declares it): on a quorum a
+   * restarted node waits at least this long before it votes for a new lock.
+   */
+  leaseInUse(ttl: number): void {
+    this.protocol.leaseInUse(ttl);
+  }
+
   /** Resolves once the nodes connected so far are known (startup: see `NodeRestarts`). */
   nodesConfirmed(): Promise<void> {
     return this.protocol.nodesConfirmed();

@@ -449,6 +449,11 @@ export class LockProtocol {
     return { kind: 'ok', fences, start, spare: settings.block - 1, uncontended: false };
   }
 
+  /** A lease of `ttl` ms is in use (see `NodeRestarts.leaseInUse`). */
+  leaseInUse(ttl: number): void {
+    this.group.restarts.leaseInUse(ttl);
+  }
+
   /** Resolves once the nodes' servers connected so far are read (see `NodeRestarts`). */
   nodesConfirmed(): Promise<void> {
     return this.group.restarts.confirmed();

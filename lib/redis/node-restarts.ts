@@ -18,8 +18,11 @@ interface NodeState {
    * the longest lease has passed since. Undefined: nothing forgotten, it votes.
    */
   forgotSince?: number;
-  /** First seen by this client less than the longest lease after its start. */
-  young: boolean;
+  /**
+   * `performance.now()` of this client's first read of the node, until it is judged by it (see
+   * `cameBackIntoRunningGroup`); undefined once judged, or before the first read.
+   */
+  firstRead?: number;
   /** Its connection closed and its `run_id` was not read since: it may have restarted. */
   unconfirmed: boolean;
   /** `performance.now()` when its connection last closed. */
@@ -70,7 +73,7 @@ export class NodeRestarts {
     if (nodes.length < 2) return;
     for (const node of nodes) {
       if (isCluster(node)) continue;
-      const state: NodeState = { node, young: false, unconfirmed: true, epoch: 0 };
+      const state: NodeState = { node, unconfirmed: true, epoch: 0 };
       this.states.set(node, state);
       const onClose = () => this.connectionClosed(state);
       const onReady = () => this.read(state);
@@ -87,7 +90,10 @@ export class NodeRestarts {
 
   /** A lease of `ttl` ms is in use: a restarted node waits at least this long. */
   leaseInUse(ttl: number): void {
-    if (ttl > this.longest) this.longest = ttl;
+    if (ttl <= this.longest) return;
+    this.longest = ttl;
+    // A node first read young under a shorter lease may be young under this one.
+    this.cameBackIntoRunningGroup();
   }
 
   /** Whether `node` may count toward a new acquire's majority now. */
@@ -200,8 +206,9 @@ export class NodeRestarts {
     // Uptime counts whole seconds: the start taken is the latest it can have been.
     const start = now - uptime * 1_000;
     if (state.runId === undefined) {
-      state.young = start + this.longest > now;
+      state.firstRead = now;
     } else if (state.runId !== runId) {
+      state.firstRead = undefined;
       // Restarted (or another server behind the address): what it granted is gone since its
       // start, or since the old server was last heard when that was later.
       state.forgotSince = Math.max(start, state.closedAt ?? start);
@@ -210,22 +217,25 @@ export class NodeRestarts {
     state.start = start;
     state.unconfirmed = false;
     this.cameBackIntoRunningGroup();
-    this.recount();
   }
 
   /**
-   * Nodes first seen young count as restarted when another node had been up a whole lease
-   * before they started: they came back into a group that was granting leases.
+   * Nodes first read less than a lease after their start count as restarted when another node
+   * had been up a whole lease before they started: they came back into a group that was
+   * granting leases. Judged again as reads come in and the longest lease grows.
    */
   private cameBackIntoRunningGroup(): void {
-    const starts: number[] = [];
-    for (const s of this.states.values()) if (s.start !== undefined) starts.push(s.start);
-    const earliest = Math.min(...starts);
+    let earliest = Infinity;
     for (const s of this.states.values()) {
-      if (!s.young || s.start === undefined) continue;
-      if (earliest + this.longest > s.start) continue;
-      s.forgotSince ??= s.start;
-      s.young = false;
+      if (s.start !== undefined) earliest = Math.min(earliest, s.start);
     }
+    for (const s of this.states.values()) {
+      if (s.firstRead === undefined || s.start === undefined) continue;
+      const youngWhenRead = s.start + this.longest > s.firstRead;
+      if (!youngWhenRead || earliest + this.longest > s.start) continue;
+      s.forgotSince ??= s.start;
+      s.firstRead = undefined;
+    }
+    this.recount();
   }
 }

@@ -98,6 +98,15 @@ describe('NodeRestarts: which quorum nodes may vote for a new lock (Redlock rest
     restarts.close();
   });
 
+  it('a node first read under a short lease is judged again when a longer one comes into use', async () => {
+    const { voting, restarts } = await group([20, 20, 2], 1_000);
+    expect(voting()).toEqual([true, true, true]);
+    // A @Locked method declares a 10 s lease: the node restarted 2 s ago may have forgotten one.
+    restarts.leaseInUse(10_000);
+    expect(voting()).toEqual([true, true, false]);
+    restarts.close();
+  });
+
   it('a restarted node votes again once the longest lease has passed since its start', async () => {
     const { servers, nodes, restarts } = await group([HOUR, HOUR, HOUR], 50);
     servers[1].closed();
