@@ -204,7 +204,7 @@ function conclude(
   if (barred > 0 && perNode.length + barred >= need) {
     const { restarts } = group;
     if (round.waits) return { kind: 'busy', pttl: restarts.clearsIn() };
-    throw new LockBackendError(keys, [new Error(restarts.why())]);
+    throw new LockBackendError(keys, [new Error(restarts.why()), ...errors]);
   }
   return conflict ?? { kind: 'busy', pttl: pttl ?? 0 };
 }

@@ -46,8 +46,9 @@ interface NodeState {
  *   group had been up a whole lease before it started: it came back into a running group. A
  *   group whose nodes all started within a lease of each other is taken as started together
  *   (else a fresh deployment would refuse every lock for a lease).
- * The longest lease in use is the group's `ttl` or the longest lease this process has asked for
- * (acquire, renewal, handoff, release by expiry), with its drift allowance. Not followed: Redis
+ * The longest lease in use is the group's `ttl`, or a longer one its `@Locked` methods declare or
+ * this process asked for (acquire, renewal, handoff, release by expiry), with its drift
+ * allowance. Not followed: Redis
  * Cluster nodes (a Cluster's masters fail over on their own) and nodes that refuse INFO (an ACL
  * without it): they vote as before.
  * @internal
@@ -127,8 +128,10 @@ export class NodeRestarts {
     const nodes: string[] = [];
     for (const s of this.states.values()) {
       const name = nodeName(s.node);
-      if (s.unconfirmed) nodes.push(NODE_BACK_UNCONFIRMED(name));
-      else if (s.forgotSince !== undefined && now < this.clearsAt(s.forgotSince)) {
+      // A node not connected is not listed: its vote was its connection's error.
+      if (s.unconfirmed) {
+        if (s.node.status === 'ready') nodes.push(NODE_BACK_UNCONFIRMED(name));
+      } else if (s.forgotSince !== undefined && now < this.clearsAt(s.forgotSince)) {
         nodes.push(NODE_RESTARTED(name, now - s.forgotSince, this.clearsAt(s.forgotSince) - now));
       }
     }
