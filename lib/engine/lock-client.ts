@@ -44,6 +44,8 @@ export interface LockClientSettings {
   driftFactor: number;
   localHandoffs: number;
   commandTimeout: number;
+  /** The group's default lease in ms (`ttl`): where the longest lease in use starts. */
+  ttl?: number;
   /** Fast paths switched on (absent: all of them). See `EnginePolicies`. */
   policies?: EnginePolicies;
   /** Why a node cannot be used, when known better than by a command's error (see ScriptRunner). */
@@ -117,6 +119,8 @@ export class LockClient implements LockBackend {
         // Fences reserved per single-key lease: the holder's and one per possible local handoff.
         block: this.fair ? settings.localHandoffs + 1 : 1,
         drift: (ttl) => this.leases.drift(ttl),
+        ttl: settings.ttl ?? 0,
+        commandTimeout: settings.commandTimeout,
       },
       this.stats,
     );
@@ -217,7 +221,7 @@ export class LockClient implements LockBackend {
     line.startTry();
     return new Promise((resolve, reject) => {
       // The first try neither queues nor flags: only a waiting caller asks to be woken.
-      this.protocol.firstTryThen(keys, taker.token, ttl, startedAt, acks, (error, first) => {
+      this.protocol.firstTryThen(keys, taker.token, ttl, startedAt, acks, waits, (error, first) => {
         if (error !== undefined) {
           this.lines.tryEnded(line);
           return reject(error);
@@ -254,7 +258,8 @@ export class LockClient implements LockBackend {
     signal: AbortSignal | undefined,
   ): Promise<Lease> {
     const { token, ttl, startedAt, acks } = taker;
-    const first = await this.protocol.attempt(keys, token, ttl, 0, startedAt, acks);
+    const waits = waitTimeout > 0;
+    const first = await this.protocol.attempt(keys, token, ttl, 0, startedAt, acks, waits);
     if (first.kind === 'ok') return this.hold(keys, taker, first);
     if (waitTimeout <= 0) throw new LockNotAcquiredError(keys, 0, first.pttl);
     return waitForKeys(this.keysWait, keys, taker, deadline, signal);
@@ -415,8 +420,22 @@ export class LockClient implements LockBackend {
     for (const waiter of this.lines.waiters()) waiter.abort();
   }
 
+  /**
+   * A lease of `ttl` ms is in use in this group (a `@Locked` method declares it): on a quorum a
+   * restarted node waits at least this long before it votes for a new lock.
+   */
+  leaseInUse(ttl: number): void {
+    this.protocol.leaseInUse(ttl);
+  }
+
+  /** Resolves once the nodes connected so far are known (startup: see `NodeRestarts`). */
+  nodesConfirmed(): Promise<void> {
+    return this.protocol.nodesConfirmed();
+  }
+
   async close(): Promise<void> {
     this.abortWaits();
+    this.protocol.close();
     this.runner.close();
     await this.notifier.close();
   }

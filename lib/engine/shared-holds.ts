@@ -95,6 +95,7 @@ export class SharedHolds implements SharedWaitOwner {
           arg,
           taker.startedAt,
           acks,
+          waitTimeout > 0,
         );
         if (first.kind === 'ok') return this.hold(keys, taker, first, share);
         if (first.kind === 'conflict') throw conflictError(keys[0], share, first.held);

@@ -137,6 +137,7 @@ export class LockClientRegistry implements LockGroups, OnModuleInit, OnApplicati
           driftFactor: options.driftFactor,
           localHandoffs: options.localHandoffs,
           commandTimeout: options.commandTimeout,
+          ttl: options.ttl,
           policies: policiesFromEnv(),
           connectionError: (node) => this.connectionError(node),
         },
@@ -254,6 +255,9 @@ export class LockClientRegistry implements LockGroups, OnModuleInit, OnApplicati
       );
     }
     await Promise.all(pending);
+    // A quorum's nodes vote once their servers are read (Redlock's restart rule): the first
+    // locks must not find them unread. Each read is bounded by commandTimeout.
+    await Promise.all([...this.clients().values()].map((client) => client.nodesConfirmed()));
     await Promise.all(
       [...this.groups].flatMap(([name, group]) =>
         group.nodes.map((node) => this.warnIfEvicting(name, node)),

@@ -9,7 +9,9 @@ import { LOCKED_UNKNOWN_CLIENT, SHARED_UNSUPPORTED } from './module.messages';
 /**
  * Checks every `@Locked` method at startup against the module's options (a `client` group that
  * does not exist, or a read lock or permits on a backend without them, fails startup, not the
- * first call). It validates; it never patches methods.
+ * first call), and tells each Redis group the leases its methods declare (a quorum's restarted
+ * nodes wait out the longest lease in use, even one no call asked for yet). It validates; it
+ * never patches methods.
  * @internal
  */
 @Injectable()
@@ -29,7 +31,7 @@ export class LockExplorer implements OnModuleInit {
       for (const name of this.scanner.getAllMethodNames(proto)) {
         const method = getLockedMethod((proto as Record<string, unknown>)[name]);
         if (!method) continue;
-        const { client = DEFAULT_CLIENT, mode, permits = 1 } = method.options;
+        const { client = DEFAULT_CLIENT, mode, permits = 1, ttl, minHold } = method.options;
         if (!this.registry.has(client)) {
           throw new LockConfigError(
             LOCKED_UNKNOWN_CLIENT(method.where, client, this.registry.names),
@@ -44,6 +46,8 @@ export class LockExplorer implements OnModuleInit {
             `@Locked on ${method.where}.${shared === 'read' ? 'mode' : 'permits'}`,
           );
         }
+        const redis = this.registry.clients().get(client);
+        for (const lease of [ttl, minHold]) if (lease !== undefined) redis?.leaseInUse(lease);
       }
     }
   }

@@ -44,11 +44,28 @@ export interface AcquireRound {
   readonly uncontended: boolean;
   /** Every node must agree (permits on a quorum), not a majority. */
   readonly everyNode: boolean;
+  /**
+   * The caller waits if refused: a round that restarted nodes keep from a majority is busy
+   * until they may vote (otherwise it fails with LockBackendError).
+   */
+  readonly waits: boolean;
   readonly acks: ReplicaAcks | undefined;
 }
 
-/** One node's answer to an acquire: its reply, or the error that stands for its vote. */
-export type Vote = SharedReply | { readonly kind: 'error'; readonly error: Error };
+/**
+ * One node's answer to an acquire: its reply, the error that stands for its vote, or `barred`:
+ * it took the keys but may not vote yet (restarted recently, see `NodeRestarts`).
+ */
+export type Vote = NodeAnswer | { readonly kind: 'barred' };
+
+/** One node's answer to an acquire: its reply, or the error that stands for it. */
+export type NodeAnswer = SharedReply | { readonly kind: 'error'; readonly error: Error };
+
+const BARRED: Vote = { kind: 'barred' };
+
+/** A node's reply as its vote: a node that may not vote yet took the keys without a say. */
+const voteOf = (group: LockNodes, node: RedisNode, reply: NodeAnswer): Vote =>
+  reply.kind === 'ok' && !group.restarts.votes(node) ? BARRED : reply;
 
 /**
  * Sends `script` with `args` to every node, once per unit of keys (one, but one per key on a
@@ -74,9 +91,13 @@ export function runAcquire(
   quorum.collect<RedisNode, Vote, SharedOutcome>(
     nodes,
     (node, answer, over) => {
-      if (!unit) return void sendUnits(group, script, node, units, args, round, over).then(answer);
+      if (!unit) {
+        return void sendUnits(group, script, node, units, args, round, over).then((v) =>
+          answer(voteOf(group, node, v)),
+        );
+      }
       runner.sendAcked(node, script, unit, args, acks, (error, reply) => {
-        if (!error) return answer(reply!);
+        if (!error) return answer(voteOf(group, node, reply!));
         if (!over()) group.undo(node, keys, token);
         answer({ kind: 'error', error });
       });
@@ -88,8 +109,12 @@ export function runAcquire(
   );
 }
 
-/** A vote for the round: the node took the keys. */
-const isTaken = (v: Vote): boolean => v.kind === 'ok';
+/**
+ * A vote for the round: the node took the keys. A barred node abstains: the others are heard, so
+ * a round it alone kept from a majority is told from a busy one.
+ */
+const isTaken = (v: Vote): boolean | undefined =>
+  v.kind === 'barred' ? undefined : v.kind === 'ok';
 
 /**
  * Redis Cluster, several keys: one script per key, in sorted order, undone on a refusal. A node
@@ -104,7 +129,7 @@ async function sendUnits(
   args: ScriptArgs,
   round: AcquireRound,
   over: () => boolean,
-): Promise<Vote> {
+): Promise<NodeAnswer> {
   const { token, acks } = round;
   const fences: number[] = [];
   for (let u = 0; u < units.length; u++) {
@@ -133,8 +158,10 @@ const ROUND_OVER = 'the round was over before this node was asked for every key'
  * round). A quorum: taken when enough nodes agreed within the lease's validity; otherwise what
  * was taken is given back, also on nodes whose answer is still out (errors were undone when
  * they came in), and the round is busy, a conflict, or failed when errors alone left no
- * majority possible.
- * @throws LockBackendError when too many nodes failed
+ * majority possible. A round that nodes kept from voting (`barred`) left short of a majority it
+ * would have had is busy until the first of them may vote when the caller waits, and fails
+ * like a lost quorum when it does not.
+ * @throws LockBackendError when too many nodes failed, or restarted nodes may not vote yet
  */
 function conclude(
   group: LockNodes,
@@ -142,7 +169,8 @@ function conclude(
   votes: (Vote | undefined)[],
 ): SharedOutcome | Promise<Taken> {
   const { keys, token, ttl, start, uncontended, everyNode } = round;
-  if (group.single) return oneNodeOutcome(round, votes[0]!);
+  // A single node is never barred (see NodeRestarts): its vote is its answer.
+  if (group.single) return oneNodeOutcome(round, votes[0] as NodeAnswer);
   const { nodes } = group;
   const need = everyNode ? nodes.length : group.quorum.size;
   const perNode: (readonly number[])[] = [];
@@ -160,17 +188,24 @@ function conclude(
   }
   nodes.forEach((node, i) => {
     const v = votes[i];
-    if (v === undefined || v.kind === 'ok') group.undo(node, keys, token);
+    if (v === undefined || v.kind === 'ok' || v.kind === 'barred') group.undo(node, keys, token);
   });
   const errors: Error[] = [];
   let pttl: number | undefined;
   let conflict: SharedOutcome | undefined;
+  let barred = 0;
   for (const v of votes) {
     if (v?.kind === 'error') errors.push(v.error);
     else if (v?.kind === 'busy') pttl = pttl === undefined ? v.pttl : Math.min(pttl, v.pttl);
     else if (v?.kind === 'conflict') conflict = v;
+    else if (v?.kind === 'barred') barred++;
   }
   if (errors.length > nodes.length - need) throw new LockBackendError(keys, errors);
+  if (barred > 0 && perNode.length + barred >= need) {
+    const { restarts } = group;
+    if (round.waits) return { kind: 'busy', pttl: restarts.clearsIn() };
+    throw new LockBackendError(keys, [new Error(restarts.why()), ...errors]);
+  }
   return conflict ?? { kind: 'busy', pttl: pttl ?? 0 };
 }
 
@@ -178,7 +213,7 @@ function conclude(
  * A single node's vote as the round's outcome: its reply (taken with the round's spare fences).
  * @throws LockBackendError for an error
  */
-export function oneNodeOutcome(round: AcquireRound, vote: Vote): SharedOutcome {
+export function oneNodeOutcome(round: AcquireRound, vote: NodeAnswer): SharedOutcome {
   if (vote.kind === 'error') throw new LockBackendError(round.keys, [vote.error]);
   if (vote.kind !== 'ok') return vote;
   const { start, spare, uncontended } = round;

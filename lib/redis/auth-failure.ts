@@ -1,5 +1,4 @@
-import { nodeName } from './node-ping';
-import type { RedisNode } from './redis-node';
+import { nodeName, type RedisNode } from './redis-node';
 import { REDIS_PASSWORD_MISSING, REDIS_WRONG_PASSWORD } from './redis.messages';
 
 /**

@@ -1,4 +1,5 @@
 import type { KeySpace } from './key-space';
+import { NodeRestarts } from './node-restarts';
 import { Quorum } from './quorum';
 import type { RedisNode } from './redis-node';
 import { asError, type ScriptRunner } from './script-runner';
@@ -12,15 +13,21 @@ export interface LockProtocolSettings {
   readonly block: number;
   /** The drift allowance of a lease of `ttl` ms. */
   drift(ttl: number): number;
+  /** The group's default lease in ms: the longest lease in use is at least this. */
+  readonly ttl: number;
+  /** Upper bound of one round trip in ms. */
+  readonly commandTimeout: number;
 }
 
 /**
  * A group's nodes as every round over them sees them: where scripts go (`runner`), how keys are
- * named (`space`), how votes count (`quorum`), and how what a token took is given back.
+ * named (`space`), how votes count (`quorum`), which nodes may vote for a new lock (`restarts`),
+ * and how what a token took is given back.
  * @internal
  */
 export class LockNodes {
   readonly quorum: Quorum;
+  readonly restarts: NodeRestarts;
 
   constructor(
     readonly nodes: readonly RedisNode[],
@@ -29,6 +36,8 @@ export class LockNodes {
     readonly settings: LockProtocolSettings,
   ) {
     this.quorum = new Quorum(nodes.length);
+    const { ttl, commandTimeout } = settings;
+    this.restarts = new NodeRestarts(nodes, ttl, (t) => settings.drift(t), commandTimeout);
   }
 
   /**

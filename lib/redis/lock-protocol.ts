@@ -83,6 +83,7 @@ export class LockProtocol {
    * A first try at one key, answered by callback (the uncontended cycle's acquire: no promise
    * is made on the way). It neither queues nor flags, so TRY with the lock and fence keys only;
    * quorum groups reserve one fence (block 1): no local handoff without a round trip there.
+   * `waits`: the caller waits if refused (see `AcquireRound.waits`).
    */
   firstTryThen(
     keys: readonly string[],
@@ -90,9 +91,11 @@ export class LockProtocol {
     ttl: number,
     start: number,
     acks: ReplicaAcks | undefined,
+    waits: boolean,
     done: (error: unknown, outcome?: Outcome) => void,
   ): void {
     this.counters.attempts++;
+    this.group.restarts.leaseInUse(ttl);
     const { space, settings, fenceMode } = this.group;
     const { block } = settings;
     const args: [string, number, number, FenceMode] = [token, ttl, block, fenceMode];
@@ -104,6 +107,7 @@ export class LockProtocol {
       spare: block - 1,
       uncontended: true,
       everyNode: false,
+      waits,
       acks,
     };
     // TRY answers `ok` or `busy` only: its outcome is an Outcome.
@@ -116,8 +120,10 @@ export class LockProtocol {
   /**
    * One acquire round for `token`. `waitMs` > 0: the caller waits that long, so the round
    * queues it for a grant (fair groups, single key) or flags the key so a release publishes.
-   * `waitMs` 0 with one key: a first try (`firstTryThen`).
-   * @throws LockBackendError when too many nodes fail for a quorum
+   * `waitMs` 0 with one key: a first try (`firstTryThen`). `waits`: the caller waits if refused
+   * (see `AcquireRound.waits`).
+   * @throws LockBackendError when too many nodes fail for a quorum, or restarted nodes keep a
+   *   caller that does not wait from a majority
    */
   attempt(
     keys: readonly string[],
@@ -126,11 +132,13 @@ export class LockProtocol {
     waitMs: number,
     start = performance.now(),
     acks?: ReplicaAcks,
+    waits = waitMs > 0,
   ): Promise<Outcome> {
     if (waitMs <= 0 && keys.length === 1) {
-      return promiseFrom((done) => this.firstTryThen(keys, token, ttl, start, acks, done));
+      return promiseFrom((done) => this.firstTryThen(keys, token, ttl, start, acks, waits, done));
     }
     this.counters.attempts++;
+    this.group.restarts.leaseInUse(ttl);
     const { space, settings, fenceMode } = this.group;
     const units = space.units(keys);
     const queue = this.queues(units);
@@ -151,6 +159,7 @@ export class LockProtocol {
       spare,
       uncontended: false,
       everyNode: false,
+      waits,
       acks,
     };
     // ACQUIRE answers `ok` or `busy` only: its outcome is an Outcome.
@@ -162,8 +171,10 @@ export class LockProtocol {
   /**
    * One acquire round of a shared hold (`share`: 'r' read, or N permits of N), as `attempt`
    * otherwise: `waitMs` > 0 queues the token (fair groups, single key) or flags the keys. A read
-   * hold reserves no fence (it gets the counter's value); a permit mints one.
-   * @throws LockBackendError when too many nodes fail for a quorum
+   * hold reserves no fence (it gets the counter's value); a permit mints one. `waits`: the caller
+   * waits if refused (see `AcquireRound.waits`).
+   * @throws LockBackendError when too many nodes fail for a quorum, or restarted nodes keep a
+   *   caller that does not wait from a majority
    */
   attemptShared(
     keys: readonly string[],
@@ -173,8 +184,10 @@ export class LockProtocol {
     share: ShareArg,
     start = performance.now(),
     acks?: ReplicaAcks,
+    waits = waitMs > 0,
   ): Promise<SharedOutcome> {
     this.counters.attempts++;
+    this.group.restarts.leaseInUse(ttl);
     const { space, fenceMode } = this.group;
     const units = space.units(keys);
     const wait = waitMs > 0 ? Math.ceil(waitMs) : 0;
@@ -201,6 +214,7 @@ export class LockProtocol {
       spare: 0,
       uncontended: false,
       everyNode,
+      waits,
       acks,
     };
     return promiseFrom((done) => runAcquire(this.group, ACQUIRE_SHARED, units, args, round, done));
@@ -265,6 +279,7 @@ export class LockProtocol {
     repairs = true,
     batched = false,
   ): Promise<boolean> {
+    this.group.restarts.leaseInUse(ttl);
     const renewal: Renewal = { keys, token, ttl, acks, share, repairs, batched };
     return promiseFrom((done) => runExtend(this.group, this.renewals, renewal, done));
   }
@@ -304,6 +319,7 @@ export class LockProtocol {
    *   lease, which expires by itself)
    */
   async letExpire(keys: readonly string[], token: string, ms: number): Promise<void> {
+    this.group.restarts.leaseInUse(ms);
     const { space, runner } = this.group;
     const units = space.units(keys);
     const args: [string, number] = [token, Math.max(1, Math.ceil(ms))];
@@ -405,6 +421,7 @@ export class LockProtocol {
     next: NextCaller,
     acks?: ReplicaAcks,
   ): Promise<Taken | undefined> {
+    this.group.restarts.leaseInUse(next.ttl);
     const start = performance.now();
     const { space, runner, settings, quorum, fenceMode } = this.group;
     const args: [string, string, number, number, FenceMode] = [
@@ -430,6 +447,21 @@ export class LockProtocol {
     }
     const fences = await settleFences(this.group, keys, perNode);
     return { kind: 'ok', fences, start, spare: settings.block - 1, uncontended: false };
+  }
+
+  /** A lease of `ttl` ms is in use (see `NodeRestarts.leaseInUse`). */
+  leaseInUse(ttl: number): void {
+    this.group.restarts.leaseInUse(ttl);
+  }
+
+  /** Resolves once the nodes' servers connected so far are read (see `NodeRestarts`). */
+  nodesConfirmed(): Promise<void> {
+    return this.group.restarts.confirmed();
+  }
+
+  /** Stops following the nodes' restarts. */
+  close(): void {
+    this.group.restarts.close();
   }
 
   /** Whether a majority of nodes has the key locked right now. */

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { BackendNodeHealth } from '../engine/lock-backend';
 import { HEALTH_PING_TIMED_OUT } from '../redlock.messages';
-import { isCluster, type RedisNode } from './redis-node';
+import { nodeName, type RedisNode } from './redis-node';
 
 /**
  * One node's PING within `timeout` ms: up with its latency, or down with why (the health
@@ -37,13 +37,4 @@ export async function pingNode(
   } finally {
     clearTimeout(timer);
   }
-}
-
-/** How a node is named in reports: where it is, never its password. @internal */
-export function nodeName(node: RedisNode): string {
-  if (isCluster(node)) return 'cluster';
-  const { sentinels, name, path, host, port } = node.options;
-  if (sentinels?.length) return `sentinel:${name ?? ''}`;
-  if (path) return path;
-  return `${host}:${port}`;
 }

@@ -29,7 +29,8 @@ export class Quorum {
 
   /**
    * Asks every node at once and concludes once `yes` holds for a majority (or `need` nodes), or
-   * can no longer hold for one, or every node answered: `done` then gets what `conclude` makes
+   * can no longer hold for one, or every node answered (`yes` undefined: the node abstains, it
+   * counts neither way, so the others are heard): `done` then gets what `conclude` makes
    * of the answers (or what it threw, or what its promise rejected with), once. Answers still
    * out are `undefined` then; they arrive later and are dropped (their effect in Redis is the
    * caller's to undo if needed). `ask` also gets `over`, which tells whether the vote is over by
@@ -38,7 +39,7 @@ export class Quorum {
   collect<N, T, R>(
     nodes: readonly N[],
     ask: (node: N, answer: (v: T) => void, over: () => boolean) => void,
-    yes: (v: T) => boolean,
+    yes: (v: T) => boolean | undefined,
     conclude: (answers: (T | undefined)[]) => R | Promise<R>,
     done: VoteDone<R>,
     need = this.size,
@@ -47,6 +48,7 @@ export class Quorum {
     const answers = new Array<T | undefined>(n).fill(undefined);
     let ayes = 0;
     let noes = 0;
+    let answered = 0;
     let over = false;
     const isOver = () => over;
     for (let i = 0; i < n; i++) {
@@ -55,9 +57,11 @@ export class Quorum {
         (v) => {
           if (over) return;
           answers[i] = v;
-          if (yes(v)) ayes++;
-          else noes++;
-          if (ayes >= need || noes > n - need || ayes + noes === n) {
+          answered++;
+          const vote = yes(v);
+          if (vote === true) ayes++;
+          else if (vote === false) noes++;
+          if (ayes >= need || noes > n - need || answered === n) {
             over = true;
             concludeTo(conclude, answers, done);
           }

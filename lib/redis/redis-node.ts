@@ -24,3 +24,12 @@ export function isRedisInstance(value: unknown): value is RedisNode {
 export function isCluster(node: RedisNode): node is Cluster {
   return (node as Partial<Cluster>).isCluster === true;
 }
+
+/** How a node is named in reports: where it is, never its password. @internal */
+export function nodeName(node: RedisNode): string {
+  if (isCluster(node)) return 'cluster';
+  const { sentinels, name, path, host, port } = node.options;
+  if (sentinels?.length) return `sentinel:${name ?? ''}`;
+  if (path) return path;
+  return `${host}:${port}`;
+}

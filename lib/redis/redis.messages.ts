@@ -19,3 +19,15 @@ export const REDIS_WRONG_PASSWORD = (node: string, detail: string) =>
 export const REDIS_PASSWORD_MISSING = (node: string, detail: string) =>
   `Redis at ${node} requires a password (${detail.replace(/\.$/, '')}). Put it in the node's URL ` +
   `(redis://:password@host:port, or redis://user:password@host:port) or its password option.`;
+
+export const NODE_RESTARTED = (node: string, agoMs: number, inMs: number) =>
+  `${node} restarted ${Math.round(agoMs)} ms ago and votes again in ${Math.ceil(inMs)} ms`;
+
+export const NODE_BACK_UNCONFIRMED = (node: string) =>
+  `${node} is back but its server (run_id, uptime) is not read yet`;
+
+export const RESTARTED_NODES_BARRED = (nodes: readonly string[], longestMs: number) =>
+  `no majority of nodes may vote for a new lock: ${nodes.join('; ')}. A node restarted without ` +
+  `persistence forgot the locks it granted, so it counts toward no new lock until the longest ` +
+  `lease in use (${longestMs} ms) has passed since its start (Redlock's restart rule); ` +
+  `waiting callers wait for it`;

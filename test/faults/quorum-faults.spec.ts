@@ -59,6 +59,8 @@ describe.each([3, 5])('a quorum of %i', (n) => {
       keyPrefix,
       commandTimeout: COMMAND_TIMEOUT,
       waitTimeout: 10_000,
+      // The longest lease in use: restarted nodes vote for new locks this long after their start.
+      ttl: ROLL_TTL,
     };
     a = (await frame.app(options)).get(LockService);
     b = (await frame.app(options)).get(LockService);
@@ -122,7 +124,8 @@ describe.each([3, 5])('a quorum of %i', (n) => {
   it('works again once the nodes are back, with fences above every earlier one', async () => {
     await Promise.all(servers.slice(0, minority + 1).map((s) => s.restart()));
     let ready = false;
-    for (let i = 0; i < 40 && !ready; i++) {
+    // Reconnected, and up a lease (Redlock's restart rule) before they vote for a new lock.
+    for (let i = 0; i < 80 && !ready; i++) {
       const r = await settle(() => a.acquire(`probe:${uid()}`, { waitTimeout: 0 }));
       await releaseIfHeld(r);
       ready = r.ok;

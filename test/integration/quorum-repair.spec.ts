@@ -14,7 +14,14 @@ describe('quorum repair: renewals put the lock back on nodes that restarted empt
 
   beforeAll(async () => {
     servers = await startRedisServers(3);
-    const options = { clients: servers.map((s) => s.url), keyPrefix, commandTimeout: 500 };
+    // ttl 900 ms: a renewal every 300 ms, several between two restarts; and the longest lease
+    // in use, that restarted nodes wait out before they vote for a new lock.
+    const options = {
+      clients: servers.map((s) => s.url),
+      keyPrefix,
+      commandTimeout: 500,
+      ttl: 900,
+    };
     holderApp = await createLockApp({ options });
     otherApp = await createLockApp({ options });
   });
@@ -27,8 +34,7 @@ describe('quorum repair: renewals put the lock back on nodes that restarted empt
 
   it('three nodes restarted one at a time while a lock is held: never lost, never taken by another app', async () => {
     const key = 'rolling:a';
-    // ttl 900 ms: a renewal every 300 ms, several between two restarts.
-    const handle = await holderApp.get(LockService).acquire(key, { ttl: 900 });
+    const handle = await holderApp.get(LockService).acquire(key);
     const other = otherApp.get(LockService);
     try {
       for (const server of servers) {
@@ -64,8 +70,9 @@ describe('quorum repair: renewals put the lock back on nodes that restarted empt
     } finally {
       await handle.release();
     }
-    // Released everywhere: the other app takes it at once.
-    const next = await other.acquire(key, { waitTimeout: 0 });
+    // Released everywhere: the other app takes it once the restarted nodes may vote again (a
+    // lease after their start: Redlock's restart rule), waiting for that.
+    const next = await other.acquire(key, { waitTimeout: 5_000 });
     await next.release();
   });
 });

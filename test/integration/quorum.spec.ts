@@ -16,6 +16,7 @@ import { type RedisServerHandle, startRedisServers, stopAll } from '../support/r
 jest.setTimeout(60_000);
 
 const WAIT = 10_000;
+const TTL = 2_000;
 
 @Injectable()
 class InventoryService {
@@ -49,6 +50,8 @@ describe('Redlock quorum over 3 redis-servers', () => {
         keyPrefix: uniquePrefix('quorum'),
         waitTimeout: WAIT,
         commandTimeout: 500,
+        // The longest lease in use: how long restarted nodes wait before they vote again.
+        ttl: TTL,
       },
       providers: [InventoryService],
     });
@@ -138,9 +141,10 @@ describe('Redlock quorum over 3 redis-servers', () => {
     }
   });
 
-  it('works again once they are restarted, with fences still increasing', async () => {
+  it('works again once they are restarted and have been up a lease, with fences still increasing', async () => {
     await Promise.all([servers[0].restart(), servers[1].restart()]);
-    // ioredis reconnects with a backoff: wait (bounded) until a lock can be had again.
+    // ioredis reconnects with a backoff, and restarted nodes vote for new locks only a lease
+    // (ttl) after their start (Redlock's restart rule): wait (bounded) until a lock can be had.
     let handle: Awaited<ReturnType<LockService['acquire']>> | undefined;
     for (let i = 0; i < 60 && !handle; i++) {
       handle = await locks.acquire(`stock:${sku}`, { waitTimeout: 0 }).catch(() => undefined);

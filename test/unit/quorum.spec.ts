@@ -8,7 +8,7 @@ function collected<N, T, R = (T | undefined)[]>(
   quorum: Quorum,
   nodes: readonly N[],
   ask: (node: N, answer: (v: T) => void, over: () => boolean) => void,
-  yes: (v: T) => boolean,
+  yes: (v: T) => boolean | undefined,
   conclude: (answers: (T | undefined)[]) => R | Promise<R> = (a) => a as R,
   need?: number,
 ): Promise<R> {
@@ -28,7 +28,10 @@ function collected<N, T, R = (T | undefined)[]>(
  * A `collect` over `n` nodes whose answers the test gives by hand, with what settled (and
  * when) observable.
  */
-function collecting<T>(n: number, yes: (v: T) => boolean = (v) => v === (true as unknown as T)) {
+function collecting<T>(
+  n: number,
+  yes: (v: T) => boolean | undefined = (v) => v === (true as unknown as T),
+) {
   const quorum = new Quorum(n);
   const nodes = Array.from({ length: n }, (_, i) => i);
   const answer: ((v: T) => void)[] = [];
@@ -130,6 +133,20 @@ describe('Quorum', () => {
       c.answer[3](false);
       await flush();
       expect(c.settled()).toEqual({ value: [true, true, false, false] });
+    });
+
+    it('an abstaining node (yes undefined: a restarted node) counts neither way: the others are heard', async () => {
+      const c = collecting<string>(5, (v) => (v === 'abstain' ? undefined : v === 'yes'));
+      c.answer[0]('no');
+      c.answer[1]('no');
+      c.answer[2]('abstain');
+      c.answer[3]('yes');
+      await flush();
+      // Counted as a no, the abstention would have ended the round here (3 against of 5).
+      expect(c.settled()).toBeUndefined();
+      c.answer[4]('yes');
+      await flush();
+      expect(c.settled()).toEqual({ value: ['no', 'no', 'abstain', 'yes', 'yes'] });
     });
 
     it('settles once every node answered', async () => {
