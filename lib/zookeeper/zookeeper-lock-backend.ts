@@ -38,6 +38,8 @@ export interface ZooKeeperSettings {
 interface Hold {
   readonly lease: Lease;
   readonly nodes: readonly HeldNode[];
+  /** When its `ttl` runs out unless renewed (`performance.now()` clock). */
+  expiresAt: number;
   timer?: NodeJS.Timeout;
 }
 
@@ -54,9 +56,11 @@ interface Hold {
  *   strictly increasing, the line is in creation order, and a parent deleted and created again
  *   gets children created later still: fences strictly increase per key.
  * - The session is the lease: it expires when the process stops answering (killed, frozen,
- *   partitioned) and every node of it goes. Locally a lease lasts `ttl` (or the session timeout,
- *   if shorter) from its last confirmation; `extend` confirms the nodes are there. A session
- *   found expired ends every lease at once (`lease.watcher`).
+ *   partitioned) and every node of it goes. Locally a hold is valid until the earlier of its own
+ *   end (`ttl` from its acquire or last `extend`, which confirms the nodes are there) and the
+ *   session's (a session timeout past the last call the ensemble answered, moved forward by
+ *   every answer of the liveness probe), each less its drift allowance. A session found expired
+ *   ends every lease at once (`lease.watcher`).
  * - Empty parents are deleted `parentCleanupDelay` after their last local use, and at start
  *   those dead processes left (see NodeCleanup).
  * @internal
@@ -86,7 +90,10 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
       settings.connectString,
       settings.sessionTimeout,
       settings.commandTimeout,
-      { sessionEnded: (cause) => this.sessionEnded(cause) },
+      {
+        sessionEnded: (cause) => this.sessionEnded(cause),
+        sessionConfirmed: () => this.sessionConfirmed(),
+      },
     );
     this.cleanup = new NodeCleanup(this.session, {
       root: settings.root,
@@ -226,7 +233,9 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
       lease.end();
       return false;
     }
-    lease.renewed(start, Math.min(ttl, this.session.timeout), this.leases.drift(ttl));
+    hold.expiresAt = start + ttl;
+    lease.renewed(start, ttl, this.leases.drift(ttl));
+    lease.validUntil = Math.min(lease.validUntil, this.sessionValidUntil());
     this.arm(hold, ttl);
     return true;
   }
@@ -301,8 +310,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     uncontended: boolean,
   ): Lease {
     const now = performance.now();
-    // Ours for ttl from now, and at most a session timeout past the last answered call.
-    const until = Math.min(now + ttl, this.session.confirmedAt + this.session.timeout);
+    // Ours for ttl from now, while the session certainly lives.
     const lease = new Lease(
       keys,
       token,
@@ -310,12 +318,12 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
       0,
       ttl,
       uncontended,
-      until - this.leases.drift(ttl),
+      Math.min(this.leases.validUntil(now, ttl), this.sessionValidUntil()),
       Date.now(),
       now - startedAt,
     );
     lease.share = share;
-    const hold: Hold = { lease, nodes };
+    const hold: Hold = { lease, nodes, expiresAt: now + ttl };
     this.byLease.set(lease, hold);
     this.local.held(keys);
     this.arm(hold, ttl);
@@ -378,6 +386,31 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
       failures.push(r.reason as Error);
     });
     if (failures.length > 0) throw new LockBackendError(keys, failures, operation, SYSTEM);
+  }
+
+  /**
+   * Until when the session certainly lives on the ensemble: it heard from the session after
+   * `confirmedAt` (a call sent then was answered), and expires a session timeout after it last
+   * heard from it, less the drift allowance of that timeout (not of a hold's ttl: a ttl of 100
+   * session timeouts would otherwise leave nothing).
+   */
+  private sessionValidUntil(): number {
+    const timeout = this.session.timeout;
+    return this.session.confirmedAt + timeout - this.leases.drift(timeout);
+  }
+
+  /**
+   * The session was confirmed: every hold still valid is valid until its own end or the
+   * session's, whichever comes first (as on etcd, where the session's keep-alive moves them). A
+   * lease that ran out stays out: its holder may have been told already.
+   */
+  private sessionConfirmed(): void {
+    const now = performance.now();
+    const session = this.sessionValidUntil();
+    for (const { lease, expiresAt } of this.byLease.values()) {
+      if (!lease.validAt(now)) continue;
+      lease.validUntil = Math.min(expiresAt - this.leases.drift(lease.ttl), session);
+    }
   }
 
   /** Every node of the old session is gone: every hold is over, every wait has lost its place. */
