@@ -1,4 +1,5 @@
 import type * as Zk from 'node-zookeeper-client';
+import { guardDriver } from './driver-guard';
 import { ZK_NO_ANSWER, ZK_NOT_CONNECTED, ZK_SESSION_EXPIRED } from './zookeeper.messages';
 
 /** The driver, loaded by the factory (an optional peer). @internal */
@@ -188,6 +189,8 @@ export class ZooKeeperSession {
       retries: 0,
       spinDelay: 100,
     });
+    // A reply the driver cannot read must not end the process (see guardDriver).
+    guardDriver(client, this.connectString);
     client.on('connected', () => {
       if (client !== this.client) return;
       this.connected = true;

@@ -98,11 +98,9 @@ describe('zookeeper: a driver fault is a LockBackendError and a reconnect, never
     // while another client resumes the session with its id and password and closes it.
     proxy.cut();
     const { id, password } = proxy.session!;
-    const thief = createClient(zk.connectString, {
-      sessionId: id,
-      sessionPassword: password,
-      sessionTimeout: SESSION_MS,
-    });
+    // The driver takes a session to resume (its options are typed without it).
+    const resume = { sessionId: id, sessionPassword: password, sessionTimeout: SESSION_MS };
+    const thief = createClient(zk.connectString, resume as Parameters<typeof createClient>[1]);
     await new Promise<void>((resolve) => {
       thief.once('connected', () => resolve());
       thief.connect();
