@@ -1,4 +1,4 @@
-import type { INestApplication } from '@nestjs/common';
+import { type INestApplication, Logger } from '@nestjs/common';
 import { createClient, type Client } from 'node-zookeeper-client';
 import {
   LockBackendError,
@@ -266,5 +266,24 @@ describe('zookeeper backend', () => {
     // The message names the system and the cause.
     await expect(failed).rejects.toThrow(/ZooKeeper failed \(not connected to 127\.0\.0\.1:\d+/);
     expect(performance.now() - started).toBeLessThan(5_000);
+  });
+
+  it('waits connectTimeout at startup for an unreachable ensemble, and the warning names it', async () => {
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    try {
+      const address = `127.0.0.1:${await closedPort()}`;
+      // connectTimeout above the module's own startup bound (2 x commandTimeout, at least 1 s).
+      const backend = zookeeperBackend({ connectString: address, connectTimeout: 2_500 });
+      apps.push(await createLockApp({ options: { backend, commandTimeout: 500 } }));
+      const found = warn.mock.calls
+        .map((c: unknown[]) => String(c[0]))
+        .filter((w) => w.includes('not reachable at startup'));
+      expect(found).toHaveLength(1);
+      expect(found[0]).toContain(address);
+      // What the backend says it waited: its connectTimeout, not the module's 1 s.
+      expect(Number(/after (\d+) ms/.exec(found[0])?.[1])).toBeGreaterThan(1_000);
+    } finally {
+      warn.mockRestore();
+    }
   });
 });
