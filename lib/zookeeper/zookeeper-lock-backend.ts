@@ -19,6 +19,9 @@ import { callFor, SYSTEM } from './zookeeper-errors';
 import { checkMembers } from './zookeeper-health';
 import { type ZooKeeperDriver, ZooKeeperSession, zkCode, ZK } from './zookeeper-session';
 
+/** Beyond start's own bounds, before the module stops waiting for it (timers run late). */
+const START_MARGIN_MS = 1_000;
+
 /** What the backend needs to know, resolved from the user's options and the module's. @internal */
 export interface ZooKeeperSettings {
   readonly name: string;
@@ -120,6 +123,14 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
 
   get name(): string {
     return this.settings.name;
+  }
+
+  /**
+   * `start` waits `connectTimeout` for a connection (its error names the ensemble), then makes
+   * the root within `commandTimeout`; a little more so the module's own bound never wins.
+   */
+  get startTimeout(): number {
+    return this.settings.connectTimeout + this.settings.commandTimeout + START_MARGIN_MS;
   }
 
   async start(): Promise<void> {
