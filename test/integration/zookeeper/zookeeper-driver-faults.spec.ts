@@ -25,8 +25,7 @@ const apps: INestApplication[] = [];
 const proxies: ZooKeeperProxy[] = [];
 
 beforeAll(async () => {
-  // A tick of 500 ms lets a session of 10 s (the harness's 100 ms caps sessions at 2 s).
-  zk = await startZooKeeper({ tickTime: 500 });
+  zk = await startZooKeeper();
 }, 60_000);
 
 afterAll(async () => {
