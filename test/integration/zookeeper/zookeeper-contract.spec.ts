@@ -16,7 +16,11 @@ import {
 import { zookeeperBackend } from 'nest-locked/zookeeper';
 import { createLockApp, uniquePrefix, within } from '../../support/lock-app';
 import { closedPort } from '../../support/redis-server';
-import { startZooKeeper, type ZooKeeperEnsemble } from '../../support/zookeeper-server';
+import {
+  fourLetterWord,
+  startZooKeeper,
+  type ZooKeeperEnsemble,
+} from '../../support/zookeeper-server';
 
 /**
  * The LockBackend contract on one real ZooKeeper member (started once for the file): exclusion,
@@ -175,6 +179,34 @@ describe('zookeeper backend', () => {
     const read = await within(r3, 5_000, 'reader after writer');
     expect(read.fence).toBeGreaterThan(w.fence);
     await read.release();
+  });
+
+  it('a writer right behind a read hold of its own process still waits for the reads ahead', async () => {
+    const root = rootOf('rw-handoff');
+    const [a, b] = [await app(root), await app(root)];
+    const first = await a.acquire('k', { mode: 'read' });
+    const own = await b.acquire('k', { mode: 'read' });
+    let wrote = false;
+    const writer = b.acquire('k', { mode: 'write' }).then((w) => ((wrote = true), w));
+    await eventually(async () => (await children(`${root}/k`)).length === 3, 'writer in line');
+    // The writer watches the node just ahead of it (b's own read) before that read ends.
+    const line = (await children(`${root}/k`)).sort((x, y) =>
+      x.slice(-10).localeCompare(y.slice(-10)),
+    );
+    const ownNode = line[1];
+    await eventually(
+      async () => (await fourLetterWord(zk.members[0].port, 'wchp', 1_000)).includes(ownNode),
+      'the writer watches the read ahead of it',
+    );
+    // That read ends, in the writer's own process: a's read still holds the key.
+    await own.release();
+    await eventually(async () => (await children(`${root}/k`)).length === 2, 'own read gone');
+    expect(await b.isLocked('k')).toBe(true);
+    expect(wrote).toBe(false);
+    await first.release();
+    const w = await within(writer, 5_000, 'writer');
+    expect(w.fence).toBeGreaterThan(own.fence);
+    await w.release();
   });
 
   it('admits the first N by sequence for permits, and refuses another N', async () => {
