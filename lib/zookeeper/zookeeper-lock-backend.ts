@@ -264,7 +264,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     const hold = this.byLease.get(lease);
     if (!hold) return;
     this.forget(hold);
-    this.turns.handOff(hold.nodes);
+    this.handOff(hold);
     await this.deleteNodes(lease.keys, hold.nodes, 'release');
   }
 
@@ -276,7 +276,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     // This process forgets the hold now; the nodes stay until `ms` from now (or the session ends).
     this.forget(hold);
     const timer = setTimeout(() => {
-      this.turns.handOff(hold.nodes);
+      this.handOff(hold);
       this.leave(hold.nodes);
     }, ms);
     timer.unref();
@@ -352,11 +352,22 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     hold.timer.unref();
   }
 
+  /**
+   * The hold ends: the waiter of this process right behind each of its nodes goes in now, before
+   * the delete, if the hold was exclusive. An exclusive hold is the head of its line, so the
+   * waiter behind it is next; a read or permit hold need not be (another process's reads may
+   * still hold the key ahead of it), so its waiter hears of the delete from ZooKeeper and looks
+   * at the line again.
+   */
+  private handOff(hold: Hold): void {
+    if (hold.lease.share === undefined) this.turns.handOff(hold.nodes);
+  }
+
   /** The hold is over: forgotten here, its nodes deleted. */
   private drop(hold: Hold): void {
     if (this.byLease.get(hold.lease) !== hold) return;
     this.forget(hold);
-    this.turns.handOff(hold.nodes);
+    this.handOff(hold);
     this.leave(hold.nodes);
   }
 
