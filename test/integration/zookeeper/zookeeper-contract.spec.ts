@@ -14,6 +14,7 @@ import {
   RedlockHealthModule,
 } from 'nest-locked/health';
 import { zookeeperBackend } from 'nest-locked/zookeeper';
+import { LockClientRegistry } from '../../../lib/module/lock-client.registry';
 import { createLockApp, uniquePrefix, within } from '../../support/lock-app';
 import { closedPort } from '../../support/redis-server';
 import {
@@ -207,6 +208,23 @@ describe('zookeeper backend', () => {
     const w = await within(writer, 5_000, 'writer');
     expect(w.fence).toBeGreaterThan(own.fence);
     await w.release();
+  });
+
+  it("never takes another session's node for one of its own, even under the same token", async () => {
+    const root = rootOf('same-token');
+    const a = await app(root);
+    const first = apps[apps.length - 1].get(LockClientRegistry).get('default');
+    const b = await app(root);
+    const second = apps[apps.length - 1].get(LockClientRegistry).get('default');
+    // Two processes whose random instance ids collide: the same tokens, call for call.
+    const { instance } = first as unknown as { instance: string };
+    Object.assign(second, { instance, tokens: 0 });
+    Object.assign(first, { tokens: 0 });
+    const held = await a.acquire('k');
+    await expect(b.acquire('k', { waitTimeout: 300 })).rejects.toBeInstanceOf(LockNotAcquiredError);
+    expect(held.signal.aborted).toBe(false);
+    expect(await children(`${root}/k`)).toHaveLength(1);
+    await held.release();
   });
 
   it('admits the first N by sequence for permits, and refuses another N', async () => {
