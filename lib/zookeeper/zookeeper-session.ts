@@ -96,6 +96,16 @@ export class ZooKeeperSession {
     return this.connected;
   }
 
+  /**
+   * Whether the node of `stat` is an ephemeral node of this session. A name is not enough: a
+   * process whose random instance id is the same as this one's makes the same tokens.
+   */
+  owns(stat: Zk.Stat | undefined): boolean {
+    return (
+      stat !== undefined && stat !== null && stat.ephemeralOwner.equals(this.client.getSessionId())
+    );
+  }
+
   /** Resolves once connected, or rejects after `ms` with why not. */
   ready(ms: number): Promise<void> {
     if (this.connected) return Promise.resolve();
