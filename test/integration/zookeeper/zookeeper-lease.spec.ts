@@ -1,8 +1,19 @@
 import type { INestApplication } from '@nestjs/common';
-import { type LockHandle, LockLostError, LockNotAcquiredError, LockService } from 'nest-locked';
+import {
+  LockBackendError,
+  type LockHandle,
+  LockLostError,
+  LockNotAcquiredError,
+  LockService,
+} from 'nest-locked';
 import { zookeeperBackend } from 'nest-locked/zookeeper';
 import { createLockApp, uniquePrefix, until, within } from '../../support/lock-app';
-import { startZooKeeper, type ZooKeeperEnsemble } from '../../support/zookeeper-server';
+import { startZooKeeperProxy, type ZooKeeperProxy } from '../../support/zookeeper-proxy';
+import {
+  fourLetterWord,
+  startZooKeeper,
+  type ZooKeeperEnsemble,
+} from '../../support/zookeeper-server';
 
 /**
  * How long a hold lives on ZooKeeper: as long as its lease (its `ttl`, renewed or not) while the
@@ -17,6 +28,7 @@ const SESSION_MS = 1_000;
 
 let zk: ZooKeeperEnsemble;
 const apps: INestApplication[] = [];
+const proxies: ZooKeeperProxy[] = [];
 
 beforeAll(async () => {
   zk = await startZooKeeper();
@@ -24,13 +36,14 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(apps.map((app) => app.close()));
+  await Promise.all(proxies.map((proxy) => proxy.close()));
   await zk?.stop();
 });
 
-/** An app of its own (its own session) locking under `root`. */
-async function app(root: string): Promise<LockService> {
+/** An app of its own (its own session) locking under `root`, through `connectString`. */
+async function app(root: string, connectString = zk.connectString): Promise<LockService> {
   const backend = zookeeperBackend({
-    connectString: zk.connectString,
+    connectString,
     root,
     sessionTimeout: SESSION_MS,
     parentCleanupDelay: 50,
@@ -94,5 +107,33 @@ describe('zookeeper: a hold lives as long as its lease, not one session timeout'
     expect(held.signal.reason).toBeUndefined();
     await refused(b, 'k');
     await held.release();
+  });
+
+  it('a hold that runs out with its session unconfirmed hands its key to no waiter of its process', async () => {
+    const root = rootOf('stale-handoff');
+    const proxy = await startZooKeeperProxy(zk.connectString);
+    proxies.push(proxy);
+    const [a, c] = [await app(root, proxy.address), await app(root)];
+    const held = await a.acquire('k', { ttl: 30 * SESSION_MS });
+    let taken = false;
+    const waiter = a.acquire('k', { waitTimeout: 30 * SESSION_MS }).then(
+      (handle) => ((taken = true), handle),
+      (error: unknown) => error,
+    );
+    // The waiter watches the hold's node: it would go in at once when that hold ends here.
+    await until(
+      async () => (await fourLetterWord(zk.members[0].port, 'wchp', 1_000)).includes(`${root}/k/`),
+      'the waiter watches the hold',
+    );
+    // Cut off from ZooKeeper: no confirmation of the session any more, so the hold runs out...
+    proxy.cut();
+    await until(() => held.signal.aborted, 'the hold runs out', 10 * SESSION_MS);
+    // ...and the session expires on the server: another process takes the key.
+    const other = await c.acquire('k', { waitTimeout: 10 * SESSION_MS });
+    expect(taken).toBe(false);
+    await other.release();
+    // Back: the session is found expired, and the waiter's place in line went with it.
+    proxy.restore();
+    expect(await within(waiter, 10 * SESSION_MS, 'the waiter')).toBeInstanceOf(LockBackendError);
   });
 });
