@@ -240,8 +240,8 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     );
     if (this.byLease.get(lease) !== hold) return false;
     if (stats.some((s) => !s)) {
-      this.drop(hold);
       lease.end();
+      this.drop(hold);
       return false;
     }
     hold.expiresAt = start + ttl;
@@ -354,13 +354,18 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
 
   /**
    * The hold ends: the waiter of this process right behind each of its nodes goes in now, before
-   * the delete, if the hold was exclusive. An exclusive hold is the head of its line, so the
-   * waiter behind it is next; a read or permit hold need not be (another process's reads may
-   * still hold the key ahead of it), so its waiter hears of the delete from ZooKeeper and looks
-   * at the line again.
+   * the delete, if the hold was exclusive and its lease is still valid. Otherwise the waiter
+   * hears of the delete from ZooKeeper and looks at the line again:
+   * - an exclusive hold is the head of its line, so the waiter behind it is next; a read or
+   *   permit hold need not be (another process's reads may still hold the key ahead of it);
+   * - a lease that ran out (or was found lost) says nothing of the session: cut off or paused
+   *   for a session timeout, both nodes may be gone with an expired session and another process
+   *   may hold the key; the waiter would get a lease over before it began. A valid lease means
+   *   the session certainly lives (a lease never outlasts the session's last confirmation).
    */
   private handOff(hold: Hold): void {
-    if (hold.lease.share === undefined) this.turns.handOff(hold.nodes);
+    if (hold.lease.share !== undefined || !hold.lease.validAt(performance.now())) return;
+    this.turns.handOff(hold.nodes);
   }
 
   /** The hold is over: forgotten here, its nodes deleted. */
