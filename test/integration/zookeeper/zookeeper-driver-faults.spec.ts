@@ -1,10 +1,9 @@
-import type { INestApplication } from '@nestjs/common';
 import { createClient } from 'node-zookeeper-client';
 import { LockBackendError, LockLostError, LockService } from 'nest-locked';
 import { zookeeperBackend } from 'nest-locked/zookeeper';
 import { createLockApp, uniquePrefix, until, within } from '../../support/lock-app';
-import { startZooKeeperProxy, type ZooKeeperProxy } from '../../support/zookeeper-proxy';
-import { startZooKeeper, type ZooKeeperEnsemble } from '../../support/zookeeper-server';
+import type { ZooKeeperProxy } from '../../support/zookeeper-proxy';
+import { zookeeperSuite } from '../../support/zookeeper-suite';
 
 /**
  * Faults of the driver (node-zookeeper-client) that must never end the process: a reply it
@@ -20,24 +19,11 @@ const SESSION_MS = 10_000;
 /** A code ZooKeeper never sends: the one the driver choked on in the field. */
 const UNKNOWN_CODE = 1_913_258_009;
 
-let zk: ZooKeeperEnsemble;
-const apps: INestApplication[] = [];
-const proxies: ZooKeeperProxy[] = [];
-
-beforeAll(async () => {
-  zk = await startZooKeeper();
-}, 60_000);
-
-afterAll(async () => {
-  await Promise.all(apps.map((app) => app.close()));
-  await Promise.all(proxies.map((proxy) => proxy.close()));
-  await zk?.stop();
-});
+const suite = zookeeperSuite();
 
 /** A lock service of its own session, connected to the member through a proxy of the test. */
 async function throughProxy(name: string): Promise<{ locks: LockService; proxy: ZooKeeperProxy }> {
-  const proxy = await startZooKeeperProxy(zk.connectString);
-  proxies.push(proxy);
+  const proxy = await suite.proxy();
   const backend = zookeeperBackend({
     connectString: proxy.address,
     root: `/${uniquePrefix(name).replace(/:/g, '-').replace(/-$/, '')}`,
@@ -46,7 +32,7 @@ async function throughProxy(name: string): Promise<{ locks: LockService; proxy: 
   const nest = await createLockApp({
     options: { backend, keyPrefix: '', waitTimeout: 5_000, commandTimeout: 1_000 },
   });
-  apps.push(nest);
+  suite.apps.push(nest);
   return { locks: nest.get(LockService), proxy };
 }
 
@@ -99,7 +85,10 @@ describe('zookeeper: a driver fault is a LockBackendError and a reconnect, never
     const { id, password } = proxy.session!;
     // The driver takes a session to resume (its options are typed without it).
     const resume = { sessionId: id, sessionPassword: password, sessionTimeout: SESSION_MS };
-    const thief = createClient(zk.connectString, resume as Parameters<typeof createClient>[1]);
+    const thief = createClient(
+      suite.zk.connectString,
+      resume as Parameters<typeof createClient>[1],
+    );
     await new Promise<void>((resolve) => {
       thief.once('connected', () => resolve());
       thief.connect();

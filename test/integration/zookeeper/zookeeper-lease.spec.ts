@@ -1,4 +1,3 @@
-import type { INestApplication } from '@nestjs/common';
 import {
   LockBackendError,
   type LockHandle,
@@ -8,12 +7,8 @@ import {
 } from 'nest-locked';
 import { zookeeperBackend } from 'nest-locked/zookeeper';
 import { createLockApp, uniquePrefix, until, within } from '../../support/lock-app';
-import { startZooKeeperProxy, type ZooKeeperProxy } from '../../support/zookeeper-proxy';
-import {
-  fourLetterWord,
-  startZooKeeper,
-  type ZooKeeperEnsemble,
-} from '../../support/zookeeper-server';
+import { fourLetterWord } from '../../support/zookeeper-server';
+import { zookeeperSuite } from '../../support/zookeeper-suite';
 
 /**
  * How long a hold lives on ZooKeeper: as long as its lease (its `ttl`, renewed or not) while the
@@ -26,22 +21,10 @@ jest.setTimeout(30_000);
 /** Short, so a hold "longer than the session" takes seconds (the harness's tick is 100 ms). */
 const SESSION_MS = 1_000;
 
-let zk: ZooKeeperEnsemble;
-const apps: INestApplication[] = [];
-const proxies: ZooKeeperProxy[] = [];
-
-beforeAll(async () => {
-  zk = await startZooKeeper();
-}, 60_000);
-
-afterAll(async () => {
-  await Promise.all(apps.map((app) => app.close()));
-  await Promise.all(proxies.map((proxy) => proxy.close()));
-  await zk?.stop();
-});
+const suite = zookeeperSuite();
 
 /** An app of its own (its own session) locking under `root`, through `connectString`. */
-async function app(root: string, connectString = zk.connectString): Promise<LockService> {
+async function app(root: string, connectString = suite.zk.connectString): Promise<LockService> {
   const backend = zookeeperBackend({
     connectString,
     root,
@@ -51,7 +34,7 @@ async function app(root: string, connectString = zk.connectString): Promise<Lock
   const nest = await createLockApp({
     options: { backend, keyPrefix: '', ttl: 3 * SESSION_MS, waitTimeout: 5_000 },
   });
-  apps.push(nest);
+  suite.apps.push(nest);
   return nest.get(LockService);
 }
 
@@ -111,8 +94,7 @@ describe('zookeeper: a hold lives as long as its lease, not one session timeout'
 
   it('a hold that runs out with its session unconfirmed hands its key to no waiter of its process', async () => {
     const root = rootOf('stale-handoff');
-    const proxy = await startZooKeeperProxy(zk.connectString);
-    proxies.push(proxy);
+    const proxy = await suite.proxy();
     const [a, c] = [await app(root, proxy.address), await app(root)];
     const held = await a.acquire('k', { ttl: 30 * SESSION_MS });
     let taken = false;
@@ -122,7 +104,8 @@ describe('zookeeper: a hold lives as long as its lease, not one session timeout'
     );
     // The waiter watches the hold's node: it would go in at once when that hold ends here.
     await until(
-      async () => (await fourLetterWord(zk.members[0].port, 'wchp', 1_000)).includes(`${root}/k/`),
+      async () =>
+        (await fourLetterWord(suite.zk.members[0].port, 'wchp', 1_000)).includes(`${root}/k/`),
       'the waiter watches the hold',
     );
     // Cut off from ZooKeeper: no confirmation of the session any more, so the hold runs out...
