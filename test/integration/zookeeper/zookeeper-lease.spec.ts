@@ -13,7 +13,8 @@ import { zookeeperSuite } from '../../support/zookeeper-suite';
 /**
  * How long a hold lives on ZooKeeper: as long as its lease (its `ttl`, renewed or not) while the
  * session lives, whatever the session timeout. The session's confirmations keep it valid; only a
- * session lost ends it early (see zookeeper-faults.spec.ts for that side).
+ * session unconfirmed or lost ends it early, and then it hands its key to nobody (the frozen and
+ * killed holders are in zookeeper-faults.spec.ts).
  */
 
 jest.setTimeout(30_000);
