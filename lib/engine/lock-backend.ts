@@ -147,6 +147,12 @@ export interface LockBackend {
    * server answers.
    */
   start?(): Promise<void>;
+  /**
+   * How long `start()` may take, for a backend that bounds its own start (its connect timeout):
+   * the module waits this long for it instead of its own bound (2 x commandTimeout, at least
+   * 1 s), so the backend's own error, which names the servers, is the one logged.
+   */
+  readonly startTimeout?: number;
   /** Checks every server of the group within `timeout` ms (`RedlockHealthIndicator`). */
   health?(timeout: number): Promise<BackendHealth>;
   /**

@@ -249,7 +249,7 @@ export class LockClientRegistry implements LockGroups, OnModuleInit, OnApplicati
       const { client, kind } = group;
       if (!client.start) continue;
       pending.push(
-        this.within(client.start(), within).catch((err: Error) =>
+        this.within(client.start(), client.startTimeout ?? within).catch((err: Error) =>
           this.logger.warn(BACKEND_UNREACHABLE_AT_START(name, kind, err.message)),
         ),
       );

@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import type * as Zk from 'node-zookeeper-client';
 import { type ZooKeeperSession, zkCode, ZK } from './zookeeper-session';
 
 /** Parents deleted at once by the sweep at start. */
@@ -65,7 +66,10 @@ export class NodeCleanup {
     this.retry();
   }
 
-  /** A create that got no answer: its node (named `<parent>/<prefix>...`), if made, goes too. */
+  /**
+   * A create that got no answer: its node (named `<parent>/<prefix>...`, of this session), if
+   * made, goes too.
+   */
   findLater(parent: string, prefix: string): void {
     void (async () => {
       for (let attempt = 0; attempt < SWEEP_ATTEMPTS && !this.closed; attempt++) {
@@ -74,7 +78,15 @@ export class NodeCleanup {
           const children = await this.session.run((c, done: (e: unknown, r?: string[]) => void) =>
             c.getChildren(parent, (e, r) => done(e, r)),
           );
-          for (const name of children) if (name.startsWith(prefix)) this.later(`${parent}/${name}`);
+          for (const name of children) {
+            if (!name.startsWith(prefix)) continue;
+            const path = `${parent}/${name}`;
+            // Only a node of this session: another process may make the same name (see owns).
+            const stat = await this.session.run((c, done: (e: unknown, s?: Zk.Stat) => void) =>
+              c.exists(path, (e, s) => done(e, s)),
+            );
+            if (this.session.owns(stat)) this.later(path);
+          }
           return;
         } catch (error) {
           if (zkCode(error) === ZK.NO_NODE) return;

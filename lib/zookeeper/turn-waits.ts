@@ -30,9 +30,9 @@ export interface TurnScope {
  */
 export class TurnWaits {
   /**
-   * Exclusive waiters of this process by the path of the held node just ahead of theirs: when
-   * that hold ends here, the waiter is first in line, so it is told at once (the delete goes out
-   * behind it, and this session's requests keep order).
+   * Exclusive waiters of this process by the path of the node just ahead of theirs: when that
+   * node is an exclusive hold that ends here, the waiter is first in line, so it is told at once
+   * (the delete goes out behind it, and this session's requests keep order).
    */
   private readonly successors = new Map<string, () => void>();
 
@@ -112,7 +112,11 @@ export class TurnWaits {
     }
   }
 
-  /** The holds of these nodes end: the waiter of this process right behind each goes in. */
+  /**
+   * The exclusive holds of these nodes end: the waiter of this process right behind each goes
+   * in. Only for exclusive holds (the head of their lines): behind a read or permit hold, the
+   * waiter is not necessarily next.
+   */
   handOff(nodes: readonly HeldNode[]): void {
     for (const node of nodes) {
       const next = this.successors.get(node.path);

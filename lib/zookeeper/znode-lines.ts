@@ -119,13 +119,17 @@ export class ZnodeLines {
     }
     // Another node of this very call: a create whose answer was lost and that a member behind
     // did not show yet when it was looked for. It would block us: it goes.
-    const twins = line.filter((n) => n.name !== own && sameCall(n.name, own));
-    if (twins.length > 0) {
+    const alike = line.filter((n) => n.name !== own && sameCall(n.name, own));
+    if (alike.length > 0) {
       const parent = this.scope.parentOf(node.key);
-      this.scope.leave(
-        twins.map((t) => ({ key: node.key, path: `${parent}/${t.name}`, fence: 0 })),
+      const twins = await this.owned(
+        parent,
+        alike.map((n) => n.name),
+        keys,
       );
-      line = line.filter((n) => !twins.includes(n));
+      this.scope.leave(twins.map((t) => ({ key: node.key, path: t.path, fence: 0 })));
+      const gone = new Set(twins.map((t) => t.name));
+      line = line.filter((n) => !gone.has(n.name));
     }
     const verdict = admission(line, own, share);
     if ('mismatch' in verdict) {
@@ -163,22 +167,40 @@ export class ZnodeLines {
     }
   }
 
-  /** This caller's node for `key` (its name starts with `name`), if a create made it. */
+  /**
+   * This caller's node for `key` (its name starts with `name`, and this session owns it), if a
+   * create made it.
+   */
   private async findOwn(
     key: string,
     name: string,
     keys: readonly string[],
   ): Promise<HeldNode | undefined> {
-    const own = (await this.children(key, keys, 'acquire')).find((c) => c.startsWith(name));
-    if (!own) return undefined;
-    const path = `${this.scope.parentOf(key)}/${own}`;
-    const stat = await callFor(
-      this.scope.session,
-      keys,
-      'acquire',
-      (c, done: (e: unknown, s?: Zk.Stat) => void) => c.exists(path, (e, s) => done(e, s)),
+    const named = (await this.children(key, keys, 'acquire')).filter((c) => c.startsWith(name));
+    if (named.length === 0) return undefined;
+    const [own] = await this.owned(this.scope.parentOf(key), named, keys);
+    return own ? { key, path: own.path, fence: zxid(own.stat.czxid) } : undefined;
+  }
+
+  /** Of the children `names` of `parent`, those that are nodes of this session. */
+  private async owned(
+    parent: string,
+    names: readonly string[],
+    keys: readonly string[],
+  ): Promise<{ name: string; path: string; stat: Zk.Stat }[]> {
+    const found = await Promise.all(
+      names.map(async (name) => {
+        const path = `${parent}/${name}`;
+        const stat = await callFor(
+          this.scope.session,
+          keys,
+          'acquire',
+          (c, done: (e: unknown, s?: Zk.Stat) => void) => c.exists(path, (e, s) => done(e, s)),
+        );
+        return this.scope.session.owns(stat) ? { name, path, stat: stat! } : undefined;
+      }),
     );
-    return stat ? { key, path, fence: zxid(stat.czxid) } : undefined;
+    return found.filter((f) => f !== undefined);
   }
 }
 

@@ -19,6 +19,9 @@ import { callFor, SYSTEM } from './zookeeper-errors';
 import { checkMembers } from './zookeeper-health';
 import { type ZooKeeperDriver, ZooKeeperSession, zkCode, ZK } from './zookeeper-session';
 
+/** Beyond start's own bounds, before the module stops waiting for it (timers run late). */
+const START_MARGIN_MS = 1_000;
+
 /** What the backend needs to know, resolved from the user's options and the module's. @internal */
 export interface ZooKeeperSettings {
   readonly name: string;
@@ -38,6 +41,8 @@ export interface ZooKeeperSettings {
 interface Hold {
   readonly lease: Lease;
   readonly nodes: readonly HeldNode[];
+  /** When its `ttl` runs out unless renewed (`performance.now()` clock). */
+  expiresAt: number;
   timer?: NodeJS.Timeout;
 }
 
@@ -54,9 +59,11 @@ interface Hold {
  *   strictly increasing, the line is in creation order, and a parent deleted and created again
  *   gets children created later still: fences strictly increase per key.
  * - The session is the lease: it expires when the process stops answering (killed, frozen,
- *   partitioned) and every node of it goes. Locally a lease lasts `ttl` (or the session timeout,
- *   if shorter) from its last confirmation; `extend` confirms the nodes are there. A session
- *   found expired ends every lease at once (`lease.watcher`).
+ *   partitioned) and every node of it goes. Locally a hold is valid until the earlier of its own
+ *   end (`ttl` from its acquire or last `extend`, which confirms the nodes are there) and the
+ *   session's (a session timeout past the last call the ensemble answered, moved forward by
+ *   every answer of the liveness probe), each less its drift allowance. A session found expired
+ *   ends every lease at once (`lease.watcher`).
  * - Empty parents are deleted `parentCleanupDelay` after their last local use, and at start
  *   those dead processes left (see NodeCleanup).
  * @internal
@@ -86,7 +93,10 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
       settings.connectString,
       settings.sessionTimeout,
       settings.commandTimeout,
-      { sessionEnded: (cause) => this.sessionEnded(cause) },
+      {
+        sessionEnded: (cause) => this.sessionEnded(cause),
+        sessionConfirmed: () => this.sessionConfirmed(),
+      },
     );
     this.cleanup = new NodeCleanup(this.session, {
       root: settings.root,
@@ -113,6 +123,14 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
 
   get name(): string {
     return this.settings.name;
+  }
+
+  /**
+   * `start` waits `connectTimeout` for a connection (its error names the ensemble), then makes
+   * the root within `commandTimeout`; a little more so the module's own bound never wins.
+   */
+  get startTimeout(): number {
+    return this.settings.connectTimeout + this.settings.commandTimeout + START_MARGIN_MS;
   }
 
   async start(): Promise<void> {
@@ -222,11 +240,13 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     );
     if (this.byLease.get(lease) !== hold) return false;
     if (stats.some((s) => !s)) {
-      this.drop(hold);
       lease.end();
+      this.drop(hold);
       return false;
     }
-    lease.renewed(start, Math.min(ttl, this.session.timeout), this.leases.drift(ttl));
+    hold.expiresAt = start + ttl;
+    lease.renewed(start, ttl, this.leases.drift(ttl));
+    lease.validUntil = Math.min(lease.validUntil, this.sessionValidUntil());
     this.arm(hold, ttl);
     return true;
   }
@@ -244,7 +264,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     const hold = this.byLease.get(lease);
     if (!hold) return;
     this.forget(hold);
-    this.turns.handOff(hold.nodes);
+    this.handOff(hold);
     await this.deleteNodes(lease.keys, hold.nodes, 'release');
   }
 
@@ -256,7 +276,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     // This process forgets the hold now; the nodes stay until `ms` from now (or the session ends).
     this.forget(hold);
     const timer = setTimeout(() => {
-      this.turns.handOff(hold.nodes);
+      this.handOff(hold);
       this.leave(hold.nodes);
     }, ms);
     timer.unref();
@@ -301,8 +321,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     uncontended: boolean,
   ): Lease {
     const now = performance.now();
-    // Ours for ttl from now, and at most a session timeout past the last answered call.
-    const until = Math.min(now + ttl, this.session.confirmedAt + this.session.timeout);
+    // Ours for ttl from now, while the session certainly lives.
     const lease = new Lease(
       keys,
       token,
@@ -310,12 +329,12 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
       0,
       ttl,
       uncontended,
-      until - this.leases.drift(ttl),
+      Math.min(this.leases.validUntil(now, ttl), this.sessionValidUntil()),
       Date.now(),
       now - startedAt,
     );
     lease.share = share;
-    const hold: Hold = { lease, nodes };
+    const hold: Hold = { lease, nodes, expiresAt: now + ttl };
     this.byLease.set(lease, hold);
     this.local.held(keys);
     this.arm(hold, ttl);
@@ -333,11 +352,27 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     hold.timer.unref();
   }
 
+  /**
+   * The hold ends: the waiter of this process right behind each of its nodes goes in now, before
+   * the delete, if the hold was exclusive and its lease is still valid. Otherwise the waiter
+   * hears of the delete from ZooKeeper and looks at the line again:
+   * - an exclusive hold is the head of its line, so the waiter behind it is next; a read or
+   *   permit hold need not be (another process's reads may still hold the key ahead of it);
+   * - a lease that ran out (or was found lost) says nothing of the session: cut off or paused
+   *   for a session timeout, both nodes may be gone with an expired session and another process
+   *   may hold the key; the waiter would get a lease over before it began. A valid lease means
+   *   the session certainly lives (a lease never outlasts the session's last confirmation).
+   */
+  private handOff(hold: Hold): void {
+    if (hold.lease.share !== undefined || !hold.lease.validAt(performance.now())) return;
+    this.turns.handOff(hold.nodes);
+  }
+
   /** The hold is over: forgotten here, its nodes deleted. */
   private drop(hold: Hold): void {
     if (this.byLease.get(hold.lease) !== hold) return;
     this.forget(hold);
-    this.turns.handOff(hold.nodes);
+    this.handOff(hold);
     this.leave(hold.nodes);
   }
 
@@ -378,6 +413,31 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
       failures.push(r.reason as Error);
     });
     if (failures.length > 0) throw new LockBackendError(keys, failures, operation, SYSTEM);
+  }
+
+  /**
+   * Until when the session certainly lives on the ensemble: it heard from the session after
+   * `confirmedAt` (a call sent then was answered), and expires a session timeout after it last
+   * heard from it, less the drift allowance of that timeout (not of a hold's ttl: a ttl of 100
+   * session timeouts would otherwise leave nothing).
+   */
+  private sessionValidUntil(): number {
+    const timeout = this.session.timeout;
+    return this.session.confirmedAt + timeout - this.leases.drift(timeout);
+  }
+
+  /**
+   * The session was confirmed: every hold still valid is valid until its own end or the
+   * session's, whichever comes first (as on etcd, where the session's keep-alive moves them). A
+   * lease that ran out stays out: its holder may have been told already.
+   */
+  private sessionConfirmed(): void {
+    const now = performance.now();
+    const session = this.sessionValidUntil();
+    for (const { lease, expiresAt } of this.byLease.values()) {
+      if (!lease.validAt(now)) continue;
+      lease.validUntil = Math.min(expiresAt - this.leases.drift(lease.ttl), session);
+    }
   }
 
   /** Every node of the old session is gone: every hold is over, every wait has lost its place. */

@@ -1,4 +1,5 @@
 import type * as Zk from 'node-zookeeper-client';
+import { guardDriver } from './driver-guard';
 import { ZK_NO_ANSWER, ZK_NOT_CONNECTED, ZK_SESSION_EXPIRED } from './zookeeper.messages';
 
 /** The driver, loaded by the factory (an optional peer). @internal */
@@ -34,6 +35,11 @@ export class NotConnectedError extends Error {
 export interface SessionListener {
   /** The session is over (expired on the ensemble): every ephemeral node of it is gone. */
   sessionEnded(cause: Error): void;
+  /**
+   * The ensemble answered the liveness probe: the session lives at least a session timeout past
+   * `confirmedAt` (told every third of the session timeout while connected).
+   */
+  sessionConfirmed(): void;
 }
 
 /** The `socket` of the driver's connection manager (see `reconnect`). */
@@ -59,6 +65,8 @@ export class ZooKeeperSession {
   private probe?: NodeJS.Timeout;
   private stall?: NodeJS.Timeout;
   private closed = false;
+  /** The session timeout the ensemble agreed to (the requested one until first connected). */
+  private negotiated: number;
   /**
    * When the last call that got an answer was sent (`performance.now()`): the ensemble heard
    * from the session after it, so the session lives at least a session timeout beyond it.
@@ -72,16 +80,30 @@ export class ZooKeeperSession {
     private readonly commandTimeout: number,
     private readonly listener: SessionListener,
   ) {
+    this.negotiated = sessionTimeout;
     this.client = this.open();
   }
 
-  /** The negotiated session timeout (the requested one until connected). */
+  /**
+   * The negotiated session timeout (the requested one until first connected). Kept while
+   * disconnected: the ensemble expires the session by the timeout it agreed to.
+   */
   get timeout(): number {
-    return this.connected ? this.client.getSessionTimeout() : this.sessionTimeout;
+    return this.negotiated;
   }
 
   get isConnected(): boolean {
     return this.connected;
+  }
+
+  /**
+   * Whether the node of `stat` is an ephemeral node of this session. A name is not enough: a
+   * process whose random instance id is the same as this one's makes the same tokens.
+   */
+  owns(stat: Zk.Stat | undefined): boolean {
+    return (
+      stat !== undefined && stat !== null && stat.ephemeralOwner.equals(this.client.getSessionId())
+    );
   }
 
   /** Resolves once connected, or rejects after `ms` with why not. */
@@ -177,9 +199,16 @@ export class ZooKeeperSession {
       retries: 0,
       spinDelay: 100,
     });
+    // A reply the driver cannot read must not end the process (see guardDriver).
+    guardDriver(client, this.connectString);
     client.on('connected', () => {
       if (client !== this.client) return;
       this.connected = true;
+      const negotiated = client.getSessionTimeout();
+      if (negotiated !== this.negotiated) {
+        this.negotiated = negotiated;
+        this.startProbe(client);
+      }
       clearInterval(this.stall);
       this.stall = undefined;
       const waiting = this.waiting;
@@ -205,16 +234,22 @@ export class ZooKeeperSession {
 
   /**
    * A read every third of the session timeout: without it a member that froze would hold the
-   * connection (and the holders' renewals) until the session expired on the others.
+   * connection (and the holders' renewals) until the session expired on the others. Its answer
+   * confirms the session (the holds' leases move with it).
    */
   private startProbe(client: Zk.Client): void {
     clearInterval(this.probe);
     this.probe = setInterval(
       () => {
         if (!this.connected || client !== this.client) return;
-        this.run((c, done) => c.exists('/', (e, stat) => done(e, stat))).catch(() => undefined);
+        this.run((c, done) => c.exists('/', (e, stat) => done(e, stat))).then(
+          () => {
+            if (client === this.client && !this.closed) this.listener.sessionConfirmed();
+          },
+          () => undefined,
+        );
       },
-      Math.max(50, Math.floor(this.sessionTimeout / 3)),
+      Math.max(50, Math.floor(this.negotiated / 3)),
     );
     this.probe.unref();
   }

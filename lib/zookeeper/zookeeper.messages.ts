@@ -6,6 +6,9 @@ export const ZK_NOT_CONNECTED = (connectString: string, ms: number) =>
 export const ZK_NO_ANSWER = (connectString: string, ms: number) =>
   `no answer from ${connectString} within ${ms} ms (a member frozen or cut off, or ` +
   'quorum lost); the client moves to another member';
+export const ZK_DRIVER_FAULT = (connectString: string, fault: string) =>
+  `node-zookeeper-client could not read a reply from ${connectString} (${fault}); the ` +
+  'connection was dropped and is made again, with the same session';
 export const ZK_SESSION_EXPIRED = (connectString: string) =>
   `the session expired (${connectString}): every lock it held is free for others`;
 export const ZK_NODE_GONE = (key: string) =>

@@ -170,7 +170,8 @@ export async function startZooKeeper(
       `clientPort=${p.client}`,
       `clientPortAddress=${HOST}`,
       'admin.enableServer=false',
-      '4lw.commands.whitelist=srvr,ruok,cons',
+      // wchp: the watches by path, for a test that waits until a waiter watches a node.
+      '4lw.commands.whitelist=srvr,ruok,cons,wchp',
       `minSessionTimeout=${2 * tick}`,
       `maxSessionTimeout=${Math.max(20 * tick, 10_000)}`,
       // Transaction logs are not kept across tests: no fsync stalls on a loaded disk.
@@ -336,7 +337,7 @@ class SpawnedMember implements ZooKeeperMember {
 
 /** `count` distinct free loopback ports. */
 
-/** Sends a four-letter word (`srvr`, `ruok`) and resolves with the whole reply. */
+/** Sends a four-letter word (`srvr`, `ruok`, `wchp`) and resolves with the whole reply. */
 export function fourLetterWord(port: number, word: string, timeoutMs: number): Promise<string> {
   return new Promise((resolve, reject) => {
     let reply = '';

@@ -1,4 +1,4 @@
-import type { INestApplication } from '@nestjs/common';
+import { type INestApplication, Logger } from '@nestjs/common';
 import { createClient, type Client } from 'node-zookeeper-client';
 import {
   LockBackendError,
@@ -14,9 +14,14 @@ import {
   RedlockHealthModule,
 } from 'nest-locked/health';
 import { zookeeperBackend } from 'nest-locked/zookeeper';
+import { LockClientRegistry } from '../../../lib/module/lock-client.registry';
 import { createLockApp, uniquePrefix, within } from '../../support/lock-app';
 import { closedPort } from '../../support/redis-server';
-import { startZooKeeper, type ZooKeeperEnsemble } from '../../support/zookeeper-server';
+import {
+  fourLetterWord,
+  startZooKeeper,
+  type ZooKeeperEnsemble,
+} from '../../support/zookeeper-server';
 
 /**
  * The LockBackend contract on one real ZooKeeper member (started once for the file): exclusion,
@@ -177,6 +182,51 @@ describe('zookeeper backend', () => {
     await read.release();
   });
 
+  it('a writer right behind a read hold of its own process still waits for the reads ahead', async () => {
+    const root = rootOf('rw-handoff');
+    const [a, b] = [await app(root), await app(root)];
+    const first = await a.acquire('k', { mode: 'read' });
+    const own = await b.acquire('k', { mode: 'read' });
+    let wrote = false;
+    const writer = b.acquire('k', { mode: 'write' }).then((w) => ((wrote = true), w));
+    await eventually(async () => (await children(`${root}/k`)).length === 3, 'writer in line');
+    // The writer watches the node just ahead of it (b's own read) before that read ends.
+    const line = (await children(`${root}/k`)).sort((x, y) =>
+      x.slice(-10).localeCompare(y.slice(-10)),
+    );
+    const ownNode = line[1];
+    await eventually(
+      async () => (await fourLetterWord(zk.members[0].port, 'wchp', 1_000)).includes(ownNode),
+      'the writer watches the read ahead of it',
+    );
+    // That read ends, in the writer's own process: a's read still holds the key.
+    await own.release();
+    await eventually(async () => (await children(`${root}/k`)).length === 2, 'own read gone');
+    expect(await b.isLocked('k')).toBe(true);
+    expect(wrote).toBe(false);
+    await first.release();
+    const w = await within(writer, 5_000, 'writer');
+    expect(w.fence).toBeGreaterThan(own.fence);
+    await w.release();
+  });
+
+  it("never takes another session's node for one of its own, even under the same token", async () => {
+    const root = rootOf('same-token');
+    const a = await app(root);
+    const first = apps[apps.length - 1].get(LockClientRegistry).get('default');
+    const b = await app(root);
+    const second = apps[apps.length - 1].get(LockClientRegistry).get('default');
+    // Two processes whose random instance ids collide: the same tokens, call for call.
+    const { instance } = first as unknown as { instance: string };
+    Object.assign(second, { instance, tokens: 0 });
+    Object.assign(first, { tokens: 0 });
+    const held = await a.acquire('k');
+    await expect(b.acquire('k', { waitTimeout: 300 })).rejects.toBeInstanceOf(LockNotAcquiredError);
+    expect(held.signal.aborted).toBe(false);
+    expect(await children(`${root}/k`)).toHaveLength(1);
+    await held.release();
+  });
+
   it('admits the first N by sequence for permits, and refuses another N', async () => {
     const root = rootOf('permits');
     const [a, b] = [await app(root), await app(root)];
@@ -266,5 +316,24 @@ describe('zookeeper backend', () => {
     // The message names the system and the cause.
     await expect(failed).rejects.toThrow(/ZooKeeper failed \(not connected to 127\.0\.0\.1:\d+/);
     expect(performance.now() - started).toBeLessThan(5_000);
+  });
+
+  it('waits connectTimeout at startup for an unreachable ensemble, and the warning names it', async () => {
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    try {
+      const address = `127.0.0.1:${await closedPort()}`;
+      // connectTimeout above the module's own startup bound (2 x commandTimeout, at least 1 s).
+      const backend = zookeeperBackend({ connectString: address, connectTimeout: 2_500 });
+      apps.push(await createLockApp({ options: { backend, commandTimeout: 500 } }));
+      const found = warn.mock.calls
+        .map((c: unknown[]) => String(c[0]))
+        .filter((w) => w.includes('not reachable at startup'));
+      expect(found).toHaveLength(1);
+      expect(found[0]).toContain(address);
+      // What the backend says it waited: its connectTimeout, not the module's 1 s.
+      expect(Number(/after (\d+) ms/.exec(found[0])?.[1])).toBeGreaterThan(1_000);
+    } finally {
+      warn.mockRestore();
+    }
   });
 });
