@@ -1,5 +1,8 @@
 import { Logger } from '@nestjs/common';
+import { Etcd3, type IKeyValue } from 'etcd3';
+import type { LockBackendError } from 'nest-locked';
 import { etcdBackend } from 'nest-locked/etcd';
+import { prefixEnd } from '../../lib/etcd/etcd-names';
 import type { LockBackend } from '../../lib/engine/lock-backend';
 import type { EtcdWorkerConfig, EtcdWorkerLine } from '../fixtures/etcd-worker';
 import { startEtcdCluster, type EtcdCluster } from '../support/etcd-server';
@@ -72,6 +75,34 @@ const report = (what: string, figures: Record<string, unknown>) =>
 
 afterEach(() => killWorkers());
 
+/** The keys of every line under `prefix`, by create revision. */
+async function lineKeys(client: Etcd3, prefix: string): Promise<IKeyValue[]> {
+  const res = await client.kv.range({
+    key: Buffer.from(prefix),
+    range_end: prefixEnd(Buffer.from(prefix)),
+    sort_order: 'Ascend',
+    sort_target: 'Create',
+  });
+  // Not the cancel marks (`<prefix>\0cancelled/...`): the lines' keys only.
+  return res.kvs.filter((kv) => !kv.key.toString().includes('\0'));
+}
+
+/** Resolves with the keys under `prefix` once there are `count` of them (holders and waiters). */
+async function waitForLine(etcd: EtcdCluster, prefix: string, count: number): Promise<IKeyValue[]> {
+  const client = new Etcd3({ hosts: etcd.hosts });
+  try {
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const kvs = await lineKeys(client, prefix);
+      if (kvs.length >= count) return kvs;
+      if (Date.now() > deadline) throw new Error(`fewer than ${count} keys under ${prefix}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  } finally {
+    client.close();
+  }
+}
+
 describe('etcd faults: one member, holders as processes', () => {
   let etcd: EtcdCluster;
   const backends: LockBackend[] = [];
@@ -129,6 +160,71 @@ describe('etcd faults: one member, holders as processes', () => {
     report('stopped holder resumed', { reason: aborted.reason.slice(0, 80) });
     expect(aborted.reason).toMatch(/LockLostError/);
     await lineOf(holder, 'released');
+  });
+
+  it('a waiter with time left rides through an etcd restart and gets the lock after', async () => {
+    const prefix = uniquePrefix('etcd-blip');
+    const [a, b] = [backend(etcd, prefix, 1_000, 10_000), backend(etcd, prefix, 1_000, 10_000)];
+    backends.push(a, b);
+    const held = await a.acquire(['k'], { ttl: 60_000, waitTimeout: 0 });
+    const waiting = b.acquire(['k'], { ttl: 10_000, waitTimeout: 60_000 });
+    await waitForLine(etcd, prefix, 2);
+    await etcd.members[0].restart();
+    await a.release(held).catch(() => undefined);
+    const lease = await waiting;
+    expect(lease.fences[0]).toBeGreaterThan(held.fences[0]);
+    await b.release(lease);
+  });
+
+  it('a waiter whose session lease is revoked on the server enters again, and gets the lock once it is freed', async () => {
+    const prefix = uniquePrefix('etcd-revoked');
+    const [a, b] = [backend(etcd, prefix, 1_000, 10_000), backend(etcd, prefix, 1_000, 10_000)];
+    backends.push(a, b);
+    const held = await a.acquire(['k'], { ttl: 60_000, waitTimeout: 0 });
+    let failed: unknown;
+    const waiting = b.acquire(['k'], { ttl: 10_000, waitTimeout: 60_000 });
+    waiting.catch((error: unknown) => (failed = error));
+    const [, waiter] = await waitForLine(etcd, prefix, 2);
+    const admin = new Etcd3({ hosts: etcd.hosts });
+    try {
+      await admin.leaseClient.leaseRevoke({ ID: waiter.lease });
+      // In the line again under a new session (or failed: the defect).
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        const line = await lineKeys(admin, prefix);
+        if (failed !== undefined || line.some((kv) => kv.lease !== waiter.lease && kv !== line[0]))
+          break;
+        if (Date.now() > deadline) throw new Error('the waiter never entered again');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    } finally {
+      admin.close();
+    }
+    expect(failed).toBeUndefined();
+    await a.release(held);
+    const lease = await waiting;
+    expect(lease.fences[0]).toBeGreaterThan(held.fences[0]);
+    await b.release(lease);
+  });
+
+  it('a waiter whose deadline passes while etcd is down fails with LockBackendError, with the cause', async () => {
+    const prefix = uniquePrefix('etcd-down');
+    const [a, b] = [backend(etcd, prefix, 1_000, 10_000), backend(etcd, prefix, 1_000, 10_000)];
+    backends.push(a, b);
+    await a.acquire(['k'], { ttl: 60_000, waitTimeout: 0 });
+    const waiting = b
+      .acquire(['k'], { ttl: 10_000, waitTimeout: 1_500 })
+      .catch((error: unknown) => error);
+    await waitForLine(etcd, prefix, 2);
+    const member = etcd.members[0];
+    await member.stop();
+    try {
+      const error = await waiting;
+      expect(error).toMatchObject({ name: 'LockBackendError' });
+      expect((error as LockBackendError).cause).toBeInstanceOf(Error);
+    } finally {
+      await member.start();
+    }
   });
 
   it('an acquire cut off by a stalled etcd leaves nothing that blocks its line', async () => {

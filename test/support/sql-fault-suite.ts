@@ -98,6 +98,58 @@ export function describeSqlFaults<Server extends DatabaseServerHandle>(
     await next.release();
   });
 
+  it('a waiter with time left rides through a server restart and gets the lock after', async () => {
+    const [a, b] = [await locks(), await locks()];
+    const held = await a.acquire('blip', { ttl: 60_000 });
+    const waiter = b.acquire('blip', { waitTimeout: 60_000, ttl: 10_000 });
+    await waitFor(async () => (await backend.waiting(server)) === 1);
+    await server.restart();
+    // The holder's session ended with the server: its hold is over; the waiter's wait goes on.
+    await waitFor(() => held.signal.aborted, 10_000);
+    const handle = await within(waiter, 60_000, 'the waiter');
+    expect(await a.isLocked('blip')).toBe(true);
+    await handle.release();
+  }, 90_000);
+
+  it('a waiter whose waiting session is killed on the server queues again, and gets the lock once it is freed', async () => {
+    const [a, b] = [await locks(), await locks()];
+    const held = await a.acquire('kicked', { ttl: 60_000 });
+    let failed: unknown;
+    const waiter = b.acquire('kicked', { waitTimeout: 60_000 });
+    waiter.catch((error: unknown) => (failed = error));
+    await waitFor(async () => (await backend.waiters(server)).length === 1);
+    const [killed] = await backend.waiters(server);
+    await backend.killSession(server, killed);
+    // Back in the server's queue on a new session (or failed: the defect).
+    await waitFor(
+      async () =>
+        failed !== undefined || (await backend.waiters(server)).some((id) => id !== killed),
+      20_000,
+    );
+    expect(failed).toBeUndefined();
+    expect(held.signal.aborted).toBe(false);
+    await held.release();
+    const handle = await within(waiter, 30_000, 'the waiter');
+    expect(handle.fence).toBeGreaterThan(held.fence);
+    await handle.release();
+  }, 60_000);
+
+  it('a waiter whose deadline passes while the server is down fails with LockBackendError, with the cause', async () => {
+    const [a, b] = [await locks(), await locks()];
+    await a.acquire('down', { ttl: 60_000 });
+    const waiter = b.acquire('down', { waitTimeout: 1_500 }).catch((error: unknown) => error);
+    await waitFor(async () => (await backend.waiting(server)) === 1);
+    await server.down();
+    try {
+      const error = await within(waiter, 30_000, 'the waiter');
+      expect(error).toBeInstanceOf(LockBackendError);
+      expect((error as LockBackendError).cause).toBeInstanceOf(Error);
+      expect((error as LockBackendError).message).not.toMatch(/held by another caller/);
+    } finally {
+      await server.up();
+    }
+  }, 60_000);
+
   it('a restart under load gives LockBackendErrors, then recovery without an app restart and no overlap', async () => {
     const services = [await locks(), await locks()];
     const intervals: Interval[] = [];
@@ -174,6 +226,10 @@ export function describeSqlFaults<Server extends DatabaseServerHandle>(
         ),
       );
       measured.frozenLongestCallMs = Math.round(Math.max(...settled.map((s) => s.ms)));
+      // No answer in time: the hint says so, not "reachable".
+      const [waited] = settled;
+      expect(!waited.ok && (waited.error as Error).message).toMatch(/did not answer/);
+      expect(!waited.ok && (waited.error as Error).message).toMatch(/commandTimeout[^.]*\.$/);
       for (const s of settled) {
         expect(s.ok).toBe(false);
         // A little slack for a loaded machine's timers, never a hang.
