@@ -350,7 +350,7 @@ describe('etcd faults: 3-member cluster', () => {
     }
   });
 
-  it('a minority down still locks; a majority down fails fast with LockBackendError, then recovers', async () => {
+  it('a minority down still locks; a majority down: a waiter rides it out to its deadline, LockBackendError, then recovers', async () => {
     const prefix = uniquePrefix('etcd-quorum');
     // A session of 10 s: with 2 s, a loaded machine may let the lease lapse while the client
     // moves its keep-alive stream off the killed member (a lost session, not a lost quorum).
@@ -362,8 +362,10 @@ describe('etcd faults: 3-member cluster', () => {
       await b.release(lease);
       two.kill();
       const started = now();
+      // The waiter keeps trying while its wait lasts (a blip would end in the lock), then
+      // fails as an outage, with the cause, not as busy.
       const error = await b
-        .acquire(['q'], { ttl: 10_000, waitTimeout: 10_000 })
+        .acquire(['q'], { ttl: 10_000, waitTimeout: 3_000 })
         .catch((e: unknown) => e);
       const failedAfter = now() - started;
       report('majority down', {
@@ -371,8 +373,7 @@ describe('etcd faults: 3-member cluster', () => {
         error: String((error as Error).message).slice(0, 160),
       });
       expect(error).toMatchObject({ name: 'LockBackendError' });
-      // Well within the wait (10 s): the backend does not wait for a quorum that is gone.
-      expect(failedAfter).toBeLessThan(9_000);
+      expect((error as Error).cause).toBeInstanceOf(Error);
       await Promise.all([one.restart(), two.restart()]);
       const recoveredAt = now();
       let again: Awaited<ReturnType<LockBackend['acquire']>> | undefined;

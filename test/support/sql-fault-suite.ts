@@ -150,7 +150,7 @@ export function describeSqlFaults<Server extends DatabaseServerHandle>(
     }
   }, 60_000);
 
-  it('a restart under load gives LockBackendErrors, then recovery without an app restart and no overlap', async () => {
+  it('a restart under load: waiters ride through it, then recovery without an app restart and no overlap', async () => {
     const services = [await locks(), await locks()];
     const intervals: Interval[] = [];
     let counter = 0;
@@ -196,8 +196,10 @@ export function describeSqlFaults<Server extends DatabaseServerHandle>(
     stop = true;
     await within(Promise.all(loops), 30_000, 'the load loops');
     measured.restartBackendErrors = errors.backend;
+    // Waiters with time left ride through the restart (see the test above); a caller whose
+    // wait ran out while the server was down got a LockBackendError (counted, not asserted:
+    // how many depends on how long the restart took).
     expect(errors.other).toEqual([]);
-    expect(errors.backend).toBeGreaterThan(0);
     expect(findOverlaps(intervals).length === 0 || describeOverlaps(findOverlaps(intervals))).toBe(
       true,
     );
@@ -227,9 +229,9 @@ export function describeSqlFaults<Server extends DatabaseServerHandle>(
       );
       measured.frozenLongestCallMs = Math.round(Math.max(...settled.map((s) => s.ms)));
       // No answer in time: the hint says so, not "reachable".
-      const [waited] = settled;
-      expect(!waited.ok && (waited.error as Error).message).toMatch(/did not answer/);
-      expect(!waited.ok && (waited.error as Error).message).toMatch(/commandTimeout[^.]*\.$/);
+      const waited = String((settled[0] as { error?: Error }).error?.message);
+      expect(waited).toMatch(/did not answer/);
+      expect(waited).toMatch(/commandTimeout[^.]*\.$/);
       for (const s of settled) {
         expect(s.ok).toBe(false);
         // A little slack for a loaded machine's timers, never a hang.
