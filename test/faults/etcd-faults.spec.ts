@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { Etcd3, type IKeyValue } from 'etcd3';
+import { Etcd3, type IKeyValue, type IRequestOp } from 'etcd3';
 import type { LockBackendError } from 'nest-locked';
 import { etcdBackend } from 'nest-locked/etcd';
 import { prefixEnd } from '../../lib/etcd/etcd-names';
@@ -87,14 +87,43 @@ async function lineKeys(client: Etcd3, prefix: string): Promise<IKeyValue[]> {
   return res.kvs.filter((kv) => !kv.key.toString().includes('\0'));
 }
 
-/** Resolves with the keys under `prefix` once there are `count` of them (holders and waiters). */
+/**
+ * `client`, with its first delete of a name given to `holdNext` held back: the call fails at
+ * once (as a deadline would) and the real request is sent at `flush`.
+ */
+function lateDeletes(client: Etcd3) {
+  let name: string | undefined;
+  const held: (() => Promise<unknown>)[] = [];
+  const deletes = (ops: readonly IRequestOp[] | undefined, key: Buffer | undefined) =>
+    name !== undefined &&
+    (key?.toString() === name ||
+      (ops ?? []).some((op) => op.request_delete_range?.key?.toString() === name));
+  const kv = client.kv;
+  const txn = kv.txn.bind(kv);
+  const deleteRange = kv.deleteRange.bind(kv);
+  const holding = <T>(send: () => Promise<T>): Promise<T> => {
+    name = undefined;
+    held.push(send);
+    return Promise.reject(new Error('4 DEADLINE_EXCEEDED: held back by the test'));
+  };
+  kv.txn = (req) => (deletes(req.success, undefined) ? holding(() => txn(req)) : txn(req));
+  kv.deleteRange = (req) =>
+    deletes(undefined, req.key as Buffer) ? holding(() => deleteRange(req)) : deleteRange(req);
+  return {
+    client,
+    holdNext: (next: string) => (name = next),
+    flush: () => Promise.all(held.splice(0).map((send) => send())),
+  };
+}
+
+/** The keys under `prefix` once there are `count` of them (holders and waiters; 0: none left). */
 async function waitForLine(etcd: EtcdCluster, prefix: string, count: number): Promise<IKeyValue[]> {
   const client = new Etcd3({ hosts: etcd.hosts });
   try {
     const deadline = Date.now() + 20_000;
     for (;;) {
       const kvs = await lineKeys(client, prefix);
-      if (kvs.length >= count) return kvs;
+      if (count === 0 ? kvs.length === 0 : kvs.length >= count) return kvs;
       if (Date.now() > deadline) throw new Error(`fewer than ${count} keys under ${prefix}`);
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -224,6 +253,45 @@ describe('etcd faults: one member, holders as processes', () => {
       expect((error as LockBackendError).cause).toBeInstanceOf(Error);
     } finally {
       await member.start();
+    }
+  });
+
+  it("a release's delete applied late (its answer lost) does not delete the next hold that reuses its key's name", async () => {
+    const prefix = uniquePrefix('etcd-late');
+    // A real client whose first delete of one name is held back: the call fails as a deadline
+    // would, and the request reaches etcd only at `flush` (a request etcd applies after its
+    // caller gave up on it, as after a partition or a leader change).
+    const late = lateDeletes(new Etcd3({ hosts: etcd.hosts }));
+    const p = etcdBackend({ client: late.client, sessionTtl: 10_000 }).create({
+      group: 'default',
+      keyPrefix: prefix,
+      driftFactor: 0.01,
+      commandTimeout: 1_000,
+      logger: new Logger('etcd-faults'),
+    });
+    const q = backend(etcd, prefix, 1_000, 10_000);
+    backends.push(p, q);
+    try {
+      const first = await p.acquire(['k'], { ttl: 60_000, waitTimeout: 0 });
+      late.holdNext(first.token);
+      await expect(p.release(first)).rejects.toMatchObject({ name: 'LockBackendError' });
+      // The background retry deletes the key; its name is then free for this session's next key.
+      const [line] = await waitForLine(etcd, prefix, 0);
+      expect(line).toBeUndefined();
+      const second = await p.acquire(['k'], { ttl: 60_000, waitTimeout: 0 });
+      expect(second.token).toBe(first.token);
+      const waiting = q.acquire(['k'], { ttl: 10_000, waitTimeout: 2_000 }).then(
+        (lease) => lease,
+        (error: unknown) => error,
+      );
+      await waitForLine(etcd, prefix, 2);
+      await late.flush();
+      // P still holds: Q must not get the key.
+      const got = await waiting;
+      expect(got).toMatchObject({ name: 'LockNotAcquiredError' });
+      await p.release(second);
+    } finally {
+      late.client.close();
     }
   });
 
