@@ -118,7 +118,7 @@ export class EtcdLockBackend
       () => this.closed && config.ownsClient,
     );
     this.waits = new LineWaits(client, this.stats, this.keys);
-    this.errors = new EtcdErrors(config.hosts.join(', ') || 'the client given');
+    this.errors = new EtcdErrors(config.hosts.join(', ') || 'the endpoints of your client');
   }
 
   /**
@@ -186,14 +186,14 @@ export class EtcdLockBackend
     const names = entry.names;
     this.keys.add(names, session, entry.revision);
     if (entry.mismatch) {
-      this.keys.discard(names, session);
+      this.keys.discard(names, entry.revision, session);
       throw entry.mismatch;
     }
     if (entry.granted.every(Boolean)) {
       return this.take(keys, names, session, entry.revision, ttl, startedAt, true, share);
     }
     if (waitTimeout <= 0) {
-      this.keys.discard(names, session);
+      this.keys.discard(names, entry.revision, session);
       throw new LockNotAcquiredError(keys, performance.now() - startedAt, ttl);
     }
     const wait = new EtcdWait(keys, session, startedAt, deadline, ttl, () =>
@@ -213,7 +213,7 @@ export class EtcdLockBackend
       );
     } catch (error) {
       wait.cancel(error);
-      this.keys.discard(names, session);
+      this.keys.discard(names, entry.revision, session);
       throw wait.reason;
     } finally {
       timer.cancel();
@@ -315,9 +315,9 @@ export class EtcdLockBackend
     if (exclusive) this.keys.handOver(held.names);
     try {
       // Waiters of this process that found this key in the meantime go once it is deleted.
-      await this.keys.remove(held.names, exclusive, held.session);
+      await this.keys.remove(held.names, held.revision, exclusive, held.session);
     } catch (error) {
-      this.keys.discard(held.names, held.session);
+      this.keys.discard(held.names, held.revision, held.session);
       throw this.backendError(lease.keys, error, 'release');
     }
   }
@@ -333,7 +333,7 @@ export class EtcdLockBackend
     // the session's, which a shutdown revokes) runs out: in whole seconds, never sooner.
     const timer = setTimeout(() => {
       this.minHolds.delete(timer);
-      this.keys.discard(names, undefined);
+      this.keys.discard(names, held.revision, undefined);
     }, ms);
     timer.unref();
     this.minHolds.add(timer);
@@ -507,7 +507,7 @@ export class EtcdLockBackend
   /** Forgets the hold and deletes its keys in the background. */
   private drop(held: Held): void {
     this.forget(held);
-    this.keys.discard(held.names, held.session);
+    this.keys.discard(held.names, held.revision, held.session);
   }
 
   private endpointClient(host: string): Etcd3 {
