@@ -28,9 +28,10 @@ export const SHARED_UNSUPPORTED = (
   `"${group}", whose ${kind} backend has no ${shared === 'read' ? 'shared (read) lock' : 'permits'}. ` +
   'Use the exclusive lock there, or a group on Redis, PostgreSQL, etcd or ZooKeeper.';
 
+/** `reason` may be sentences of its own (a cause and what to check): no period doubled after it. */
 export const BACKEND_UNREACHABLE_AT_START = (group: string, kind: string, reason: string) =>
-  `Lock group "${group}" (${kind}) is not reachable at startup: ${reason}. Locks fail with ` +
-  'LockBackendError until it answers.';
+  `Lock group "${group}" (${kind}) is not reachable at startup: ${reason.replace(/\.$/, '')}. ` +
+  'Locks fail with LockBackendError until it answers.';
 
 export const REDIS_UNREACHABLE_AT_START = (group: string, reason: string) =>
   `Lock group "${group}": cannot reach Redis yet (${reason}); calls fail with LockBackendError ` +
