@@ -17,7 +17,10 @@ export const FAILURE_HINTS = {
   unknown: 'Check that the lock servers are reachable.',
 } as const;
 
-/** `hint`: what to check, picked from the cause (`failureHint`); empty when the cause says it. */
+/**
+ * `hint`: what to check, picked from the cause (`failureHint`). It ends the message once, after
+ * the failures' words (a failure described by its backend ends with it: moved out).
+ */
 export const LOCK_BACKEND_FAILED = (
   keys: readonly string[],
   op: string,
@@ -26,10 +29,10 @@ export const LOCK_BACKEND_FAILED = (
   hint: string,
 ) => {
   const causes = failures
-    .map((f) => f.message.replace(/\.$/, ''))
     .slice(0, 3)
+    .map((f) => f.message.replace(` ${hint}`, '').replace(/\.$/, ''))
     .join('; ');
-  return `Could not ${op} lock ${quotedList(keys)}: ${system} failed (${causes}).${hint ? ` ${hint}` : ''}`;
+  return `Could not ${op} lock ${quotedList(keys)}: ${system} failed (${causes}). ${hint}`;
 };
 
 export const LOCK_LOST = (keys: readonly string[], reason: string) => {

@@ -52,12 +52,9 @@ export function failureKind(error: unknown): FailureKind {
 }
 
 /**
- * The hint that ends a `LockBackendError`'s message, picked from its first failure's cause
- * (auth, unknown database, refused, unknown host, timeout; "reachable" when unknown); empty
- * when that failure's own words already end with it.
+ * The hint that ends a `LockBackendError`'s message, picked from its first failure's cause:
+ * auth, unknown database, refused, unknown host, timeout; "reachable" when unknown.
  */
 export function failureHint(failures: readonly Error[]): string {
-  const [first] = failures;
-  const hint = FAILURE_HINTS[failureKind(first)];
-  return first?.message.includes(hint) ? '' : hint;
+  return FAILURE_HINTS[failureKind(failures[0])];
 }

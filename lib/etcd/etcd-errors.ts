@@ -16,7 +16,8 @@ const NO_ANSWER = /DEADLINE_EXCEEDED|Deadline exceeded/i;
  * @internal
  */
 export class EtcdErrors {
-  private last?: DescribedFailure;
+  /** The last failure in words (without its hint), its kind and etcd3's error. */
+  private last?: { words: string; kind: FailureKind; cause: unknown };
 
   constructor(
     /** The endpoints, as the messages name them. */
@@ -29,7 +30,7 @@ export class EtcdErrors {
     if (isBrokenCircuit(error)) {
       const last = this.last;
       if (!last) return toError(error);
-      return new DescribedFailure(ETCD_CIRCUIT_OPEN(last.message), last.kind, last.cause);
+      return new DescribedFailure(ETCD_CIRCUIT_OPEN(last.words), last.kind, last.cause);
     }
     const detail = toError(error).message;
     const kind: FailureKind | undefined = AUTH.test(detail)
@@ -40,14 +41,14 @@ export class EtcdErrors {
           ? 'refused'
           : undefined;
     if (!kind) return toError(error);
-    const message =
+    const words =
       kind === 'auth'
         ? ETCD_AUTH_NEEDED(this.hosts, detail)
         : kind === 'timeout'
           ? ETCD_NO_ANSWER(this.hosts, detail)
           : ETCD_REFUSED(this.hosts, detail);
-    this.last = new DescribedFailure(message, kind, error);
-    return this.last;
+    this.last = { words, kind, cause: error };
+    return new DescribedFailure(words, kind, error);
   }
 }
 

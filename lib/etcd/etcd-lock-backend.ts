@@ -130,7 +130,12 @@ export class EtcdLockBackend
     try {
       await this.session([]);
       const prefix = Buffer.from(this.config.keyPrefix);
-      await this.client.kv.range({ key: prefix, range_end: prefixEnd(prefix), count_only: true });
+      await this.client.kv.range({
+        key: prefix,
+        range_end: prefixEnd(prefix),
+        limit: 1,
+        keys_only: true,
+      });
     } catch (error) {
       throw error instanceof LockBackendError ? error.failures[0] : this.errors.describe(error);
     }

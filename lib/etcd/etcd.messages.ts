@@ -29,7 +29,7 @@ export const ETCD_STARTED = (group: string, hosts: string, ttl: number) =>
   `Lock group "${group}" uses etcd (${hosts}); a process's holds end ${ttl} s after it stops ` +
   'renewing its session lease.';
 
-// The words of etcd's failures (`describeEtcdError`): `DescribedFailure` adds what to check.
+// The words of etcd's failures (`EtcdErrors`): `DescribedFailure` adds what to check.
 
 export const ETCD_REFUSED = (hosts: string, detail: string) =>
   `etcd at ${hosts} refused the connection (${detail}).`;
