@@ -1,9 +1,10 @@
+import { connect } from 'node:net';
 import { Logger } from '@nestjs/common';
 import { Etcd3, type IKeyValue, type IRequestOp } from 'etcd3';
 import type { LockBackendError } from 'nest-locked';
 import { etcdBackend } from 'nest-locked/etcd';
 import { prefixEnd } from '../../lib/etcd/etcd-names';
-import type { LockBackend } from '../../lib/engine/lock-backend';
+import type { Lease, LockBackend } from '../../lib/engine/lock-backend';
 import type { EtcdWorkerConfig, EtcdWorkerLine } from '../fixtures/etcd-worker';
 import { startEtcdCluster, type EtcdCluster } from '../support/etcd-server';
 import { describeOverlaps, findOverlaps, now } from '../support/intervals';
@@ -74,6 +75,22 @@ const report = (what: string, figures: Record<string, unknown>) =>
   process.stdout.write(`[etcd faults] ${what}: ${JSON.stringify(figures)}\n`);
 
 afterEach(() => killWorkers());
+
+/** Resolves once `settled()`, or once `port` refused `times` connections in a row. */
+async function refusedOrSettled(port: number, times: number, settled: () => boolean) {
+  for (let refused = 0; refused < times && !settled();) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      const answer = (connected: boolean) => {
+        socket.destroy();
+        resolve(connected);
+      };
+      socket.once('connect', () => answer(true)).once('error', () => answer(false));
+    });
+    refused = ok ? 0 : refused + 1;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
 
 /** The keys of every line under `prefix`, by create revision. */
 async function lineKeys(client: Etcd3, prefix: string): Promise<IKeyValue[]> {
@@ -211,6 +228,28 @@ describe('etcd faults: one member, holders as processes', () => {
     const lease = await waiting;
     expect(lease.fences[0]).toBeGreaterThan(held.fences[0]);
     await b.release(lease);
+  });
+
+  it('a caller that starts waiting while etcd is down gets the lock once it is back', async () => {
+    const b = backend(etcd, uniquePrefix('etcd-later'), 1_000, 10_000);
+    backends.push(b);
+    await b.start?.();
+    const member = etcd.members[0];
+    await member.stop();
+    let settled = false;
+    let waiting: Promise<Lease>;
+    try {
+      waiting = b.acquire(['k'], { ttl: 10_000, waitTimeout: 60_000 });
+      waiting.then(
+        () => (settled = true),
+        () => (settled = true),
+      );
+      // Down long enough for the caller's first tries to fail (or for it to give up: the defect).
+      await refusedOrSettled(member.clientPort, 20, () => settled);
+    } finally {
+      await member.start();
+    }
+    await b.release(await waiting);
   });
 
   it('a waiter whose session lease is revoked on the server enters again, and gets the lock once it is freed', async () => {

@@ -1,6 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import {
   LockBackendError,
+  type LockHandle,
   LockLostError,
   LockNotAcquiredError,
   LockService,
@@ -108,6 +109,20 @@ export function describeSqlFaults<Server extends DatabaseServerHandle>(
     await waitFor(() => held.signal.aborted, 10_000);
     const handle = await within(waiter, 60_000, 'the waiter');
     expect(await a.isLocked('blip')).toBe(true);
+    await handle.release();
+  }, 90_000);
+
+  it('a caller that starts waiting while the server is down gets the lock once it is back', async () => {
+    const b = await locks();
+    await server.down();
+    let waiter: Promise<LockHandle>;
+    try {
+      waiter = b.acquire('later', { waitTimeout: 60_000 });
+      waiter.catch(() => undefined);
+    } finally {
+      await server.up();
+    }
+    const handle = await within(waiter, 60_000, 'the waiter');
     await handle.release();
   }, 90_000);
 
