@@ -38,9 +38,9 @@ export const ETCD_NO_ANSWER = (hosts: string, detail: string) =>
   `etcd at ${hosts} did not answer in time (${detail}).`;
 
 export const ETCD_AUTH_NEEDED = (hosts: string, detail: string) =>
-  `etcd at ${hosts} refused the request: authentication is enabled there (${detail}). Pass ` +
-  'credentials in the backend options: etcdBackend({ hosts, clientOptions: { auth: { username, ' +
-  'password } } }).';
+  `etcd at ${hosts} refused the request (${detail}): it has authentication enabled. Give the ` +
+  'user and password in the backend options: etcdBackend({ hosts, clientOptions: { auth: { ' +
+  'username, password } } }).';
 
 export const ETCD_CIRCUIT_OPEN = (last: string) =>
   `${last.replace(/\.$/, '')}; etcd3's circuit breaker for that endpoint is open after it, so ` +

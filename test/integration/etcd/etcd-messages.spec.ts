@@ -90,6 +90,18 @@ describe('etcd messages: authentication enabled', () => {
     expect(error.message).toMatch(/clientOptions: \{ auth: \{ username, password \} \}/);
   });
 
+  it('a wrong password: startup fails naming it', async () => {
+    const error = (await backend({
+      hosts: etcd.hosts,
+      clientOptions: { auth: { username: 'root', password: 'wrong' } },
+    }).start!().then(
+      () => undefined,
+      (e: unknown) => e,
+    )) as Error;
+    expect(error.message).toMatch(/authentication failed/);
+    expect(error.message).toMatch(/Check the user and password/);
+  });
+
   it('with credentials: startup and a lock work', async () => {
     const b = backend({
       hosts: etcd.hosts,
