@@ -6,16 +6,34 @@ export const LOCK_NOT_ACQUIRED = (keys: readonly string[], waitedMs: number) =>
   `Lock ${quotedList(keys)} is held by another caller; gave up after waiting ${Math.round(waitedMs)} ms ` +
   `(waitTimeout). Retry later, or raise waitTimeout for this call.`;
 
+/** What to check, by the kind of cause of a backend failure (see `failureHint`). */
+export const FAILURE_HINTS = {
+  auth: 'Check the user and password of the lock backend (its options or URL).',
+  database:
+    'Create the database (and grant it to the lock user), or fix the database name of the lock backend.',
+  refused: 'Check that the lock server is running and listening at that address.',
+  host: 'Check the host name of the lock backend.',
+  timeout: 'Check that the lock server is not stalled or overloaded, or raise commandTimeout.',
+  unknown: 'Check that the lock servers are reachable.',
+} as const;
+
+/**
+ * `hint`: what to check, picked from the cause (`failureHint`). It ends the message once, after
+ * the failures' words (a failure described by its backend ends with it: moved out).
+ */
 export const LOCK_BACKEND_FAILED = (
   keys: readonly string[],
   op: string,
   failures: readonly Error[],
-  system = 'Redis',
-) =>
-  `Could not ${op} lock ${quotedList(keys)}: ${system} failed (${failures
-    .map((f) => f.message)
+  system: string,
+  hint: string,
+) => {
+  const causes = failures
     .slice(0, 3)
-    .join('; ')}). Check that the lock servers are reachable.`;
+    .map((f) => f.message.replace(` ${hint}`, '').replace(/\.$/, ''))
+    .join('; ');
+  return `Could not ${op} lock ${quotedList(keys)}: ${system} failed (${causes}). ${hint}`;
+};
 
 export const LOCK_LOST = (keys: readonly string[], reason: string) => {
   switch (reason) {

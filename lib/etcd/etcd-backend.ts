@@ -82,6 +82,7 @@ export function etcdBackend(options: EtcdBackendOptions): LockBackendDefinition 
         hosts,
         endpointClient: (host) => build(host),
         ownsClient: !client,
+        commandTimeout,
       });
     },
   };

@@ -1,11 +1,9 @@
 import type { Etcd3, IKeyValue, WatchBuilder } from 'etcd3';
 import type { LockClientStats, Share } from '../engine/lock-backend';
+import { outageRetryDelay } from '../engine/wait-rules';
 import { OTHER_PART, prefixEnd } from './etcd-names';
 import type { EtcdWait } from './etcd-wait';
 import type { OwnKeys } from './etcd-own-keys';
-
-/** Pause between tries when etcd fails a waiter's query or watch (the wait goes on). */
-const RETRY_MS = 100;
 
 /**
  * How a caller waits in the lines of its keys once its entry is in: by create revision, with at
@@ -29,7 +27,7 @@ export class LineWaits {
     before: IKeyValue | undefined,
     seen: string,
   ): Promise<void> {
-    for (;;) {
+    for (let failures = 1; ; failures++) {
       try {
         if (typeof share === 'number') await this.waitForPermit(wait, line, revision, share);
         else {
@@ -37,13 +35,13 @@ export class LineWaits {
           await this.waitForPredecessors(wait, range, revision, before, seen);
         }
         return;
-      } catch (error) {
+      } catch {
         // A retry asks who is before the caller again.
         before = undefined;
         if (wait.cancelled) throw wait.reason;
-        // etcd failed a query or a watch: try again while the wait lasts.
-        wait.outage = toError(error);
-        await wait.pause(RETRY_MS);
+        // etcd failed a query or a watch: try again while the wait lasts (its deadline asks
+        // etcd once more, see `EtcdWait.onDeadline`).
+        await wait.pause(outageRetryDelay(failures, wait.deadline));
       }
     }
   }
@@ -167,8 +165,4 @@ export class LineWaits {
       watcher?.on('error', (error) => done(error));
     });
   }
-}
-
-function toError(error: unknown): Error {
-  return error instanceof Error ? error : new Error(String(error));
 }

@@ -10,7 +10,7 @@ import {
   type LockBackend,
   type Share,
 } from '../engine/lock-backend';
-import { abortReason } from '../engine/wait-rules';
+import { abortReason, outageRetryDelay } from '../engine/wait-rules';
 import { ETCD_SESSION_LOST } from './etcd.messages';
 import { kindValue, linePrefix, OTHER_PART, prefixEnd, READ_PART } from './etcd-names';
 import { EtcdSession, type SessionListener } from './etcd-session';
@@ -21,6 +21,7 @@ import { enterLines, type Entry } from './etcd-entry';
 import { LineWaits } from './etcd-line-waits';
 import { OwnKeys } from './etcd-own-keys';
 import { notCancelled, ownedBy, put } from './etcd-requests';
+import { EtcdErrors } from './etcd-errors';
 
 /** A hold of this process: its etcd keys (one per lock key) and its local lease length. */
 interface Held {
@@ -47,6 +48,8 @@ export interface EtcdLockBackendConfig {
   readonly endpointClient: (host: string) => Etcd3;
   /** Whether the client is ours to close. */
   readonly ownsClient: boolean;
+  /** The longest one round trip may take, in ms (a waiter's last word at its deadline). */
+  readonly commandTimeout: number;
 }
 
 /**
@@ -73,6 +76,9 @@ export interface EtcdLockBackendConfig {
  *   checks that the keys are still the hold's. A session lost aborts every holder's signal.
  * - A waiter that gives up or times out deletes its keys; a failed delete is retried while the
  *   session lives (after that etcd deletes them itself; see `OwnKeys`).
+ * - A waiter rides through a blip: when etcd fails its entry or its session is lost, it backs
+ *   off and enters its lines again (at their end, under a new session if need be) until its
+ *   deadline; at the deadline one round trip decides between busy and an outage.
  * @internal
  */
 export class EtcdLockBackend
@@ -92,6 +98,10 @@ export class EtcdLockBackend
   private readonly minHolds = new Set<NodeJS.Timeout>();
   private current?: Promise<EtcdSession>;
   private closed = false;
+  /** Aborted by `abortWaits`: ends a waiter's back-off between two entries. */
+  private readonly closing = new AbortController();
+  /** etcd's failures in words, and the last real one (see `EtcdErrors`). */
+  private readonly errors: EtcdErrors;
   private readonly endpointClients = new Map<string, Etcd3>();
 
   constructor(
@@ -108,18 +118,60 @@ export class EtcdLockBackend
       () => this.closed && config.ownsClient,
     );
     this.waits = new LineWaits(client, this.stats, this.keys);
+    this.errors = new EtcdErrors(config.hosts.join(', ') || 'the endpoints of your client');
   }
 
+  /**
+   * Opens the session, then reads once: etcd grants a lease without credentials even where
+   * authentication is enabled, and would refuse the first lock instead.
+   * @throws the failure in words (refused, no answer, credentials needed), for the startup warning
+   */
   async start(): Promise<void> {
-    await this.session([]);
+    try {
+      await this.session([]);
+      const prefix = Buffer.from(this.config.keyPrefix);
+      await this.client.kv.range({
+        key: prefix,
+        range_end: prefixEnd(prefix),
+        limit: 1,
+        keys_only: true,
+      });
+    } catch (error) {
+      throw error instanceof LockBackendError ? error.failures[0] : this.errors.describe(error);
+    }
   }
 
+  /**
+   * Enters the lines of `keys` and waits its turn, entering again after a failure of etcd or a
+   * session lost while the wait lasts (backing off as the Redis waiter does, see `wait-rules`).
+   */
   async acquire(keys: readonly string[], request: AcquireRequest): Promise<Lease> {
-    const { ttl, waitTimeout, signal, share } = request;
+    const { waitTimeout, signal } = request;
     const startedAt = performance.now();
-    if (this.closed) throw abortReason(keys);
-    if (signal?.aborted) throw signal.reason;
+    const deadline = startedAt + waitTimeout;
     this.stats.attempts++;
+    for (let failures = 1; ; failures++) {
+      if (this.closed) throw abortReason(keys);
+      if (signal?.aborted) throw signal.reason;
+      try {
+        return await this.enter(keys, request, startedAt, deadline);
+      } catch (error) {
+        const again = error instanceof LockBackendError && performance.now() < deadline;
+        if (!again || this.closed || signal?.aborted) throw error;
+        await this.backOff(outageRetryDelay(failures, deadline), signal);
+        if (performance.now() >= deadline) throw error;
+      }
+    }
+  }
+
+  /** One entry into the lines of `keys`, and the wait for its turn until `deadline`. */
+  private async enter(
+    keys: readonly string[],
+    request: AcquireRequest,
+    startedAt: number,
+    deadline: number,
+  ): Promise<Lease> {
+    const { ttl, waitTimeout, signal, share } = request;
     const session = await this.session(keys);
     const lines = keys.map((key) => linePrefix(this.config.keyPrefix, key));
     const part = share === 'read' ? READ_PART : OTHER_PART;
@@ -139,18 +191,20 @@ export class EtcdLockBackend
     const names = entry.names;
     this.keys.add(names, session, entry.revision);
     if (entry.mismatch) {
-      this.keys.discard(names, session);
+      this.keys.discard(names, entry.revision, session);
       throw entry.mismatch;
     }
     if (entry.granted.every(Boolean)) {
       return this.take(keys, names, session, entry.revision, ttl, startedAt, true, share);
     }
     if (waitTimeout <= 0) {
-      this.keys.discard(names, session);
+      this.keys.discard(names, entry.revision, session);
       throw new LockNotAcquiredError(keys, performance.now() - startedAt, ttl);
     }
-    const wait = new EtcdWait(keys, session, startedAt, ttl);
-    const timer = new DeadlineTimer(startedAt + waitTimeout, wait);
+    const wait = new EtcdWait(keys, session, startedAt, deadline, ttl, () =>
+      this.lastWord(lines[0]),
+    );
+    const timer = new DeadlineTimer(deadline, wait);
     const onAbort = () => wait.cancel(signal!.reason);
     signal?.addEventListener('abort', onAbort);
     this.local.waitStarted(wait);
@@ -164,7 +218,7 @@ export class EtcdLockBackend
       );
     } catch (error) {
       wait.cancel(error);
-      this.keys.discard(names, session);
+      this.keys.discard(names, entry.revision, session);
       throw wait.reason;
     } finally {
       timer.cancel();
@@ -266,9 +320,9 @@ export class EtcdLockBackend
     if (exclusive) this.keys.handOver(held.names);
     try {
       // Waiters of this process that found this key in the meantime go once it is deleted.
-      await this.keys.remove(held.names, exclusive, held.session);
+      await this.keys.remove(held.names, held.revision, exclusive, held.session);
     } catch (error) {
-      this.keys.discard(held.names, held.session);
+      this.keys.discard(held.names, held.revision, held.session);
       throw this.backendError(lease.keys, error, 'release');
     }
   }
@@ -284,7 +338,7 @@ export class EtcdLockBackend
     // the session's, which a shutdown revokes) runs out: in whole seconds, never sooner.
     const timer = setTimeout(() => {
       this.minHolds.delete(timer);
-      this.keys.discard(names, undefined);
+      this.keys.discard(names, held.revision, undefined);
     }, ms);
     timer.unref();
     this.minHolds.add(timer);
@@ -317,6 +371,7 @@ export class EtcdLockBackend
 
   abortWaits(): void {
     this.closed = true;
+    this.closing.abort();
     for (const wait of this.local.waits) wait.cancel(abortReason(wait.keys));
   }
 
@@ -457,7 +512,7 @@ export class EtcdLockBackend
   /** Forgets the hold and deletes its keys in the background. */
   private drop(held: Held): void {
     this.forget(held);
-    this.keys.discard(held.names, held.session);
+    this.keys.discard(held.names, held.revision, held.session);
   }
 
   private endpointClient(host: string): Etcd3 {
@@ -466,16 +521,49 @@ export class EtcdLockBackend
     return client;
   }
 
+  /** A waiter's pause between two entries: `ms`, or less if its signal or the client ends it. */
+  private backOff(ms: number, signal: AbortSignal | undefined): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        this.closing.signal.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal?.addEventListener('abort', done);
+      this.closing.signal.addEventListener('abort', done);
+    });
+  }
+
+  /** One read of `line`, bounded by commandTimeout: whether etcd answers now (see `EtcdWait`). */
+  private async lastWord(line: string): Promise<void> {
+    const ms = this.config.commandTimeout;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const key = Buffer.from(line);
+      await Promise.race([
+        this.client.kv.range({ key, range_end: prefixEnd(key), count_only: true }),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`DEADLINE_EXCEEDED: no answer within ${ms} ms`)),
+            ms,
+          );
+        }),
+      ]);
+    } catch (error) {
+      throw this.errors.describe(error);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   private backendError(
     keys: readonly string[],
     error: unknown,
     operation: string,
   ): LockBackendError {
     if (error instanceof LockBackendError) return error;
-    return new LockBackendError(keys, [toError(error)], operation, 'etcd');
+    return new LockBackendError(keys, [this.errors.describe(error)], operation, 'etcd');
   }
-}
-
-function toError(error: unknown): Error {
-  return error instanceof Error ? error : new Error(String(error));
 }

@@ -1,7 +1,7 @@
 import type { Etcd3 } from 'etcd3';
 import type { LockClientStats } from '../engine/lock-backend';
 import type { EtcdSession } from './etcd-session';
-import { cancelMark, put } from './etcd-requests';
+import { cancelMark, noNewerThan, put } from './etcd-requests';
 import { Successors } from './etcd-successors';
 
 /** Pause between tries at deleting keys whose first delete failed (see `discard`). */
@@ -49,18 +49,25 @@ export class OwnKeys {
   }
 
   /**
-   * Deletes keys of this process; `handedOver`: see `gone`. Their names are then free for
-   * `session`'s later keys in the same lines (see `EtcdSession.reuse`).
+   * Deletes the keys `names` created at `revision`; `handedOver`: see `gone`. Their names are
+   * then free for `session`'s later keys in the same lines (see `EtcdSession.reuse`). The
+   * delete reaches those keys only, never a later key with one of their names: a delete whose
+   * answer was lost may still be applied by etcd after a retry deleted the keys and the name
+   * was taken again (a partition, a leader change), and would delete a hold's key.
    */
-  async remove(names: readonly string[], handedOver = false, session?: EtcdSession): Promise<void> {
-    if (names.length === 1) {
-      await this.client.kv.deleteRange({ key: Buffer.from(names[0]) });
-    } else {
-      await this.client.kv.txn({
-        success: names.map((name) => ({ request_delete_range: { key: Buffer.from(name) } })),
-      });
-    }
-    this.gone(names, handedOver);
+  async remove(
+    names: readonly string[],
+    revision: string,
+    handedOver = false,
+    session?: EtcdSession,
+  ): Promise<void> {
+    const res = await this.client.kv.txn({
+      compare: noNewerThan(names, revision),
+      success: names.map((name) => ({ request_delete_range: { key: Buffer.from(name) } })),
+    });
+    // A later key has one of the names: these keys were deleted already, and the name is not free.
+    if (!res.succeeded) return;
+    this.gone(names, handedOver, revision);
     session?.reuse(names);
   }
 
@@ -71,21 +78,25 @@ export class OwnKeys {
 
   /**
    * Keys of this process are deleted: the waiters of this process behind them go on at once
-   * (see `LineWaits`); `handedOver` when they were an exclusive hold's.
+   * (see `LineWaits`); `handedOver` when they were an exclusive hold's. `revision`: theirs, when
+   * known (a later key with the same name stays known).
    */
-  private gone(names: readonly string[], handedOver: boolean): void {
+  private gone(names: readonly string[], handedOver: boolean, revision?: string): void {
     for (const name of names) {
-      this.own.delete(name);
+      if (revision === undefined || this.own.get(name)?.revision === revision) {
+        this.own.delete(name);
+      }
       if (this.successors.wake(name, handedOver) && handedOver) this.stats.localHandoffs++;
     }
   }
 
   /**
-   * Deletes keys in the background, trying again while it fails: while their session lives
-   * (once it ends, etcd deletes them), or a few times for keys with a lease of their own.
+   * Deletes the keys `names` created at `revision` in the background, trying again while it
+   * fails: while their session lives (once it ends, etcd deletes them), or a few times for keys
+   * with a lease of their own.
    */
-  discard(names: readonly string[], session: EtcdSession | undefined): void {
-    this.retry(() => this.remove(names, false, session), session);
+  discard(names: readonly string[], revision: string, session: EtcdSession | undefined): void {
+    this.retry(() => this.remove(names, revision, false, session), session);
   }
 
   /**

@@ -43,6 +43,21 @@ export function lineRange(prefix: string, order: 'Ascend' | 'Descend', limit: nu
   };
 }
 
+/**
+ * Compares: no key named `names` is newer than `revision` (it is that one, or gone). A delete
+ * under this compare cannot reach a later key that took one of the names again (see
+ * `EtcdSession.reuse`), however late etcd applies it.
+ */
+export function noNewerThan(names: readonly string[], revision: string) {
+  const after = String(BigInt(revision) + 1n);
+  return names.map((name) => ({
+    key: Buffer.from(name),
+    target: 'Create' as const,
+    result: 'Less' as const,
+    create_revision: after,
+  }));
+}
+
 /** Compares: each key still exists with the hold's create revision. */
 export function ownedBy(names: readonly string[], revision: string) {
   return names.map((name) => ({

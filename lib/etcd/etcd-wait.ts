@@ -12,28 +12,40 @@ import type { EtcdSession } from './etcd-session';
 export class EtcdWait implements DeadlineListener {
   /** Why it ended, once it did. */
   reason?: unknown;
-  /** The last error of etcd while waiting: the deadline then fails as an outage, not as busy. */
-  outage?: Error;
   private readonly cancels = new Set<(reason: unknown) => void>();
 
   constructor(
     readonly keys: readonly string[],
     readonly session: EtcdSession,
     private readonly startedAt: number,
+    /** `performance.now()` at which the caller stops waiting. */
+    readonly deadline: number,
     /** The caller's lease length: the Retry-After estimate of a busy answer. */
     private readonly ttl: number,
+    /**
+     * One round trip to etcd, bounded: resolves when etcd answers, rejects with why not. At the
+     * deadline it decides between busy and an outage (a watch waits through an outage without
+     * a word: etcd3 reconnects it on its own).
+     */
+    private readonly lastWord: () => Promise<void>,
   ) {}
 
   get cancelled(): boolean {
     return this.reason !== undefined;
   }
 
+  /** The deadline passed: busy if etcd answers now, else a LockBackendError with its cause. */
   onDeadline(): void {
-    const waited = performance.now() - this.startedAt;
-    this.cancel(
-      this.outage
-        ? new LockBackendError(this.keys, [this.outage], 'acquire', 'etcd')
-        : new LockNotAcquiredError(this.keys, waited, this.ttl),
+    if (this.cancelled) return;
+    this.lastWord().then(
+      () => {
+        const waited = performance.now() - this.startedAt;
+        this.cancel(new LockNotAcquiredError(this.keys, waited, this.ttl));
+      },
+      (error: unknown) => {
+        const cause = error instanceof Error ? error : new Error(String(error));
+        this.cancel(new LockBackendError(this.keys, [cause], 'acquire', 'etcd'));
+      },
     );
   }
 

@@ -28,3 +28,20 @@ export const ETCD_UNKNOWN_OPTION = (name: string) =>
 export const ETCD_STARTED = (group: string, hosts: string, ttl: number) =>
   `Lock group "${group}" uses etcd (${hosts}); a process's holds end ${ttl} s after it stops ` +
   'renewing its session lease.';
+
+// The words of etcd's failures (`EtcdErrors`): `DescribedFailure` adds what to check.
+
+export const ETCD_REFUSED = (hosts: string, detail: string) =>
+  `etcd at ${hosts} refused the connection (${detail}).`;
+
+export const ETCD_NO_ANSWER = (hosts: string, detail: string) =>
+  `etcd at ${hosts} did not answer in time (${detail}).`;
+
+export const ETCD_AUTH_NEEDED = (hosts: string, detail: string) =>
+  `etcd at ${hosts} refused the request (${detail}): it has authentication enabled. Give the ` +
+  'user and password in the backend options: etcdBackend({ hosts, clientOptions: { auth: { ' +
+  'username, password } } }).';
+
+export const ETCD_CIRCUIT_OPEN = (last: string) =>
+  `${last.replace(/\.$/, '')}; etcd3's circuit breaker for that endpoint is open after it, so ` +
+  'calls fail at once for a few seconds before the next try.';

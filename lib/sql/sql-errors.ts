@@ -7,6 +7,7 @@ import {
   SQL_UNKNOWN_DATABASE,
 } from './sql.messages';
 import { SqlTimeoutError } from './sql-timeout';
+import { DescribedFailure, type FailureKind } from '../errors/failure-hint';
 
 /** Where a backend connects, for messages (never a password). @internal */
 export interface SqlTarget {
@@ -37,24 +38,34 @@ const messageOf = (error: unknown): string =>
 
 /**
  * A driver's error in words: a wrong password, an unknown database, a refused connection, an
- * unknown host or no answer in time, each naming the server; anything else with its own text.
- * The driver's error is the `cause`.
+ * unknown host or no answer in time, each naming the server and ending with what to check;
+ * anything else with its own text. The driver's error is the `cause`.
  * @internal
  */
-export function describeSqlError(target: SqlTarget, codes: SqlErrorCodes, error: unknown): Error {
+export function describeSqlError(
+  target: SqlTarget,
+  codes: SqlErrorCodes,
+  error: unknown,
+): DescribedFailure {
   const { label, node } = target;
   const code = codeOf(error);
   const detail = messageOf(error);
-  let message: string;
-  if (error instanceof SqlTimeoutError) message = SQL_NO_ANSWER(label, node, error.ms, error.what);
-  else if (code && codes.auth.includes(code))
-    message = SQL_AUTH_FAILED(label, node, target.user, detail);
-  else if (code && codes.unknownDatabase.includes(code)) {
-    message = SQL_UNKNOWN_DATABASE(label, node, target.database);
-  } else if (code && REFUSED.includes(code)) message = SQL_REFUSED(label, node, detail);
-  else if (code && HOST_UNKNOWN.includes(code)) message = SQL_HOST_UNKNOWN(label, node, detail);
-  else message = SQL_FAILED(label, node, detail);
-  return new Error(message, { cause: error });
+  const described = (message: string, kind: FailureKind) =>
+    new DescribedFailure(message, kind, error);
+  if (error instanceof SqlTimeoutError) {
+    return described(SQL_NO_ANSWER(label, node, error.ms, error.what), 'timeout');
+  }
+  if (code && codes.auth.includes(code)) {
+    return described(SQL_AUTH_FAILED(label, node, target.user, detail), 'auth');
+  }
+  if (code && codes.unknownDatabase.includes(code)) {
+    return described(SQL_UNKNOWN_DATABASE(label, node, target.database), 'database');
+  }
+  if (code && REFUSED.includes(code)) return described(SQL_REFUSED(label, node, detail), 'refused');
+  if (code && HOST_UNKNOWN.includes(code)) {
+    return described(SQL_HOST_UNKNOWN(label, node, detail), 'host');
+  }
+  return described(SQL_FAILED(label, node, detail), 'unknown');
 }
 
 /** Whether `error` is a setting to fix (auth, database, permission, host), not an outage. @internal */

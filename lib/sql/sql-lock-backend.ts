@@ -4,7 +4,7 @@ import { LockBackendError, LockConfigError, LockError, LockNotAcquiredError } fr
 import { Lease, Leases, type Share } from '../engine/lease';
 import { LocallyCountedBackend, type LocalWait } from '../engine/local-locks';
 import { type AcquireRequest, type BackendHealth, type LockBackend } from '../engine/lock-backend';
-import { abortReason } from '../engine/wait-rules';
+import { abortReason, outageRetryDelay } from '../engine/wait-rules';
 import type {
   LockBackendContext,
   LockBackendDefinition,
@@ -70,6 +70,12 @@ class SqlWait implements LocalWait {
       return Promise.reject(this.aborted);
     }
     return within(work, ms, what, late, (stop) => (this.stopNow = stop));
+  }
+
+  /** Waits `ms` (a back-off between tries); rejects at once if the wait is aborted. */
+  pause(ms: number): Promise<void> {
+    // The bound is only the abort's: the pause itself ends first.
+    return this.bound(new Promise<void>((r) => setTimeout(r, ms)), ms + 1_000, 'a pause');
   }
 
   end(): void {
@@ -283,7 +289,10 @@ export class SqlLockBackend<S extends SqlSession>
 
   /**
    * One acquire: a session, then the lock and fences in one round trip (per key on MySQL). The
-   * lease, or the ms waited when the keys stayed busy.
+   * lease, or the ms waited when the keys stayed busy. A waiter rides through a blip: when the
+   * server fails its try (a restart, its session killed), it backs off and queues again on a
+   * new session until its deadline (the server's queue went with the session: it queues
+   * behind whoever asked first since); past the deadline, the last failure is its error.
    */
   private async take(
     keys: readonly string[],
@@ -295,13 +304,41 @@ export class SqlLockBackend<S extends SqlSession>
   ): Promise<Lease | number> {
     const startedAt = performance.now();
     const deadline = startedAt + waitTimeout;
-    const left = () => Math.max(0, deadline - performance.now());
     const names = keys.map((key) => this.lockName(key));
     this.stats.attempts++;
     // Busy here or just found busy (a segmented sweep): straight into the server's queue.
     const contended = seenBusy || keys.some((key) => this.local.inUse(key));
     const wait = new SqlWait(keys, signal);
     this.local.waitStarted(wait);
+    try {
+      for (let failures = 1; ; failures++) {
+        try {
+          return await this.takeOnce(keys, names, ttl, share, deadline, contended, wait, startedAt);
+        } catch (err) {
+          const error = this.failure(err, wait, keys, startedAt, ttl);
+          if (!this.ridesThrough(err, error, wait, deadline)) throw error;
+          await wait.pause(outageRetryDelay(failures, deadline));
+          if (performance.now() >= deadline) throw error;
+        }
+      }
+    } finally {
+      wait.end();
+      this.local.waitEnded(wait);
+    }
+  }
+
+  /** One try of `take`: on one session, waiting in the server's queue until `deadline`. */
+  private async takeOnce(
+    keys: readonly string[],
+    names: readonly string[],
+    ttl: number,
+    share: Share | undefined,
+    deadline: number,
+    contended: boolean,
+    wait: SqlWait,
+    startedAt: number,
+  ): Promise<Lease | number> {
+    const left = () => Math.max(0, deadline - performance.now());
     let session: S | undefined;
     try {
       // A pool with every connection in use makes the caller wait for one: part of its wait.
@@ -326,11 +363,23 @@ export class SqlLockBackend<S extends SqlSession>
       return this.hold(keys, share, held, fences, ttl, startedAt);
     } catch (err) {
       if (session) this.giveUp(session);
-      throw this.failure(err, wait, keys, startedAt, ttl);
-    } finally {
-      wait.end();
-      this.local.waitEnded(wait);
+      throw err;
     }
+  }
+
+  /**
+   * Whether a failed try is worth another: a server failure (not a setting to fix, not the
+   * caller's or the shutdown's abort) with wait left. A lock the session may have been granted
+   * went with it (a session lock), so a new try is safe.
+   */
+  private ridesThrough(cause: unknown, error: unknown, wait: SqlWait, deadline: number): boolean {
+    return (
+      error instanceof LockBackendError &&
+      wait.aborted === undefined &&
+      !this.closed &&
+      !this.dialect.isConfigError(cause) &&
+      performance.now() < deadline
+    );
   }
 
   /**

@@ -20,26 +20,25 @@ export const SQL_SHARED_UNSUPPORTED = (kind: string, keys: readonly string[], sh
   `Lock ${quotedList(keys)}: ${shared} is not available on the ${kind} backend (it has no shared lock ` +
   `primitive). Use an exclusive lock, or put this lock group on Redis or PostgreSQL.`;
 
+// The messages of a failure's cause end with no hint: `DescribedFailure` adds the one that fits.
+
 export const SQL_AUTH_FAILED = (label: string, node: string, user: string, detail: string) =>
-  `${label} at ${node} refused user "${user}": authentication failed (${detail}). Check the ` +
-  `user and password of the lock backend.`;
+  `${label} at ${node} refused user "${user}": authentication failed (${detail}).`;
 
 export const SQL_UNKNOWN_DATABASE = (label: string, node: string, database: string) =>
-  `${label} at ${node} has no database "${database}" the lock user may use. Create it (and grant ` +
-  `it), or fix the database name of the lock backend.`;
+  `${label} at ${node} has no database "${database}" the lock user may use.`;
 
 export const SQL_REFUSED = (label: string, node: string, detail: string) =>
-  `${label} at ${node} refused the connection (${detail}): is the server running and ` +
-  `listening there?`;
+  `${label} at ${node} refused the connection (${detail}).`;
 
 export const SQL_HOST_UNKNOWN = (label: string, node: string, detail: string) =>
-  `${label} host of ${node} is unknown (${detail}). Check the host of the lock backend.`;
+  `${label} host of ${node} is unknown (${detail}).`;
 
 export const SQL_FAILED = (label: string, node: string, detail: string) =>
   `${label} at ${node}: ${detail}`;
 
 export const SQL_NO_ANSWER = (label: string, node: string, ms: number, what: string) =>
-  `${label} at ${node} did not answer ${what} within ${ms} ms.`;
+  `${label} at ${node} did not answer ${what} within ${Math.round(ms)} ms.`;
 
 export const SQL_SESSION_LOST = (label: string, node: string, detail: string) =>
   `${label} at ${node} ended the lock's session (${detail}): the lock was freed with it.`;

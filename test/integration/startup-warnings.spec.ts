@@ -1,5 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { Redis } from 'ioredis';
+import { etcdBackend } from 'nest-locked/etcd';
+import { postgresBackend } from 'nest-locked/postgres';
 import { createLockApp, uniquePrefix, within } from '../support/lock-app';
 import { closedPort, type RedisServerHandle, startRedisServer } from '../support/redis-server';
 
@@ -13,6 +15,27 @@ describe('what startup tells about the lock servers', () => {
     warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
   });
   afterEach(() => warn.mockRestore());
+
+  describe('a backend nobody listens for', () => {
+    it('names the refused address and what to check, no lock, no doubled period', async () => {
+      const port = await closedPort();
+      const backends = [
+        postgresBackend({ host: '127.0.0.1', port, user: 'u', password: 'p', database: 'd' }),
+        etcdBackend({ hosts: `127.0.0.1:${port}` }),
+      ];
+      for (const backend of backends) {
+        warn.mockClear();
+        const app = await createLockApp({ options: { backend, keyPrefix: uniquePrefix('down') } });
+        await app.close();
+        const [found] = warnings().filter((w) => w.includes('not reachable at startup'));
+        expect(found).toContain(`127.0.0.1:${port}`);
+        expect(found).toMatch(/ECONNREFUSED/);
+        expect(found).toMatch(/running and listening at that address\. Locks fail/);
+        expect(found).not.toMatch(/lock\s*:/);
+        expect(found).not.toMatch(/[.?!]\./);
+      }
+    });
+  });
 
   describe('a server that can evict keys', () => {
     let server: RedisServerHandle;

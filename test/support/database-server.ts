@@ -33,6 +33,10 @@ export interface DatabaseServerHandle {
   signal(signal: NodeJS.Signals): void;
   /** Stops the server cleanly and starts it again on the same port with the same data. */
   restart(): Promise<void>;
+  /** Stops the server cleanly, keeping its data (an outage until `up`). */
+  down(): Promise<void>;
+  /** Starts a server `down` stopped, on the same port with the same data. */
+  up(): Promise<void>;
 }
 
 /** How to run one kind of database server. */
@@ -183,6 +187,14 @@ class SpawnedDatabaseServer implements DatabaseServerHandle {
   async restart(): Promise<void> {
     await this.terminate();
     await this.launch();
+  }
+
+  down(): Promise<void> {
+    return this.terminate();
+  }
+
+  up(): Promise<void> {
+    return this.launch();
   }
 
   private running(): boolean {

@@ -41,6 +41,8 @@ export interface EtcdMember {
   kill(signal?: NodeJS.Signals): void;
   /** Starts it again on the same ports and data (after kill or stop); resolves once it serves. */
   restart(): Promise<void>;
+  /** Starts it after `stop` or `kill`, on the same ports and data; resolves once it serves. */
+  start(): Promise<void>;
   /** SIGTERM, then SIGKILL after 3 s; resolves once it is gone. */
   stop(): Promise<void>;
 }

@@ -36,6 +36,10 @@ export interface SqlBackendUnderTest<Server extends DatabaseServerHandle> {
   };
   /** Ends, on the server, the session that holds `name` (a full lock name, with its prefix). */
   killHolder(server: Server, name: string): Promise<void>;
+  /** Ends the session `id` on the server (`pg_terminate_backend`, `KILL`). */
+  killSession(server: Server, id: number): Promise<void>;
+  /** The server's ids of the sessions waiting in its lock queue right now. */
+  waiters(server: Server): Promise<number[]>;
   /** Lock requests waiting in the server's queue right now. */
   waiting(server: Server): Promise<number>;
   /** Settings naming a wrong password, an unknown database. */
@@ -218,12 +222,13 @@ export function describeSqlBackend<Server extends DatabaseServerHandle>(
   });
 
   it('names the cause of a failure: wrong password, unknown database, refused connection', async () => {
-    const cases: [Record<string, unknown>, RegExp][] = [
-      [backend.wrongPassword, /authentication failed/],
-      [backend.unknownDatabase, /has no database/],
-      [{ port: await closedPort() }, /refused the connection/],
+    // The cause, and the one hint that fits it at the end of the message (a 503's log line).
+    const cases: [Record<string, unknown>, RegExp, RegExp][] = [
+      [backend.wrongPassword, /authentication failed/, /Check the user and password[^.]*\.$/],
+      [backend.unknownDatabase, /has no database/, /fix the database name[^.]*\.$/],
+      [{ port: await closedPort() }, /refused the connection/, /running and listening[^.]*\.$/],
     ];
-    for (const [overrides, cause] of cases) {
+    for (const [overrides, cause, hint] of cases) {
       const locks = (await app(backend.definition(server, overrides))).get(LockService);
       const told: unknown[] = [];
       locks.on('error', ({ error }) => told.push(error));
@@ -231,6 +236,9 @@ export function describeSqlBackend<Server extends DatabaseServerHandle>(
       expect(error).toBeInstanceOf(LockBackendError);
       expect(told).toEqual([error]);
       expect((error as LockBackendError).failures[0].message).toMatch(cause);
+      expect((error as LockBackendError).message).toMatch(hint);
+      expect((error as LockBackendError).message).not.toMatch(/reachable/);
+      expect((error as LockBackendError).message).not.toMatch(/\.\./);
     }
   });
 

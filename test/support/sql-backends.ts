@@ -26,6 +26,15 @@ export const postgresUnderTest: SqlBackendUnderTest<PostgresServerHandle> = {
       `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted`,
     );
   },
+  killSession: async (pg, id) => {
+    await pg.sql('SELECT pg_terminate_backend($1)', [id]);
+  },
+  waiters: async (pg) =>
+    (
+      await pg.sql<{ pid: number }>(
+        `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`,
+      )
+    ).map((row) => Number(row.pid)),
   waiting: async (pg) =>
     Number(
       (
@@ -62,6 +71,16 @@ export const mysqlUnderTest: SqlBackendUnderTest<MariadbServerHandle> = {
     if (holder === null) throw new Error(`nobody holds ${name}`);
     await db.sql(`KILL ${holder}`);
   },
+  killSession: async (db, id) => {
+    await db.sql(`KILL ${Number(id)}`);
+  },
+  waiters: async (db) =>
+    (
+      await db.sql<{ id: number }>(
+        `SELECT ID AS id FROM information_schema.PROCESSLIST ` +
+          `WHERE INFO LIKE 'SELECT IF(GET_LOCK%' AND STATE LIKE '%lock%'`,
+      )
+    ).map((row) => Number(row.id)),
   waiting: async (db) => {
     const [{ n }] = await db.sql<{ n: number }>(
       `SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST ` +
