@@ -58,7 +58,8 @@ export function byKey(holds: readonly Hold[]): Map<string, Hold[]> {
  *   for at least `lease - renewEvery` (the least a live holder's lease has left), and `second`
  *   started at least that long after the freeze began;
  * - `session-killed`: the session of `first` (or of every holder) was ended between its
- *   acquire and `second`'s start, while its section ran;
+ *   acquire and `second`'s start, while its section ran (a kill spanning `[from, to]` counts
+ *   if any of it falls there);
  * - `server-forgot`: a server that forgets its locks went down between `first`'s acquire and
  *   `second`'s start, while `first`'s section ran.
  * Otherwise, `lease-ended` if `first` had been told its lease was gone before `second` started,
@@ -71,7 +72,9 @@ function classify(
   { lease, renewEvery }: LeaseRules,
 ): { cls: OverlapClass; fault?: HistoryFault } {
   const lapse = lease - renewEvery;
-  const during = (at: number) => at >= first.invokedAt && at < first.end && at <= second.start;
+  // A kill that takes a while (several sessions) counts from its first to its last moment.
+  const during = (f: HistoryFault) =>
+    f.to >= first.invokedAt && f.from < first.end && f.from <= second.start;
   for (const f of faults) {
     switch (f.kind) {
       case 'process-frozen':
@@ -85,11 +88,11 @@ function classify(
           return { cls: 'holder-frozen', fault: f };
         break;
       case 'session-killed':
-        if ((f.process === undefined || f.process === first.process) && during(f.from))
+        if ((f.process === undefined || f.process === first.process) && during(f))
           return { cls: 'session-killed', fault: f };
         break;
       case 'server-restarted':
-        if (f.forgetsLocks && during(f.from)) return { cls: 'server-forgot', fault: f };
+        if (f.forgetsLocks && during(f)) return { cls: 'server-forgot', fault: f };
         break;
       default:
         break;
