@@ -4,6 +4,8 @@
  * fault schedule, prints the checker's table, every unexplained overlap and fence violation,
  * and exits 1 if there is one (or a stale write was accepted). `--backend all` runs each.
  */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import {
   describeFenceViolation,
   describeOverlap,
@@ -30,6 +32,7 @@ const USAGE = `Usage: npm run check:history -- --backend <${[...HISTORY_BACKENDS
   --seed     the fault schedule's seed: the same seed gives the same schedule (default 1)
   --members  Redis quorum nodes (5), etcd members (3), ZooKeeper members (1)
   --workers  worker processes at once (default 3)
+  --out      a directory to write each run's whole history to (<backend>-<seed>.json)
   --faults   only these fault kinds, comma-separated (default every kind the backend takes):
              ${PLANNED_FAULT_KINDS.join(', ')}`;
 
@@ -40,6 +43,7 @@ interface Args {
   members?: number;
   workers: number;
   kinds?: PlannedFaultKind[];
+  out?: string;
 }
 
 function parse(argv: readonly string[]): Args | 'help' {
@@ -74,6 +78,10 @@ function parse(argv: readonly string[]): Args | 'help' {
         args.kinds = kinds as PlannedFaultKind[];
         break;
       }
+      case '--out':
+        if (!value) throw new UsageError('--out takes a directory.');
+        args.out = value;
+        break;
       case '--workers':
         args.workers = intArg(flag, value, 2, 16);
         break;
@@ -129,6 +137,12 @@ async function main(): Promise<number> {
         log: (line) => process.stdout.write(`  ${line}\n`),
       });
       process.stdout.write(`schedule:\n${describeSchedule(run.schedule)}\n${details(run)}\n`);
+      if (parsed.out) {
+        fs.mkdirSync(parsed.out, { recursive: true });
+        const file = path.join(parsed.out, `${name}-${parsed.seed}.json`);
+        fs.writeFileSync(file, JSON.stringify({ ...run, report: undefined }));
+        process.stdout.write(`history written to ${file}\n`);
+      }
       rows.push({ name: `${name} seed ${parsed.seed}`, report: run.report });
       const r = run.report;
       if (r.unexplained.length + r.fenceViolations.length + r.staleWritesAccepted.length > 0)
