@@ -1,17 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import {
-  checkHistory,
-  type HistoryEvent,
-  type HistoryFault,
-  type HistoryInput,
-  type HistoryReport,
-} from 'nest-locked/testing';
+import { checkHistory, type HistoryInput, type HistoryReport } from 'nest-locked/testing';
 import type { HistoryWorkerConfig, HistoryWorkerLine } from '../../fixtures/history-worker';
 import { now } from '../intervals';
 import { within } from '../lock-app';
 import { spawnWorker, type Worker } from '../workers';
 import { faultSchedule, type PlannedFault, type PlannedFaultKind } from './fault-schedule';
-import { FencedStore } from './fenced-store';
+import { HistoryRecorder } from './history-recorder';
 import { HISTORY_TTL, type HistoryTarget } from './history-targets';
 
 export interface HistoryRunOptions {
@@ -71,56 +65,22 @@ export async function runHistory(
     pauseMs: 100,
     timeoutMs: options.durationMs + 180_000,
   };
-  const store = new FencedStore();
-  const events: HistoryEvent[] = [];
-  const faults: HistoryFault[] = [];
-  const errors: Record<string, number> = {};
+  const recorder = new HistoryRecorder();
   const crashes: string[] = [];
   const injectFailures: string[] = [];
   const live = new Map<number, HistoryWorker>();
   const killed = new Set<number>();
-  /** Open holds per worker pid: who holds a lock right now. */
-  const holding = new Map<number, number>();
 
   const spawnOne = async (): Promise<HistoryWorker> => {
     const w = spawnWorker<HistoryWorkerConfig, HistoryWorkerLine>(config, 'history-worker');
     live.set(w.pid, w);
     w.onLine((line) => {
-      switch (line.type) {
-        case 'step':
-          events.push({
-            process: w.pid,
-            call: line.call,
-            key: line.key,
-            step: line.step,
-            at: line.at,
-            fence: line.fence,
-          });
-          if (line.step === 'acquire-ok') holding.set(w.pid, (holding.get(w.pid) ?? 0) + 1);
-          if (line.step === 'release-invoke') holding.set(w.pid, (holding.get(w.pid) ?? 1) - 1);
-          break;
-        case 'store':
-          w.send(JSON.stringify(store.answer(w.pid, line)));
-          break;
-        case 'pause':
-          faults.push({
-            kind: 'process-frozen',
-            process: w.pid,
-            from: line.from,
-            to: line.to,
-            source: 'measured',
-          });
-          break;
-        case 'error':
-          errors[line.name] = (errors[line.name] ?? 0) + 1;
-          break;
-        default:
-          break;
-      }
+      const answer = recorder.hear(w.pid, line);
+      if (answer !== undefined) w.send(answer);
     });
     void w.exited.then((r) => {
       live.delete(w.pid);
-      holding.delete(w.pid);
+      recorder.gone(w.pid);
       if (!killed.has(w.pid) && r.code !== 0)
         crashes.push(`worker ${w.pid} exit ${r.code ?? r.signal}: ${r.other.slice(-1_000)}`);
     });
@@ -131,7 +91,7 @@ export async function runHistory(
   /** A worker that holds a lock now (waiting up to 500 ms for one), else any. */
   const holder = async (pick: number): Promise<HistoryWorker | undefined> => {
     for (let waited = 0; waited < 500; waited += 5) {
-      const pids = [...live.keys()].filter((pid) => (holding.get(pid) ?? 0) > 0);
+      const pids = [...live.keys()].filter((pid) => recorder.holds(pid));
       if (pids.length > 0) return live.get(pids[Math.floor(pick * pids.length)]);
       await sleep(5);
     }
@@ -151,17 +111,23 @@ export async function runHistory(
       } finally {
         process.kill(w.pid, 'SIGCONT');
       }
-      faults.push({ kind: 'process-frozen', process: w.pid, from, to: now(), source: fault.kind });
+      recorder.faults.push({
+        kind: 'process-frozen',
+        process: w.pid,
+        from,
+        to: now(),
+        source: fault.kind,
+      });
     } else if (fault.kind === 'holder-killed') {
       const w = await holder(fault.pick);
       if (!w) return;
       killed.add(w.pid);
       const at = now();
       w.kill();
-      faults.push({ kind: 'process-killed', process: w.pid, from: at, to: at });
+      recorder.faults.push({ kind: 'process-killed', process: w.pid, from: at, to: at });
       replacements.push(spawnOne().then((fresh) => fresh.go()));
     } else {
-      faults.push(...(await target.inject(fault)));
+      recorder.faults.push(...(await target.inject(fault)));
     }
   };
 
@@ -189,6 +155,7 @@ export async function runHistory(
   } finally {
     await stopWorkers([...live.values()]);
   }
+  const { events, faults, store, errors } = recorder;
   const input: HistoryInput = {
     events,
     faults,
