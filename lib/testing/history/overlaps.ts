@@ -1,0 +1,103 @@
+import type { HistoryFault, Hold, Overlap, OverlapClass } from './history.types';
+
+/** What decides whether a fault explains an overlap. */
+export interface LeaseRules {
+  /** How long the server keeps a silent holder's key (ttl, session lease, Infinity). */
+  readonly lease: number;
+  readonly renewEvery: number;
+}
+
+/**
+ * Every pair of holds of one key whose sections overlap (the second starts before the first
+ * ended; touching ends do not count), each with its class.
+ */
+export function findOverlaps(
+  holds: readonly Hold[],
+  faults: readonly HistoryFault[],
+  rules: LeaseRules,
+): Overlap[] {
+  const overlaps: Overlap[] = [];
+  for (const list of byKey(holds).values()) {
+    const sorted = [...list].sort((a, b) => a.start - b.start || a.end - b.end);
+    const open: Hold[] = [];
+    for (const second of sorted) {
+      for (let i = open.length - 1; i >= 0; i--) if (open[i].end <= second.start) open.splice(i, 1);
+      for (const first of open) {
+        const { cls, fault } = classify(first, second, faults, rules);
+        overlaps.push({
+          key: second.key,
+          first,
+          second,
+          from: second.start,
+          to: Math.min(first.end, second.end),
+          class: cls,
+          fault,
+        });
+      }
+      open.push(second);
+    }
+  }
+  return overlaps;
+}
+
+/** Groups holds by key. */
+export function byKey(holds: readonly Hold[]): Map<string, Hold[]> {
+  const out = new Map<string, Hold[]>();
+  for (const h of holds) {
+    const list = out.get(h.key);
+    if (list) list.push(h);
+    else out.set(h.key, [h]);
+  }
+  return out;
+}
+
+/**
+ * Why `second` could start while `first` still ran. A fault explains it only if it could have
+ * ended `first`'s lease before `second` started:
+ * - `holder-frozen`: `first`'s process was frozen (during its hold, before `second` started)
+ *   for at least `lease - renewEvery` (the least a live holder's lease has left), and `second`
+ *   started at least that long after the freeze began;
+ * - `session-killed`: the session of `first` (or of every holder) was ended between its
+ *   acquire and `second`'s start, while its section ran (a kill spanning `[from, to]` counts
+ *   if any of it falls there);
+ * - `server-forgot`: a server that forgets its locks went down between `first`'s acquire and
+ *   `second`'s start, while `first`'s section ran.
+ * Otherwise, `lease-ended` if `first` had been told its lease was gone before `second` started,
+ * and a second holder within a valid lease if not.
+ */
+function classify(
+  first: Hold,
+  second: Hold,
+  faults: readonly HistoryFault[],
+  { lease, renewEvery }: LeaseRules,
+): { cls: OverlapClass; fault?: HistoryFault } {
+  const lapse = lease - renewEvery;
+  // A kill that takes a while (several sessions) counts from its first to its last moment.
+  const during = (f: HistoryFault) =>
+    f.to >= first.invokedAt && f.from < first.end && f.from <= second.start;
+  for (const f of faults) {
+    switch (f.kind) {
+      case 'process-frozen':
+        if (
+          f.process === first.process &&
+          f.from < first.end &&
+          f.to > first.start &&
+          f.to - f.from >= lapse &&
+          second.start - f.from >= lapse
+        )
+          return { cls: 'holder-frozen', fault: f };
+        break;
+      case 'session-killed':
+        if ((f.process === undefined || f.process === first.process) && during(f))
+          return { cls: 'session-killed', fault: f };
+        break;
+      case 'server-restarted':
+        if (f.forgetsLocks && during(f)) return { cls: 'server-forgot', fault: f };
+        break;
+      default:
+        break;
+    }
+  }
+  if (first.lostAt !== undefined && first.lostAt <= second.start) return { cls: 'lease-ended' };
+  return { cls: 'second-holder-within-valid-lease' };
+}
