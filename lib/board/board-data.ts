@@ -9,13 +9,17 @@ import {
   type WaitView,
 } from './instance-view';
 import { STEP_MS, STEPS, type StepCounts } from './key-rates';
-import type { RedisBoardStore, ScanResult, StoredLine, StoredLock } from './redis-board-store';
+import {
+  LINE_LIMIT,
+  type RedisBoardStore,
+  type ScanResult,
+  type StoredLine,
+  type StoredLock,
+} from './redis-board-store';
 import { addSparse, quantile } from './wait-histogram';
 
 /** Rows per page of held locks. */
 export const PAGE_SIZE = 50;
-/** Waiters read and listed per line at most. */
-export const LINE_LIMIT = 50;
 /** Waiting lines shown on the overview besides those of the page's keys. */
 const LINES_SHOWN = 20;
 /** Queues measured to find the longest lines. */

@@ -1,9 +1,11 @@
 import type { Redis } from 'ioredis';
 import { KeySpace } from '../redis/key-space';
 import { isCluster, type RedisNode } from '../redis/redis-node';
-import { LINE_LIMIT } from './board-data';
 import type { BoardEvent } from './board-recorder';
 import type { InstanceView } from './instance-view';
+
+/** Waiters read and listed per line at most. */
+export const LINE_LIMIT = 50;
 
 /** Keys a SCAN round asks for. */
 const SCAN_COUNT = 1_000;
