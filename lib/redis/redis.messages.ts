@@ -11,14 +11,14 @@ export const REPLICAS_NOT_ANSWERING = (wanted: number, timeout: number) =>
 export const NO_ANSWER_IN_TIME = (timeout: number) =>
   `no answer from Redis within ${timeout} ms (commandTimeout)`;
 
+/** A refused password, in words (the `auth` hint of a `LockBackendError` follows). */
 export const REDIS_WRONG_PASSWORD = (node: string, detail: string) =>
-  `Redis at ${node} refused the user or password (${detail.replace(/\.$/, '')}). Check the ` +
-  `password (and user) in the node's URL (redis://user:password@host:port) or its ` +
-  `username / password options.`;
+  `Redis at ${node} refused the user or password (${detail.replace(/\.$/, '')}).`;
 
+/** No password given to a server that wants one, in words (the `auth` hint follows). */
 export const REDIS_PASSWORD_MISSING = (node: string, detail: string) =>
-  `Redis at ${node} requires a password (${detail.replace(/\.$/, '')}). Put it in the node's URL ` +
-  `(redis://:password@host:port, or redis://user:password@host:port) or its password option.`;
+  `Redis at ${node} requires a password and none was given (${detail.replace(/\.$/, '')}); a ` +
+  `node's URL carries it as redis://:password@host:port.`;
 
 export const NODE_RESTARTED = (node: string, agoMs: number, inMs: number) =>
   `${node} restarted ${Math.round(agoMs)} ms ago and votes again in ${Math.ceil(inMs)} ms`;

@@ -81,7 +81,10 @@ describe('what a failed lock call says', () => {
           const { message, failures, cause } = error as LockBackendError;
           expect(message).toMatch(/WRONGPASS|invalid password/);
           expect(message).toContain('refused the user or password');
-          expect(message).toContain("Check the password (and user) in the node's URL");
+          expect(message).toContain(
+            'Check the user and password of the lock backend (its options or URL).',
+          );
+          expect(message).not.toContain('reachable');
           expect(message).not.toContain("Stream isn't writeable");
           expect(failures.map((f) => f.message).join()).toMatch(/WRONGPASS|invalid password/);
           expect(String((cause as Error).message)).toMatch(/WRONGPASS|invalid password/);

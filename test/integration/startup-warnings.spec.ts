@@ -112,7 +112,9 @@ describe('what startup tells about the lock servers', () => {
       expect(found).toHaveLength(1);
       expect(found[0]).toContain(`Redis at 127.0.0.1:${server.port} refused the user or password`);
       expect(found[0]).toMatch(/WRONGPASS/);
-      expect(found[0]).toContain("Check the password (and user) in the node's URL");
+      expect(found[0]).toContain(
+        'Check the user and password of the lock backend (its options or URL).',
+      );
       expect(found[0]).not.toMatch(/cannot reach|\.\./);
     });
 
@@ -122,7 +124,9 @@ describe('what startup tells about the lock servers', () => {
       await app.close();
       const found = warnings().filter((w) => w.includes('Lock group "default"'));
       expect(found).toHaveLength(1);
-      expect(found[0]).toContain(`Redis at 127.0.0.1:${server.port} requires a password`);
+      expect(found[0]).toContain(
+        `Redis at 127.0.0.1:${server.port} requires a password and none was given`,
+      );
       expect(found[0]).toMatch(/NOAUTH/);
       expect(found[0]).toContain('redis://:password@host:port');
       expect(found[0]).not.toMatch(/cannot reach|\.\./);
