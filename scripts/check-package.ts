@@ -9,7 +9,9 @@
  * 3. Two smoke apps, each in a temporary directory with its dependencies installed from the npm
  *    registry and nest-locked from the tarball, against a redis-server started here on a free
  *    loopback port:
- *    - Nest 12 as plain Node ESM: an application context, a @Locked method, and a type-check
+ *    - Nest 12 as plain Node ESM: an application context, a @Locked method, health through
+ *      `@nestjs/terminus` and lock events through `@nestjs/event-emitter` (their Nest 12 majors,
+ *      installed with npm's default peer checks: no --legacy-peer-deps), and a type-check
  *      of a TypeScript file under moduleResolution nodenext (without skipLibCheck, so every
  *      shipped declaration is checked too). Skipped, with a message, on a Node
  *      without require(esm) (before 20.19, or 22.0 to 22.11), where that combination cannot run.
@@ -227,6 +229,8 @@ interface SmokeApp {
   files: [string, string][];
   /** Run after install, in order; the README's quick start is in quick-start.ts. */
   steps: Step[];
+  /** Packages whose installed versions the install log line names. */
+  versions?: string[];
 }
 
 /** The README's quick start, compiled by this repository's TypeScript, then run. */
@@ -283,8 +287,13 @@ function smokeApps(tarball: string): SmokeApp[] {
           ...types,
           '@nestjs/common': '^12.0.0',
           '@nestjs/core': '^12.0.0',
+          // The optional peers in their Nest 12 majors: npm must accept them beside nest-locked
+          // with its default (strict) peer resolution, no --legacy-peer-deps or --force.
+          '@nestjs/terminus': '^12.0.0',
+          '@nestjs/event-emitter': '^12.0.0',
         },
       },
+      versions: ['@nestjs/core', '@nestjs/terminus', '@nestjs/event-emitter'],
       files: [
         ['nest12-esm.mjs', 'app.mjs'],
         ['nest12-types.mts', 'types.mts'],
@@ -341,13 +350,25 @@ async function install(app: SmokeApp, dir: string): Promise<void> {
   }
 
   const started = Date.now();
+  // Peer ranges are enforced as a user's npm does by default, whatever this machine's config.
   await run(
     `${app.name}: npm install`,
     'npm',
     ['install', '--no-audit', '--no-fund', '--loglevel=error'],
-    { cwd: dir, timeoutMs: INSTALL_TIMEOUT_MS },
+    {
+      cwd: dir,
+      timeoutMs: INSTALL_TIMEOUT_MS,
+      env: { npm_config_legacy_peer_deps: 'false', npm_config_force: 'false' },
+    },
   );
-  log(`${app.name}: installed in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  const versions = (app.versions ?? []).map((name) => {
+    const manifest = path.join(dir, 'node_modules', name, 'package.json');
+    return `${name} ${(JSON.parse(fs.readFileSync(manifest, 'utf8')) as { version: string }).version}`;
+  });
+  log(
+    `${app.name}: installed in ${((Date.now() - started) / 1000).toFixed(1)} s, ` +
+      `no --legacy-peer-deps or --force${versions.length > 0 ? `: ${versions.join(', ')}` : ''}`,
+  );
 }
 
 async function runApp(
@@ -408,7 +429,9 @@ async function main(): Promise<void> {
     const dirs = new Map(apps.map((app) => [app, path.join(dir, app.name)]));
     redis = await startRedis(ensureRedisServer(log));
     log(`redis-server ${redis.url} (pid ${redis.pid})`);
-    await Promise.all(apps.map((app) => install(app, dirs.get(app)!)));
+    // Every install ends before a failure is reported: the temporary directory is removed then.
+    const installs = await Promise.allSettled(apps.map((app) => install(app, dirs.get(app)!)));
+    for (const result of installs) if (result.status === 'rejected') throw result.reason;
     for (const app of apps) await runApp(app, dirs.get(app)!, redis, pasted);
 
     log(`passed in ${((Date.now() - started) / 1000).toFixed(0)} s`);
