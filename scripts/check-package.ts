@@ -18,6 +18,11 @@
  *    - Nest 11 on Fastify (CommonJS): one HTTP request to a @Locked route.
  *    Both also compile the README's quick start as pasted into one file (as ESM under nodenext,
  *    and as CommonJS) and run it: it must sell exactly the stock.
+ * 4. The README itself, run as a reader follows it (`scripts/readme-blocks.ts` finds its marked
+ *    blocks): in an empty directory, the quick start's files and the exact commands it gives
+ *    (today's registry versions: TypeScript and Nest as `npm install` picks them), with only
+ *    `nest-locked` taken from the tarball and the Redis URL ours; the output must be what the
+ *    README says it prints.
  *
  * Every step is bounded in time; the temporary directories and the processes started here
  * (redis-server, npm, the apps: each in its own process group) are removed or stopped on exit.
@@ -27,7 +32,8 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { linkProblems, quickStart } from './readme-links';
+import { linkProblems } from './readme-links';
+import { type ReadmeBlock, readmeBlock, readmeBlocks, readmeCommands } from './readme-blocks';
 import { ensureRedisServer, killAllStartedSync, type RedisProcess, startRedis } from './redis';
 
 const root = path.resolve(__dirname, '..');
@@ -116,9 +122,17 @@ function run(
       const why = timedOut
         ? `did not finish within ${options.timeoutMs / 1000} s`
         : `failed (${signal ?? `exit ${code}`})`;
-      reject(new CheckFailed(`${what} ${why}:\n${output.trimEnd()}`));
+      reject(new CheckFailed(`${what} ${why}:\n${shorten(output.trimEnd())}`));
     });
   });
+}
+
+/** At most the first and last 20 lines of `output` (a compiler can print thousands). */
+function shorten(output: string): string {
+  const lines = output.split('\n');
+  if (lines.length <= 50) return output;
+  const cut = `... (${lines.length - 40} lines left out) ...`;
+  return [...lines.slice(0, 20), cut, ...lines.slice(-20)].join('\n');
 }
 
 function killGroup(pid: number | undefined): void {
@@ -398,6 +412,72 @@ async function runApp(
   }
 }
 
+/**
+ * Follows the README in an empty directory `dir`, as a reader would: writes the quick start's
+ * files, runs its commands and checks what they print. The packages come from the registry at
+ * their current versions (what a reader gets today), except nest-locked, from `tarball`.
+ */
+async function followReadme(
+  blocks: Map<string, ReadmeBlock>,
+  tarball: string,
+  dir: string,
+  redis: RedisProcess,
+): Promise<void> {
+  if (!hasRequireEsm()) {
+    log(`readme: SKIPPED on Node ${process.versions.node}: today's Nest (12) needs require(esm)`);
+    return;
+  }
+  fs.mkdirSync(dir);
+  const commands = (app: string) => {
+    const lines = readmeCommands(readmeBlock(blocks, `${app}/commands`));
+    // What the reader installs as `nest-locked` is the tarball under test, never the registry's.
+    return lines.map(({ command, prints }) => {
+      const local = command.replace(/(?<=^npm (?:install|i)\b.*\s)nest-locked(?=\s|$)/, tarball);
+      return { shown: command, command: local, prints };
+    });
+  };
+  const files = (app: string) => {
+    for (const [name, { code }] of blocks) {
+      const file = name.slice(app.length + 1);
+      if (!name.startsWith(`${app}/`) || file === 'commands') continue;
+      // The Redis the README names is the one started here.
+      fs.writeFileSync(path.join(dir, file), code.replace(README_REDIS, `'${redis.url}'`));
+    }
+  };
+  const follow = async (app: string, steps: ReturnType<typeof commands>) => {
+    for (const step of steps) {
+      const output = await run(`readme: ${app}: \`${step.shown}\``, 'bash', ['-c', step.command], {
+        cwd: dir,
+        timeoutMs: INSTALL_TIMEOUT_MS,
+        env: { npm_config_legacy_peer_deps: 'false', npm_config_force: 'false' },
+      });
+      if (step.prints !== undefined && !output.split('\n').includes(step.prints)) {
+        throw new CheckFailed(
+          `readme: ${app}: \`${step.shown}\` did not print "${step.prints}":\n${output}`,
+        );
+      }
+      log(`readme: ${app}: \`${step.shown}\`${step.prints ? `: ${step.prints}` : ''}`);
+    }
+  };
+  const installed = (name: string) => {
+    const manifest = path.join(dir, 'node_modules', name, 'package.json');
+    return (JSON.parse(fs.readFileSync(manifest, 'utf8')) as { version: string }).version;
+  };
+
+  files('quick-start');
+  await follow('quick-start', commands('quick-start'));
+  const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as {
+    dependencies?: Record<string, string>;
+  };
+  if (!manifest.dependencies?.['nest-locked']?.startsWith('file:')) {
+    throw new CheckFailed(`readme: the quick start's commands did not install nest-locked`);
+  }
+  log(
+    `readme: quick start followed with TypeScript ${installed('typescript')}, ` +
+      `Nest ${installed('@nestjs/core')}, Node ${process.versions.node}`,
+  );
+}
+
 async function main(): Promise<void> {
   const started = Date.now();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nest-locked-package-'));
@@ -407,7 +487,8 @@ async function main(): Promise<void> {
     log(`packing (builds dist/) into ${dir}`);
     const tarball = await pack(dir);
     const readme = await checkContents(tarball, dir);
-    const pasted = quickStart(readme);
+    const blocks = readmeBlocks(readme);
+    const pasted = readmeBlock(blocks, 'quick-start/main.ts');
     if (!pasted.includes(README_REDIS)) {
       throw new CheckFailed(`the README's quick start no longer names ${README_REDIS}`);
     }
@@ -430,7 +511,10 @@ async function main(): Promise<void> {
     redis = await startRedis(ensureRedisServer(log));
     log(`redis-server ${redis.url} (pid ${redis.pid})`);
     // Every install ends before a failure is reported: the temporary directory is removed then.
-    const installs = await Promise.allSettled(apps.map((app) => install(app, dirs.get(app)!)));
+    const installs = await Promise.allSettled([
+      ...apps.map((app) => install(app, dirs.get(app)!)),
+      followReadme(blocks, tarball, path.join(dir, 'readme'), redis),
+    ]);
     for (const result of installs) if (result.status === 'rejected') throw result.reason;
     for (const app of apps) await runApp(app, dirs.get(app)!, redis, pasted);
 
