@@ -22,7 +22,9 @@
  *    blocks): in an empty directory, the quick start's files and the exact commands it gives
  *    (today's registry versions: TypeScript and Nest as `npm install` picks them), with only
  *    `nest-locked` taken from the tarball and the Redis URL ours; the output must be what the
- *    README says it prints.
+ *    README says it prints. Then, in the same directory, the Backends section's install lines
+ *    (one per backend, all run there) and its snippet, compiled by that TypeScript: a line that
+ *    leaves out a driver's types (pg without @types/pg) fails it.
  *
  * Every step is bounded in time; the temporary directories and the processes started here
  * (redis-server, npm, the apps: each in its own process group) are removed or stopped on exit.
@@ -414,7 +416,8 @@ async function runApp(
 
 /**
  * Follows the README in an empty directory `dir`, as a reader would: writes the quick start's
- * files, runs its commands and checks what they print. The packages come from the registry at
+ * files, runs its commands and checks what they print; then the Backends section's install lines
+ * and snippet, compiled with the quick start's tsconfig. The packages come from the registry at
  * their current versions (what a reader gets today), except nest-locked, from `tarball`.
  */
 async function followReadme(
@@ -476,6 +479,13 @@ async function followReadme(
     `readme: quick start followed with TypeScript ${installed('typescript')}, ` +
       `Nest ${installed('@nestjs/core')}, Node ${process.versions.node}`,
   );
+
+  files('backends');
+  await follow('backends', [
+    ...commands('backends'),
+    { shown: 'npx tsc', command: 'npx tsc', prints: undefined },
+  ]);
+  log(`readme: the Backends snippet compiles after its install lines`);
 }
 
 async function main(): Promise<void> {
