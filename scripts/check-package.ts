@@ -77,6 +77,12 @@ function luaFiles(): string[] {
 /** The Redis the README's quick start names, replaced by the one started here. */
 const README_REDIS = "'redis://127.0.0.1:6379'";
 
+/**
+ * npm's peer checks as a user's npm applies them by default, whatever this machine's config: no
+ * --legacy-peer-deps, no --force.
+ */
+const STRICT_PEERS = { npm_config_legacy_peer_deps: 'false', npm_config_force: 'false' };
+
 const log = (line: string) => process.stdout.write(`check:package: ${line}\n`);
 
 class CheckFailed extends Error {}
@@ -356,6 +362,12 @@ function smokeApps(tarball: string): SmokeApp[] {
   return apps;
 }
 
+/** The version of `name` installed in the app at `dir`. */
+function installedVersion(dir: string, name: string): string {
+  const manifest = path.join(dir, 'node_modules', name, 'package.json');
+  return (JSON.parse(fs.readFileSync(manifest, 'utf8')) as { version: string }).version;
+}
+
 /** Writes an app into `dir` and installs its dependencies. */
 async function install(app: SmokeApp, dir: string): Promise<void> {
   fs.mkdirSync(dir);
@@ -366,21 +378,13 @@ async function install(app: SmokeApp, dir: string): Promise<void> {
   }
 
   const started = Date.now();
-  // Peer ranges are enforced as a user's npm does by default, whatever this machine's config.
   await run(
     `${app.name}: npm install`,
     'npm',
     ['install', '--no-audit', '--no-fund', '--loglevel=error'],
-    {
-      cwd: dir,
-      timeoutMs: INSTALL_TIMEOUT_MS,
-      env: { npm_config_legacy_peer_deps: 'false', npm_config_force: 'false' },
-    },
+    { cwd: dir, timeoutMs: INSTALL_TIMEOUT_MS, env: STRICT_PEERS },
   );
-  const versions = (app.versions ?? []).map((name) => {
-    const manifest = path.join(dir, 'node_modules', name, 'package.json');
-    return `${name} ${(JSON.parse(fs.readFileSync(manifest, 'utf8')) as { version: string }).version}`;
-  });
+  const versions = (app.versions ?? []).map((name) => `${name} ${installedVersion(dir, name)}`);
   log(
     `${app.name}: installed in ${((Date.now() - started) / 1000).toFixed(1)} s, ` +
       `no --legacy-peer-deps or --force${versions.length > 0 ? `: ${versions.join(', ')}` : ''}`,
@@ -452,21 +456,16 @@ async function followReadme(
       const output = await run(`readme: ${app}: \`${step.shown}\``, 'bash', ['-c', step.command], {
         cwd: dir,
         timeoutMs: INSTALL_TIMEOUT_MS,
-        env: { npm_config_legacy_peer_deps: 'false', npm_config_force: 'false' },
+        env: STRICT_PEERS,
       });
       if (step.prints !== undefined && !output.split('\n').includes(step.prints)) {
         throw new CheckFailed(
-          `readme: ${app}: \`${step.shown}\` did not print "${step.prints}":\n${output}`,
+          `readme: ${app}: \`${step.shown}\` did not print "${step.prints}":\n${shorten(output)}`,
         );
       }
       log(`readme: ${app}: \`${step.shown}\`${step.prints ? `: ${step.prints}` : ''}`);
     }
   };
-  const installed = (name: string) => {
-    const manifest = path.join(dir, 'node_modules', name, 'package.json');
-    return (JSON.parse(fs.readFileSync(manifest, 'utf8')) as { version: string }).version;
-  };
-
   files('quick-start');
   await follow('quick-start', commands('quick-start'));
   const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as {
@@ -476,8 +475,8 @@ async function followReadme(
     throw new CheckFailed(`readme: the quick start's commands did not install nest-locked`);
   }
   log(
-    `readme: quick start followed with TypeScript ${installed('typescript')}, ` +
-      `Nest ${installed('@nestjs/core')}, Node ${process.versions.node}`,
+    `readme: quick start followed with TypeScript ${installedVersion(dir, 'typescript')}, ` +
+      `Nest ${installedVersion(dir, '@nestjs/core')}, Node ${process.versions.node}`,
   );
 
   files('backends');
