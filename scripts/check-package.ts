@@ -9,13 +9,22 @@
  * 3. Two smoke apps, each in a temporary directory with its dependencies installed from the npm
  *    registry and nest-locked from the tarball, against a redis-server started here on a free
  *    loopback port:
- *    - Nest 12 as plain Node ESM: an application context, a @Locked method, and a type-check
+ *    - Nest 12 as plain Node ESM: an application context, a @Locked method, health through
+ *      `@nestjs/terminus` and lock events through `@nestjs/event-emitter` (their Nest 12 majors,
+ *      installed with npm's default peer checks: no --legacy-peer-deps), and a type-check
  *      of a TypeScript file under moduleResolution nodenext (without skipLibCheck, so every
  *      shipped declaration is checked too). Skipped, with a message, on a Node
  *      without require(esm) (before 20.19, or 22.0 to 22.11), where that combination cannot run.
  *    - Nest 11 on Fastify (CommonJS): one HTTP request to a @Locked route.
  *    Both also compile the README's quick start as pasted into one file (as ESM under nodenext,
  *    and as CommonJS) and run it: it must sell exactly the stock.
+ * 4. The README itself, run as a reader follows it (`scripts/readme-blocks.ts` finds its marked
+ *    blocks): in an empty directory, the quick start's files and the exact commands it gives
+ *    (today's registry versions: TypeScript and Nest as `npm install` picks them), with only
+ *    `nest-locked` taken from the tarball and the Redis URL ours; the output must be what the
+ *    README says it prints. Then, in the same directory, the Backends section's install lines
+ *    (one per backend, all run there) and its snippet, compiled by that TypeScript: a line that
+ *    leaves out a driver's types (pg without @types/pg) fails it.
  *
  * Every step is bounded in time; the temporary directories and the processes started here
  * (redis-server, npm, the apps: each in its own process group) are removed or stopped on exit.
@@ -25,7 +34,8 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { linkProblems, quickStart } from './readme-links';
+import { linkProblems } from './readme-links';
+import { type ReadmeBlock, readmeBlock, readmeBlocks, readmeCommands } from './readme-blocks';
 import { ensureRedisServer, killAllStartedSync, type RedisProcess, startRedis } from './redis';
 
 const root = path.resolve(__dirname, '..');
@@ -66,6 +76,12 @@ function luaFiles(): string[] {
 
 /** The Redis the README's quick start names, replaced by the one started here. */
 const README_REDIS = "'redis://127.0.0.1:6379'";
+
+/**
+ * npm's peer checks as a user's npm applies them by default, whatever this machine's config: no
+ * --legacy-peer-deps, no --force.
+ */
+const STRICT_PEERS = { npm_config_legacy_peer_deps: 'false', npm_config_force: 'false' };
 
 const log = (line: string) => process.stdout.write(`check:package: ${line}\n`);
 
@@ -114,9 +130,17 @@ function run(
       const why = timedOut
         ? `did not finish within ${options.timeoutMs / 1000} s`
         : `failed (${signal ?? `exit ${code}`})`;
-      reject(new CheckFailed(`${what} ${why}:\n${output.trimEnd()}`));
+      reject(new CheckFailed(`${what} ${why}:\n${shorten(output.trimEnd())}`));
     });
   });
+}
+
+/** At most the first and last 20 lines of `output` (a compiler can print thousands). */
+function shorten(output: string): string {
+  const lines = output.split('\n');
+  if (lines.length <= 50) return output;
+  const cut = `... (${lines.length - 40} lines left out) ...`;
+  return [...lines.slice(0, 20), cut, ...lines.slice(-20)].join('\n');
 }
 
 function killGroup(pid: number | undefined): void {
@@ -227,6 +251,8 @@ interface SmokeApp {
   files: [string, string][];
   /** Run after install, in order; the README's quick start is in quick-start.ts. */
   steps: Step[];
+  /** Packages whose installed versions the install log line names. */
+  versions?: string[];
 }
 
 /** The README's quick start, compiled by this repository's TypeScript, then run. */
@@ -283,8 +309,13 @@ function smokeApps(tarball: string): SmokeApp[] {
           ...types,
           '@nestjs/common': '^12.0.0',
           '@nestjs/core': '^12.0.0',
+          // The optional peers in their Nest 12 majors: npm must accept them beside nest-locked
+          // with its default (strict) peer resolution, no --legacy-peer-deps or --force.
+          '@nestjs/terminus': '^12.0.0',
+          '@nestjs/event-emitter': '^12.0.0',
         },
       },
+      versions: ['@nestjs/core', '@nestjs/terminus', '@nestjs/event-emitter'],
       files: [
         ['nest12-esm.mjs', 'app.mjs'],
         ['nest12-types.mts', 'types.mts'],
@@ -331,6 +362,12 @@ function smokeApps(tarball: string): SmokeApp[] {
   return apps;
 }
 
+/** The version of `name` installed in the app at `dir`. */
+function installedVersion(dir: string, name: string): string {
+  const manifest = path.join(dir, 'node_modules', name, 'package.json');
+  return (JSON.parse(fs.readFileSync(manifest, 'utf8')) as { version: string }).version;
+}
+
 /** Writes an app into `dir` and installs its dependencies. */
 async function install(app: SmokeApp, dir: string): Promise<void> {
   fs.mkdirSync(dir);
@@ -345,9 +382,13 @@ async function install(app: SmokeApp, dir: string): Promise<void> {
     `${app.name}: npm install`,
     'npm',
     ['install', '--no-audit', '--no-fund', '--loglevel=error'],
-    { cwd: dir, timeoutMs: INSTALL_TIMEOUT_MS },
+    { cwd: dir, timeoutMs: INSTALL_TIMEOUT_MS, env: STRICT_PEERS },
   );
-  log(`${app.name}: installed in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  const versions = (app.versions ?? []).map((name) => `${name} ${installedVersion(dir, name)}`);
+  log(
+    `${app.name}: installed in ${((Date.now() - started) / 1000).toFixed(1)} s, ` +
+      `no --legacy-peer-deps or --force${versions.length > 0 ? `: ${versions.join(', ')}` : ''}`,
+  );
 }
 
 async function runApp(
@@ -377,6 +418,75 @@ async function runApp(
   }
 }
 
+/**
+ * Follows the README in an empty directory `dir`, as a reader would: writes the quick start's
+ * files, runs its commands and checks what they print; then the Backends section's install lines
+ * and snippet, compiled with the quick start's tsconfig. The packages come from the registry at
+ * their current versions (what a reader gets today), except nest-locked, from `tarball`.
+ */
+async function followReadme(
+  blocks: Map<string, ReadmeBlock>,
+  tarball: string,
+  dir: string,
+  redis: RedisProcess,
+): Promise<void> {
+  if (!hasRequireEsm()) {
+    log(`readme: SKIPPED on Node ${process.versions.node}: today's Nest (12) needs require(esm)`);
+    return;
+  }
+  fs.mkdirSync(dir);
+  const commands = (app: string) => {
+    const lines = readmeCommands(readmeBlock(blocks, `${app}/commands`));
+    // What the reader installs as `nest-locked` is the tarball under test, never the registry's.
+    return lines.map(({ command, prints }) => {
+      const local = command.replace(/(?<=^npm (?:install|i)\b.*\s)nest-locked(?=\s|$)/, tarball);
+      return { shown: command, command: local, prints };
+    });
+  };
+  const files = (app: string) => {
+    for (const [name, { code }] of blocks) {
+      const file = name.slice(app.length + 1);
+      if (!name.startsWith(`${app}/`) || file === 'commands') continue;
+      // The Redis the README names is the one started here.
+      fs.writeFileSync(path.join(dir, file), code.replace(README_REDIS, `'${redis.url}'`));
+    }
+  };
+  const follow = async (app: string, steps: ReturnType<typeof commands>) => {
+    for (const step of steps) {
+      const output = await run(`readme: ${app}: \`${step.shown}\``, 'bash', ['-c', step.command], {
+        cwd: dir,
+        timeoutMs: INSTALL_TIMEOUT_MS,
+        env: STRICT_PEERS,
+      });
+      if (step.prints !== undefined && !output.split('\n').includes(step.prints)) {
+        throw new CheckFailed(
+          `readme: ${app}: \`${step.shown}\` did not print "${step.prints}":\n${shorten(output)}`,
+        );
+      }
+      log(`readme: ${app}: \`${step.shown}\`${step.prints ? `: ${step.prints}` : ''}`);
+    }
+  };
+  files('quick-start');
+  await follow('quick-start', commands('quick-start'));
+  const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as {
+    dependencies?: Record<string, string>;
+  };
+  if (!manifest.dependencies?.['nest-locked']?.startsWith('file:')) {
+    throw new CheckFailed(`readme: the quick start's commands did not install nest-locked`);
+  }
+  log(
+    `readme: quick start followed with TypeScript ${installedVersion(dir, 'typescript')}, ` +
+      `Nest ${installedVersion(dir, '@nestjs/core')}, Node ${process.versions.node}`,
+  );
+
+  files('backends');
+  await follow('backends', [
+    ...commands('backends'),
+    { shown: 'npx tsc', command: 'npx tsc', prints: undefined },
+  ]);
+  log(`readme: the Backends snippet compiles after its install lines`);
+}
+
 async function main(): Promise<void> {
   const started = Date.now();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nest-locked-package-'));
@@ -386,7 +496,8 @@ async function main(): Promise<void> {
     log(`packing (builds dist/) into ${dir}`);
     const tarball = await pack(dir);
     const readme = await checkContents(tarball, dir);
-    const pasted = quickStart(readme);
+    const blocks = readmeBlocks(readme);
+    const pasted = readmeBlock(blocks, 'quick-start/main.ts');
     if (!pasted.includes(README_REDIS)) {
       throw new CheckFailed(`the README's quick start no longer names ${README_REDIS}`);
     }
@@ -408,7 +519,12 @@ async function main(): Promise<void> {
     const dirs = new Map(apps.map((app) => [app, path.join(dir, app.name)]));
     redis = await startRedis(ensureRedisServer(log));
     log(`redis-server ${redis.url} (pid ${redis.pid})`);
-    await Promise.all(apps.map((app) => install(app, dirs.get(app)!)));
+    // Every install ends before a failure is reported: the temporary directory is removed then.
+    const installs = await Promise.allSettled([
+      ...apps.map((app) => install(app, dirs.get(app)!)),
+      followReadme(blocks, tarball, path.join(dir, 'readme'), redis),
+    ]);
+    for (const result of installs) if (result.status === 'rejected') throw result.reason;
     for (const app of apps) await runApp(app, dirs.get(app)!, redis, pasted);
 
     log(`passed in ${((Date.now() - started) / 1000).toFixed(0)} s`);

@@ -1,7 +1,6 @@
 /**
  * What `npm run check:package` reads in the README and docs it ships: their links and images,
- * which must work offline in node_modules as well as on GitHub, and the README's quick-start
- * code, which must run as pasted.
+ * which must work offline in node_modules as well as on GitHub.
  */
 import * as path from 'node:path';
 
@@ -104,12 +103,4 @@ function fileProblems(
     return [`${target}: ${file} has no heading with this anchor`];
   }
   return [];
-}
-
-/** The first TypeScript block of the README's "Quick start" section. */
-export function quickStart(markdown: string): string {
-  const section = markdown.split(/^## Quick start\s*$/m)[1]?.split(/^## /m)[0] ?? '';
-  const code = /^```ts\n([\s\S]*?)^```/m.exec(section)?.[1];
-  if (code === undefined) throw new Error('README.md has no ```ts block under "## Quick start"');
-  return code;
 }
