@@ -1,6 +1,7 @@
 import { type LockHandle, LockNotAcquiredError, LockService } from 'nest-locked';
 import { FaultFrame, outcome, releaseIfHeld, settle, uid } from '../support/faults';
 import { sleep, uniquePrefix, until, within } from '../support/lock-app';
+import { ACQUIRE, TRY } from '../../lib/redis/scripts';
 import { itWith } from '../support/policies';
 import {
   type RedisServerHandle,
@@ -122,6 +123,17 @@ describe('a single node frozen during a release to the next caller (RELEASE_TO)'
   let a: LockService;
   let b: LockService;
 
+  /** Freezes the node, resuming it `FROZEN_MS` later. */
+  const freezeFor = async (during: () => Promise<void>): Promise<void> => {
+    server.kill('SIGSTOP');
+    const resumed = sleep(FROZEN_MS).then(() => server.kill('SIGCONT'));
+    try {
+      await during();
+    } finally {
+      await resumed;
+    }
+  };
+
   beforeAll(async () => {
     server = frame.track(await startRedisServer());
     // localHandoffs 0: a release with a caller of this process waiting goes by RELEASE_TO.
@@ -145,15 +157,20 @@ describe('a single node frozen during a release to the next caller (RELEASE_TO)'
       const busy = `busy:${uid()}`;
       await a.acquire(busy, { ttl: 200, watchdog: false });
       await (await b.acquire(busy, { waitTimeout: 5_000 })).release();
-      const result = await handOffWhileFrozen(a, b, SHORT_TTL, async (during) => {
-        server.kill('SIGSTOP');
-        const resumed = sleep(FROZEN_MS).then(() => server.kill('SIGCONT'));
-        try {
-          await during();
-        } finally {
-          await resumed;
-        }
-      });
+      const result = await handOffWhileFrozen(a, b, SHORT_TTL, freezeFor);
+      expect(result).toEqual({ othersTook: [], waiterLost: false, lockedNow: true });
+    },
+  );
+
+  itWith('localHandoff')(
+    'the same with the node short of scripts (restarted, SCRIPT FLUSH): an undo sent as EVALSHA and sent again as EVAL does not land after the waiter took the key',
+    async () => {
+      // As a restarted node that has run only first tries and attempts since: the pass's undo
+      // (RELEASE) answers NOSCRIPT, the waiter's ACQUIRE behind it on the connection does not.
+      const raw = frame.raw(server);
+      await raw.script('FLUSH');
+      for (const script of [TRY, ACQUIRE]) await raw.script('LOAD', script.lua);
+      const result = await handOffWhileFrozen(a, b, SHORT_TTL, freezeFor);
       expect(result).toEqual({ othersTook: [], waiterLost: false, lockedNow: true });
     },
   );
