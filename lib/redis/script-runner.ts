@@ -145,14 +145,42 @@ export class ScriptRunner {
       (v) => call.reply(v),
       (e: unknown) => {
         if (e instanceof Error && e.message.startsWith('NOSCRIPT')) {
-          (node as unknown as ArgvCommands).eval([script.lua, ...argv.slice(1)]).then(
-            (v) => call.reply(v),
-            (e2: unknown) => call.fail(this.failure(node, e2)),
-          );
+          argv[0] = script.lua;
+          this.evalThen(node, argv, call);
           resent?.();
         } else call.fail(this.failure(node, e));
       },
     );
+  }
+
+  /** EVAL with `argv` (the script's text first), answered to `call`. */
+  private evalThen<R>(node: RedisNode, argv: (string | number)[], call: InFlight<R>): void {
+    (node as unknown as ArgvCommands).eval(argv).then(
+      (v) => call.reply(v),
+      (e: unknown) => call.fail(this.failure(node, e)),
+    );
+  }
+
+  /**
+   * `run` as EVAL, never EVALSHA: for an undo, which must run where it was sent on the
+   * connection. An EVALSHA that a node answers NOSCRIPT (restarted, SCRIPT FLUSH) goes again as
+   * EVAL after whatever followed it there, and an undo of a token's round that landed after the
+   * token's next round would take away the key that round counts as held. Undos are rare: the
+   * script's text they carry costs little.
+   */
+  runInPlace<A extends ScriptArgs, R>(
+    node: RedisNode,
+    script: Script<A, R>,
+    keys: readonly string[],
+    args: A,
+  ): Promise<R> {
+    return new Promise((resolve, reject) => {
+      const call = this.track<R>(script.decode, (error, reply) =>
+        error ? reject(error) : resolve(reply as R),
+      );
+      if (call.prev) this.batching?.beforeWrite(node);
+      this.evalThen(node, [script.lua, keys.length, ...keys, ...args], call);
+    });
   }
 
   /**
