@@ -134,13 +134,15 @@ export class ScriptRunner {
     args: ScriptArgs,
     call: InFlight<R>,
     resent?: () => void,
+    inPlace = false,
   ): void {
     // Alone in flight (one caller at a time): nothing to batch it with.
     if (call.prev) this.batching?.beforeWrite(node);
     // One argument list, passed as an array (ioredis flattens it): no spread call per command.
-    const argv: (string | number)[] = [script.sha, keys.length];
+    const argv: (string | number)[] = [inPlace ? script.lua : script.sha, keys.length];
     for (let i = 0; i < keys.length; i++) argv.push(keys[i]);
     for (let i = 0; i < args.length; i++) argv.push(args[i]);
+    if (inPlace) return this.evalThen(node, argv, call);
     (node as unknown as ArgvCommands).evalsha(argv).then(
       (v) => call.reply(v),
       (e: unknown) => {
@@ -174,13 +176,7 @@ export class ScriptRunner {
     keys: readonly string[],
     args: A,
   ): Promise<R> {
-    return new Promise((resolve, reject) => {
-      const call = this.track<R>(script.decode, (error, reply) =>
-        error ? reject(error) : resolve(reply as R),
-      );
-      if (call.prev) this.batching?.beforeWrite(node);
-      this.evalThen(node, [script.lua, keys.length, ...keys, ...args], call);
-    });
+    return this.run(node, script, keys, args, true);
   }
 
   /**
@@ -277,17 +273,19 @@ export class ScriptRunner {
     );
   }
 
-  /** `send` as a promise. */
+  /** `send` as a promise (`inPlace`: as EVAL, see `runInPlace`). */
   run<A extends ScriptArgs, R>(
     node: RedisNode,
     script: Script<A, R>,
     keys: readonly string[],
     args: A,
+    inPlace = false,
   ): Promise<R> {
     return new Promise((resolve, reject) => {
-      this.send(node, script, keys, args, (error, reply) =>
+      const call = this.track<R>(script.decode, (error, reply) =>
         error ? reject(error) : resolve(reply as R),
       );
+      this.call(node, script, keys, args, call, undefined, inPlace);
     });
   }
 
