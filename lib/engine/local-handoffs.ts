@@ -100,33 +100,46 @@ export class LocalHandoffs {
       // then comes as a message on this process's channel, which must be heard (with
       // localHandoffs 0 nothing else made this process listen). No wait once it listens.
       if (!this.engine.notifier.listening) await this.engine.subscribed();
-      const mark = line.noticeMark();
-      const sentAt = performance.now();
-      const r = await this.engine.protocol
-        .releaseTo(lease.keys, lease.token, next, next.acks)
-        .catch(() => {
-          // Whatever it did is unknown: the next caller's token must not keep the key.
-          this.engine.protocol.abandon(lease.keys, next.token);
-          return 'notOurs' as const;
-        });
-      line.wentPublic();
-      if (r === 'granted') {
-        // Granted to another process; ours queued behind it, so a grant is on its way to it.
-        this.engine.tokens.drop(lease.token);
-        next.enqueued = true;
-        next.queuedByHolder = true;
-        this.engine.holdReturned(lease, () => false);
-        return;
-      }
-      if (r !== 'notOurs') {
-        // Nobody else was queued: the key stays here until someone is (heard by a notice: this
-        // process listens since the start of this passOn).
-        line.nobodyElseSince(mark, sentAt);
-        this.engine.stats.localHandoffs++;
-        this.engine.tokens.hold(next.token);
-        return this.handTo(lease, this.engine.leases.taken(lease.keys, next, r), line, next);
-      }
+      // Not while the next caller's own attempt is on its way (see `Waiter.passStarts`).
+      if (next.passStarts()) return this.releaseTo(lease, line, next);
     }
+    return this.engine.giveBack(lease);
+  }
+
+  /**
+   * RELEASE_TO (single node): the key to the oldest waiter of another process, `next` queued
+   * behind it; or, with nobody else queued, to `next`. The pass to `next` has started.
+   */
+  private async releaseTo(lease: Lease, line: KeyLine, next: Waiter): Promise<void> {
+    const mark = line.noticeMark();
+    const sentAt = performance.now();
+    const r = await this.engine.protocol
+      .releaseTo(lease.keys, lease.token, next, next.acks)
+      .catch(() => {
+        // Whatever it did is unknown: the next caller's token must not keep the key (its own
+        // next attempt goes after this undo on the connection).
+        this.engine.protocol.abandon(lease.keys, next.token);
+        return 'notOurs' as const;
+      });
+    line.wentPublic();
+    if (r === 'granted') {
+      // Granted to another process; ours queued behind it, so a grant is on its way to it.
+      this.engine.tokens.drop(lease.token);
+      next.enqueued = true;
+      next.queuedByHolder = true;
+      next.passEnded();
+      this.engine.holdReturned(lease, () => false);
+      return;
+    }
+    if (r !== 'notOurs') {
+      // Nobody else was queued: the key stays here until someone is (heard by a notice: this
+      // process listens since the start of this passOn).
+      line.nobodyElseSince(mark, sentAt);
+      this.engine.stats.localHandoffs++;
+      this.engine.tokens.hold(next.token);
+      return this.handTo(lease, this.engine.leases.taken(lease.keys, next, r), line, next);
+    }
+    next.passEnded();
     return this.engine.giveBack(lease);
   }
 
@@ -183,12 +196,21 @@ export class LocalHandoffs {
     );
   }
 
-  /** HANDOFF: the key to `next`'s token in one round trip; undefined if it could not be. */
+  /**
+   * HANDOFF: the key to `next`'s token in one round trip; undefined if it could not be (what it
+   * took is undone then), or if `next` has an attempt of its own on the way (see
+   * `Waiter.passStarts`: on a quorum the round waits for every node, and a lease of its own that
+   * the waiter took meanwhile with the same token would be undone under it).
+   */
   private async handoff(lease: Lease, next: Waiter): Promise<Lease | undefined> {
+    if (!next.passStarts()) return undefined;
     const taken = await this.engine.protocol
       .handoff(lease.keys, lease.token, next, next.acks)
       .catch(() => undefined);
-    if (!taken) return undefined;
+    if (!taken) {
+      next.passEnded();
+      return undefined;
+    }
     this.engine.tokens.hold(next.token);
     return this.engine.leases.taken(lease.keys, next, taken);
   }

@@ -13,11 +13,14 @@ export interface ReleaseWatch {
 }
 
 /**
- * What a queued shared wait is given: a grant of its own token (claimed), or a permit a holder of
- * this process passed on to it (the holder's token, not the waiter's).
+ * What a queued shared wait is given: a grant message for its own token, a hold once the wait
+ * confirmed it (`claim`: undefined when the key was lost meanwhile), or a permit a holder of this
+ * process passed on to it (the holder's token, not the waiter's).
  * @internal
  */
-export type Granted = Taken | { readonly kind: 'handed'; readonly lease: Lease };
+export type Granted =
+  | { readonly kind: 'grant'; claim(): Promise<Taken | undefined> }
+  | { readonly kind: 'handed'; readonly lease: Lease };
 
 /** What a multi-key wait needs from the engine. @internal */
 export interface MultiKeyWaitContext {
@@ -29,14 +32,13 @@ export interface MultiKeyWaitContext {
   abandon(keys: readonly string[], token: string): void;
   timerWakeup(): void;
   /**
-   * Shared holds queued for a grant: `deliver` gets what a release granted to `token`, once its
-   * claim is confirmed (undefined: the claim found it lost, keep trying), or a permit passed on
-   * in this process; `attempting` tells whether an attempt of the wait is on its way. Returns
-   * the function that stops listening.
+   * Shared holds queued for a grant: `deliver` gets what a release granted to `token` (claimed
+   * by the wait), or a permit passed on in this process; `attempting` tells whether a round of
+   * the wait (an attempt, a claim) is on its way. Returns the function that stops listening.
    */
   grants?(
     token: string,
-    deliver: (granted: Granted | undefined) => void,
+    deliver: (granted: Granted) => void,
     attempting: () => boolean,
   ): () => void;
   /** A permit passed to a wait that ended meanwhile (aborted, closed): it goes on or back. */
@@ -71,19 +73,20 @@ export async function waitForKeys(
   const unlisten = ctx.grants?.(
     taker.token,
     (given) => {
-      if (done || held) {
-        // Granted after the wait gave up: nobody will use it, so it goes on at once.
-        if (given) giveBack(given);
-        return;
-      }
+      // Granted after the wait gave up: nobody will use it, so it goes on at once.
+      if (done || held) return giveBack(given);
       granted = given;
       latch.wake();
     },
     () => inFlight,
   );
-  const hold = (given: Granted): Lease => {
+  const hold = (taken: Taken): Lease => {
     held = true;
-    return given.kind === 'handed' ? given.lease : ctx.hold(keys, taker, given);
+    return ctx.hold(keys, taker, taken);
+  };
+  const handed = (lease: Lease): Lease => {
+    held = true;
+    return lease;
   };
   const watch = ctx.watch(keys, () => latch.wake());
   const stop = () => latch.wake();
@@ -99,7 +102,24 @@ export async function waitForKeys(
     let answeredAt = -Infinity;
     for (;;) {
       if (signal?.aborted || ctx.closing.aborted) throw abortReason(keys, signal);
-      if (granted) return hold(granted);
+      if (granted?.kind === 'handed') return handed(granted.lease);
+      if (granted) {
+        // A grant message: claimed here, never while an attempt of the token is on its way (one
+        // round at a time per token: a failed attempt's undo would land after the claim and
+        // give back the share it confirmed).
+        const { claim } = granted;
+        granted = undefined;
+        attempted = true;
+        inFlight = true;
+        const claimed = await claim().catch(() => undefined);
+        inFlight = false;
+        if (signal?.aborted || ctx.closing.aborted) throw abortReason(keys, signal);
+        // A permit passed meanwhile wins: it gave this token's share back (`PermitWait.take`).
+        if (granted) continue;
+        if (claimed) return hold(claimed);
+        // The claim window ran out before the grant was read, and someone else has the key.
+        continue;
+      }
       const remaining = deadline - performance.now();
       // Past the deadline, Redis has the last word unless it answered moments ago (see Waiter).
       const last = remaining <= 0;
@@ -127,13 +147,15 @@ export async function waitForKeys(
           ctx.abandon(keys, taker.token);
           throw abortReason(keys, signal);
         }
-        // A grant confirmed meanwhile is the same hold (same token), renewed by this attempt. A
-        // permit passed meanwhile wins: this attempt's share was given back by the pass (sent
-        // after it, on the same connection).
+        // A grant that came meanwhile is the same hold (same token), renewed by this attempt:
+        // it needs no claim. A permit passed meanwhile wins: this attempt's share was given back
+        // by the pass (sent after it, on the same connection).
         const given = granted as Granted | undefined; // set meanwhile, by `deliver`
-        return hold(given?.kind === 'handed' ? given : outcome);
+        if (given?.kind === 'handed') return handed(given.lease);
+        granted = undefined;
+        return hold(outcome);
       }
-      if (granted) return hold(granted);
+      if (granted) continue;
       pttl = outcome.pttl;
       if (last || deadline - performance.now() <= 0) break;
       idleRounds = pttl > 0 ? 0 : idleRounds + 1;

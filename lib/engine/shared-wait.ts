@@ -62,7 +62,7 @@ export interface PermitWait {
   /** A holder's pass to it is on its way (no other holder picks it meanwhile). */
   passing?: boolean;
   /** A holder passed its permit on: the wait ends with it. */
-  take(passed: Granted): void;
+  take(passed: Extract<Granted, { kind: 'handed' }>): void;
 }
 
 /**
@@ -137,7 +137,7 @@ export class SharedWait implements MultiKeyWaitContext {
    */
   private granted(
     token: string,
-    deliver: (granted: Granted | undefined) => void,
+    deliver: (granted: Granted) => void,
     attempting: () => boolean,
   ): () => void {
     const { engine, holds, keys, waiter, share } = this;
@@ -146,12 +146,10 @@ export class SharedWait implements MultiKeyWaitContext {
     // Granted or passed a share: no other way may give it one any more.
     const stop = () => holds.grantEnded(token, key, permit);
     holds.expectGrant(token, {
-      // A grant message: a hold once its claim is confirmed (see `claim`).
+      // A grant message: a hold once the wait's claim is confirmed (see `claim`).
       message: (grant) => {
         stop();
-        void engine
-          .claim([grant.key], waiter, grant, share)
-          .then(deliver, () => deliver(undefined));
+        deliver({ kind: 'grant', claim: () => engine.claim([grant.key], waiter, grant, share) });
       },
     });
     if (typeof share === 'number' && engine.localHandoffs > 0) {
@@ -159,7 +157,7 @@ export class SharedWait implements MultiKeyWaitContext {
         share,
         taker: waiter,
         attempting,
-        take: (passed: Granted) => {
+        take: (passed) => {
           stop();
           engine.tokens.drop(token);
           // An attempt on its way may take a share or queue again for this token: the release

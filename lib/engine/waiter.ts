@@ -85,6 +85,8 @@ export class Waiter implements LeaseTaker, DeadlineListener {
   next?: Waiter;
   /** A grant message came for its token and is not confirmed yet. */
   private grant?: GrantedKey;
+  /** A holder of this process is passing the key to its token in a round of its own. */
+  private passing = false;
 
   private readonly latch = new WakeLatch();
   private readonly deadlineTimer: DeadlineTimer;
@@ -162,6 +164,30 @@ export class Waiter implements LeaseTaker, DeadlineListener {
     });
   }
 
+  /**
+   * A holder of this process is about to pass the key to this waiter's token in a round of its
+   * own (HANDOFF, RELEASE_TO): false, and no pass, while the waiter has a round of its own on
+   * the way (an attempt, a claim) or has left. Until `passEnded` or `handOver` the waiter sends
+   * nothing itself. One round at a time per token: a round that fails undoes what it took for
+   * the token (the pass's undo, an acquire's), and that undo must not land on a lease the
+   * token's other round took meanwhile (ACQUIRE counts "the token holds it already" as taken).
+   */
+  passStarts(): boolean {
+    if (this.done || this.attempting) return false;
+    this.passing = true;
+    return true;
+  }
+
+  /**
+   * The pass ended without handing the waiter a lease (it failed, having undone what it took,
+   * or it queued the token in Redis): the waiter goes on with its wait.
+   */
+  passEnded(): void {
+    if (!this.passing) return;
+    this.passing = false;
+    this.wake();
+  }
+
   /** Hands the waiter a lease; false if it already left (the caller keeps the lease then). */
   handOver(lease: Lease): boolean {
     if (this.done) return false;
@@ -213,6 +239,12 @@ export class Waiter implements LeaseTaker, DeadlineListener {
 
   private async run(): Promise<void> {
     while (!this.done) {
+      // A pass to its token is on its way: it decides, even past the deadline, as an attempt
+      // in flight does (`passEnded` or `handOver` wakes it).
+      if (this.passing) {
+        await this.latch.wait();
+        continue;
+      }
       // A grant goes first, even past the deadline: Redis gave the key to this token.
       if (this.grant) {
         await this.claimGrant(this.grant);
@@ -251,6 +283,8 @@ export class Waiter implements LeaseTaker, DeadlineListener {
 
   /** One round trip: the lease, or a sleep until it is worth trying again. */
   private async attempt(): Promise<void> {
+    // A pass to its token started while the loop was on its way here: it goes first.
+    if (this.passing) return;
     // From the moment it is sent, the attempt may queue the token.
     if (this.ctx.fair) this.enqueued = true;
     this.attempting = true;

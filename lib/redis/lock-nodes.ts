@@ -59,7 +59,8 @@ export class LockNodes {
 
   /**
    * Gives back what `token` holds or has queued on one node (fire and forget), on its connection
-   * after whatever the token sent there before.
+   * after whatever the token sent there before and before whatever it sends next (as EVAL: see
+   * `ScriptRunner.runInPlace`).
    */
   undo(node: RedisNode, keys: readonly string[], token: string): void {
     this.undoUnits(node, this.space.units(keys), token);
@@ -69,7 +70,7 @@ export class LockNodes {
   undoUnits(node: RedisNode, units: string[][], token: string): void {
     for (const unit of units) {
       this.runner
-        .run(node, RELEASE, unit, [token, '1', this.settings.block, this.fenceMode])
+        .runInPlace(node, RELEASE, unit, [token, '1', this.settings.block, this.fenceMode])
         .catch(() => undefined);
     }
   }

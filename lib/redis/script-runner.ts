@@ -134,25 +134,49 @@ export class ScriptRunner {
     args: ScriptArgs,
     call: InFlight<R>,
     resent?: () => void,
+    inPlace = false,
   ): void {
     // Alone in flight (one caller at a time): nothing to batch it with.
     if (call.prev) this.batching?.beforeWrite(node);
     // One argument list, passed as an array (ioredis flattens it): no spread call per command.
-    const argv: (string | number)[] = [script.sha, keys.length];
+    const argv: (string | number)[] = [inPlace ? script.lua : script.sha, keys.length];
     for (let i = 0; i < keys.length; i++) argv.push(keys[i]);
     for (let i = 0; i < args.length; i++) argv.push(args[i]);
+    if (inPlace) return this.evalThen(node, argv, call);
     (node as unknown as ArgvCommands).evalsha(argv).then(
       (v) => call.reply(v),
       (e: unknown) => {
         if (e instanceof Error && e.message.startsWith('NOSCRIPT')) {
-          (node as unknown as ArgvCommands).eval([script.lua, ...argv.slice(1)]).then(
-            (v) => call.reply(v),
-            (e2: unknown) => call.fail(this.failure(node, e2)),
-          );
+          argv[0] = script.lua;
+          this.evalThen(node, argv, call);
           resent?.();
         } else call.fail(this.failure(node, e));
       },
     );
+  }
+
+  /** EVAL with `argv` (the script's text first), answered to `call`. */
+  private evalThen<R>(node: RedisNode, argv: (string | number)[], call: InFlight<R>): void {
+    (node as unknown as ArgvCommands).eval(argv).then(
+      (v) => call.reply(v),
+      (e: unknown) => call.fail(this.failure(node, e)),
+    );
+  }
+
+  /**
+   * `run` as EVAL, never EVALSHA: for an undo, which must run where it was sent on the
+   * connection. An EVALSHA that a node answers NOSCRIPT (restarted, SCRIPT FLUSH) goes again as
+   * EVAL after whatever followed it there, and an undo of a token's round that landed after the
+   * token's next round would take away the key that round counts as held. Undos are rare: the
+   * script's text they carry costs little.
+   */
+  runInPlace<A extends ScriptArgs, R>(
+    node: RedisNode,
+    script: Script<A, R>,
+    keys: readonly string[],
+    args: A,
+  ): Promise<R> {
+    return this.run(node, script, keys, args, true);
   }
 
   /**
@@ -249,17 +273,19 @@ export class ScriptRunner {
     );
   }
 
-  /** `send` as a promise. */
+  /** `send` as a promise (`inPlace`: as EVAL, see `runInPlace`). */
   run<A extends ScriptArgs, R>(
     node: RedisNode,
     script: Script<A, R>,
     keys: readonly string[],
     args: A,
+    inPlace = false,
   ): Promise<R> {
     return new Promise((resolve, reject) => {
-      this.send(node, script, keys, args, (error, reply) =>
+      const call = this.track<R>(script.decode, (error, reply) =>
         error ? reject(error) : resolve(reply as R),
       );
+      this.call(node, script, keys, args, call, undefined, inPlace);
     });
   }
 

@@ -253,8 +253,12 @@ export function backwardsStep(fences: readonly number[]): string {
   return `#${i} of ${fences.length}: ...${fences.slice(Math.max(0, i - 2), i + 2).join(', ')}...`;
 }
 
-/** A `hold` line of a load worker, `by` its pid (the shape `findOverlaps` takes). */
-export type LoadHold = Extract<FaultLine, { type: 'hold' }> & { by: number };
+/**
+ * A `hold` line of a load worker, `by` its pid and, when its lease ended while the section ran,
+ * why (an overlap after an `expired` lease is a holder stalled past its lease, not a second
+ * holder within a valid one): the shape `findOverlaps` takes.
+ */
+export type LoadHold = Extract<FaultLine, { type: 'hold' }> & { by: string };
 
 /**
  * Waits (bounded by `ms`) for every load worker to exit: their exit results, the `error` lines
@@ -268,6 +272,6 @@ export async function loadResults(workers: FaultWorker[], ms: number) {
   );
   const holds: LoadHold[] = lines
     .filter((l): l is Extract<FaultLine, { type: 'hold' }> => l.type === 'hold')
-    .map((h) => ({ ...h, by: h.pid }));
+    .map((h) => ({ ...h, by: h.lost ? `${h.pid} (lease ${h.lost})` : String(h.pid) }));
   return { results, errors, holds };
 }
