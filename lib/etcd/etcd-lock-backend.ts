@@ -213,7 +213,15 @@ export class EtcdLockBackend
         lines.map((line, i) =>
           entry.granted[i]
             ? undefined
-            : this.waits.waitInLine(wait, line, entry.revision, share, entry.before[i], entry.seen),
+            : this.waits.waitInLine(
+                wait,
+                line,
+                names[i],
+                entry.revision,
+                share,
+                entry.before[i],
+                entry.seen,
+              ),
         ),
       );
     } catch (error) {
