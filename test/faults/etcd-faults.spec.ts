@@ -8,6 +8,7 @@ import type { Lease, LockBackend } from '../../lib/engine/lock-backend';
 import type { EtcdWorkerConfig, EtcdWorkerLine } from '../fixtures/etcd-worker';
 import { startEtcdCluster, type EtcdCluster } from '../support/etcd-server';
 import { describeOverlaps, findOverlaps, now } from '../support/intervals';
+import { eventually, processStopped } from '../support/faults';
 import { uniquePrefix } from '../support/lock-app';
 import { killWorkers, spawnWorker, type Worker } from '../support/workers';
 
@@ -368,6 +369,11 @@ describe('etcd faults: one member, holders as processes', () => {
     member.kill('SIGSTOP');
     let error: unknown;
     try {
+      // SIGSTOP lands when etcd is next scheduled: until then it may still answer (it did once,
+      // in 1.3 ms, on a loaded machine).
+      if (!(await eventually(() => processStopped(member.pid!), 5_000, 5))) {
+        throw new Error('etcd was not stopped 5 s after SIGSTOP');
+      }
       error = await cut
         .acquire(['k'], { ttl: 10_000, waitTimeout: 5_000 })
         .catch((e: unknown) => e);
