@@ -3,10 +3,9 @@ import { Logger } from '@nestjs/common';
 import { Etcd3, type IKeyValue, type IRequestOp } from 'etcd3';
 import type { LockBackendError } from 'nest-locked';
 import { etcdBackend } from 'nest-locked/etcd';
-import { prefixEnd } from '../../lib/etcd/etcd-names';
 import type { Lease, LockBackend } from '../../lib/engine/lock-backend';
 import type { EtcdWorkerConfig, EtcdWorkerLine } from '../fixtures/etcd-worker';
-import { startEtcdCluster, type EtcdCluster } from '../support/etcd-server';
+import { lineKeys, startEtcdCluster, type EtcdCluster } from '../support/etcd-server';
 import { describeOverlaps, findOverlaps, now } from '../support/intervals';
 import { eventually, processStopped } from '../support/faults';
 import { uniquePrefix } from '../support/lock-app';
@@ -94,17 +93,6 @@ async function refusedOrSettled(port: number, times: number, settled: () => bool
 }
 
 /** The keys of every line under `prefix`, by create revision. */
-async function lineKeys(client: Etcd3, prefix: string): Promise<IKeyValue[]> {
-  const res = await client.kv.range({
-    key: Buffer.from(prefix),
-    range_end: prefixEnd(Buffer.from(prefix)),
-    sort_order: 'Ascend',
-    sort_target: 'Create',
-  });
-  // Not the cancel marks (`<prefix>\0cancelled/...`): the lines' keys only.
-  return res.kvs.filter((kv) => !kv.key.toString().includes('\0'));
-}
-
 /**
  * `client`, with its first delete of a name given to `holdNext` held back: the call fails at
  * once (as a deadline would) and the real request is sent at `flush`. `retried` resolves once a

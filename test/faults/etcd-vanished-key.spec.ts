@@ -1,9 +1,8 @@
 import { Logger } from '@nestjs/common';
 import { Etcd3, type IKeyValue } from 'etcd3';
 import { etcdBackend } from 'nest-locked/etcd';
-import { prefixEnd } from '../../lib/etcd/etcd-names';
 import type { Lease, LockBackend, Share } from '../../lib/engine/lock-backend';
-import { startEtcdCluster, type EtcdCluster } from '../support/etcd-server';
+import { lineKeys, startEtcdCluster, type EtcdCluster } from '../support/etcd-server';
 import { uniquePrefix } from '../support/lock-app';
 
 /**
@@ -49,17 +48,6 @@ describe('etcd: a waiter whose key vanished is not granted', () => {
     return b;
   }
 
-  async function lineKeys(prefix: string): Promise<IKeyValue[]> {
-    const res = await admin.kv.range({
-      key: Buffer.from(prefix),
-      range_end: prefixEnd(Buffer.from(prefix)),
-      sort_order: 'Ascend',
-      sort_target: 'Create',
-    });
-    // Not the cancel marks (`<prefix>\0cancelled/...`): the lines' keys only.
-    return res.kvs.filter((kv) => !kv.key.toString().includes('\0'));
-  }
-
   /** The line's keys once `ready` holds for them (polled: etcd tells no one of a wait's entry). */
   async function lineWhen(
     prefix: string,
@@ -68,7 +56,7 @@ describe('etcd: a waiter whose key vanished is not granted', () => {
   ): Promise<IKeyValue[]> {
     const deadline = Date.now() + 20_000;
     for (;;) {
-      const kvs = await lineKeys(prefix);
+      const kvs = await lineKeys(admin, prefix);
       if (ready(kvs)) return kvs;
       if (Date.now() > deadline) throw new Error(`${what}: not within 20 s`);
       await new Promise((r) => setTimeout(r, 10));
