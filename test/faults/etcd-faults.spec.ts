@@ -92,7 +92,6 @@ async function refusedOrSettled(port: number, times: number, settled: () => bool
   }
 }
 
-/** The keys of every line under `prefix`, by create revision. */
 /**
  * `client`, with its first delete of a name given to `holdNext` held back: the call fails at
  * once (as a deadline would) and the real request is sent at `flush`. `retried` resolves once a
