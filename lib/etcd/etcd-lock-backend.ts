@@ -324,8 +324,9 @@ export class EtcdLockBackend
     this.forget(held);
     // An exclusive holder was alone in its line (a reader or a permit may leave others
     // holding): the waiters of this process right behind it go now (once each read its own
-    // key), before etcd answers the delete. They are next by create revision, and a waiter of another process behind them
-    // still waits for their keys, so the order across processes holds; this holder is done.
+    // key), before etcd answers the delete. They are next by create revision, and a waiter of
+    // another process behind them still waits for their keys, so the order across processes
+    // holds; this holder is done.
     const exclusive = lease.share === undefined;
     if (exclusive) this.keys.handOver(held.names);
     try {
