@@ -1,6 +1,8 @@
-import type { Etcd3, IKeyValue, WatchBuilder } from 'etcd3';
+import type { Etcd3, IKeyValue, IRangeRequest, IWatchResponse, WatchBuilder } from 'etcd3';
 import type { LockClientStats, Share } from '../engine/lock-backend';
 import { outageRetryDelay } from '../engine/wait-rules';
+import { LockBackendError } from '../errors';
+import { ETCD_SESSION_LOST, ETCD_WAITING_KEY_GONE } from './etcd.messages';
 import { OTHER_PART, prefixEnd } from './etcd-names';
 import type { EtcdWait } from './etcd-wait';
 import type { OwnKeys } from './etcd-own-keys';
@@ -9,6 +11,14 @@ import type { OwnKeys } from './etcd-own-keys';
  * How a caller waits in the lines of its keys once its entry is in: by create revision, with at
  * most one watch per waiter (on the client's one shared watch stream) and no polling; behind a
  * key of this process, with no watch at all (its deletion is heard here, see `OwnKeys`).
+ *
+ * A waiter is granted only while its own key is still there (Go's `Mutex.Lock` reads it after
+ * `waitDeletes` too): its session lease revoked on the server deletes it, and the keys before
+ * it with it when they are of the same session, and nothing else tells this process until its
+ * next keep-alive. The read that finds nobody before the caller reads its key as well (one
+ * transaction), a permit waiter's watch sees its key's deletion, and a waiter handed the lock
+ * by a holder of this process reads its key before it goes. A key gone ends the session (see
+ * `keyGone`).
  * @internal
  */
 export class LineWaits {
@@ -18,10 +28,11 @@ export class LineWaits {
     private readonly keys: OwnKeys,
   ) {}
 
-  /** Waits until the caller's key in `line` (created at `revision`) is granted. */
+  /** Waits until the caller's key `own` in `line` (created at `revision`) is granted. */
   async waitInLine(
     wait: EtcdWait,
     line: string,
+    own: string,
     revision: string,
     share: Share | undefined,
     before: IKeyValue | undefined,
@@ -29,10 +40,11 @@ export class LineWaits {
   ): Promise<void> {
     for (let failures = 1; ; failures++) {
       try {
-        if (typeof share === 'number') await this.waitForPermit(wait, line, revision, share);
-        else {
+        if (typeof share === 'number') {
+          await this.waitForPermit(wait, line, own, revision, share);
+        } else {
           const range = share === 'read' ? line + OTHER_PART : line;
-          await this.waitForPredecessors(wait, range, revision, before, seen);
+          await this.waitForPredecessors(wait, range, own, revision, before, seen);
         }
         return;
       } catch {
@@ -51,39 +63,70 @@ export class LineWaits {
    * deletion of the last such key (and of nothing else), then ask again: that key may have
    * given up while others before it are still there. Unless an exclusive holder of this
    * process deleted it: it was alone in its line, so nobody is left before the caller (a local
-   * handoff, with no watch event and no query to wait for).
+   * handoff, with no watch event and no query to wait for: only a read of the caller's key).
    */
   private async waitForPredecessors(
     wait: EtcdWait,
     range: string,
+    own: string,
     revision: string,
     /** The last key before the caller's, as of revision `seen`, if known. */
     before: IKeyValue | undefined,
     seen: string,
   ): Promise<void> {
     const start = Buffer.from(range);
-    const end = prefixEnd(start);
-    for (let known = before; ; known = undefined) {
-      if (known) {
-        const from = String(BigInt(seen) + 1n);
-        if (await this.predecessorGone(wait, known, from)) return;
-        continue;
+    const lastBefore: IRangeRequest = {
+      key: start,
+      range_end: prefixEnd(start),
+      max_create_revision: String(BigInt(revision) - 1n),
+      sort_order: 'Descend',
+      sort_target: 'Create',
+      limit: 1,
+      keys_only: true,
+    };
+    let known = before;
+    let from = seen;
+    for (;;) {
+      if (!known) {
+        // Who is last before the caller, and whether the caller's key is still there.
+        const res = await this.client.kv.txn({
+          success: [{ request_range: lastBefore }, { request_range: ownKey(own) }],
+        });
+        if (wait.cancelled) throw wait.reason;
+        const [last, mine] = res.responses.map((r) => r.response_range.kvs[0]);
+        if (mine?.create_revision !== revision) this.keyGone(wait);
+        if (!last) return;
+        known = last;
+        from = res.header.revision;
       }
-      const res = await this.client.kv.range({
-        key: start,
-        range_end: end,
-        max_create_revision: String(BigInt(revision) - 1n),
-        sort_order: 'Descend',
-        sort_target: 'Create',
-        limit: 1,
-        keys_only: true,
-      });
-      if (wait.cancelled) throw wait.reason;
-      const last = res.kvs[0];
-      if (!last) return;
-      const from = String(BigInt(res.header.revision) + 1n);
-      if (await this.predecessorGone(wait, last, from)) return;
+      if (await this.predecessorGone(wait, known, String(BigInt(from) + 1n))) {
+        return this.confirmOwn(wait, own, revision);
+      }
+      known = undefined;
     }
+  }
+
+  /** Reads the caller's key: it goes on if the key is still there (see the class's note). */
+  private async confirmOwn(wait: EtcdWait, own: string, revision: string): Promise<void> {
+    const res = await this.client.kv.range(ownKey(own));
+    if (wait.cancelled) throw wait.reason;
+    if (res.kvs[0]?.create_revision !== revision) this.keyGone(wait);
+  }
+
+  /**
+   * The caller's key is gone while it waits: its session lease was revoked or ran out (or
+   * someone deleted the key). Every key of the session may be gone with it, so the session
+   * ends (its holders lose their locks, its waiters enter again under a new one while they
+   * have time left, see `EtcdLockBackend.sessionEnded`). Throws the wait's reason.
+   */
+  private keyGone(wait: EtcdWait): never {
+    const cause = new Error(ETCD_WAITING_KEY_GONE);
+    wait.session.end(cause);
+    // Ending the session cancelled the wait, unless the session had ended before it began.
+    wait.cancel(
+      new LockBackendError(wait.keys, [new Error(ETCD_SESSION_LOST(cause))], 'acquire', 'etcd'),
+    );
+    throw wait.reason;
   }
 
   /**
@@ -105,23 +148,30 @@ export class LineWaits {
 
   /**
    * Permits of N: the caller is in once fewer than N keys created before its own are left, all
-   * of them permits of N. It watches the line's deletions and counts (no query per deletion).
+   * of them permits of N. It watches the line's deletions and counts (no query per deletion);
+   * its own key's deletion among them ends the wait (see `keyGone`).
    */
   private async waitForPermit(
     wait: EtcdWait,
     line: string,
+    own: string,
     revision: string,
     permits: number,
   ): Promise<void> {
     const start = Buffer.from(line);
+    // The keys before the caller's, and the caller's own (the only one created at `revision`).
     const res = await this.client.kv.range({
       key: start,
       range_end: prefixEnd(start),
-      max_create_revision: String(BigInt(revision) - 1n),
+      max_create_revision: revision,
     });
     if (wait.cancelled) throw wait.reason;
+    if (!res.kvs.some((kv) => kv.key.toString() === own && kv.create_revision === revision)) {
+      this.keyGone(wait);
+    }
     const value = String(permits);
     const before = new Map(res.kvs.map((kv) => [kv.key.toString(), kv.value.toString()]));
+    before.delete(own);
     const admitted = () =>
       before.size < permits && [...before.values()].every((kind) => kind === value);
     if (admitted()) return;
@@ -129,40 +179,63 @@ export class LineWaits {
     await this.deletion(
       wait,
       (w) => w.prefix(line).startRevision(from),
-      (kv) => before.delete(kv.key.toString()) && admitted(),
+      // One revision's deletions at once: a revoke deletes the caller's key with the others.
+      (kvs) => {
+        for (const kv of kvs) {
+          const name = kv.key.toString();
+          if (name === own) this.keyGone(wait);
+          before.delete(name);
+        }
+        return admitted();
+      },
     );
   }
 
   /**
-   * Resolves once the watch `build` makes reports a deletion that `enough` accepts: false; or,
-   * when `predecessor` is given, once a holder of this process released that key: true.
+   * Resolves once the watch `build` makes reports deletions that `enough` accepts (all those of
+   * one revision at once): false; or, when `predecessor` is given, once a holder of this process
+   * released that key: true. Rejects with what `enough` throws.
    */
   private deletion(
     wait: EtcdWait,
     build: ((watch: WatchBuilder) => WatchBuilder) | undefined,
-    enough: (kv: IKeyValue) => boolean,
+    enough: (kvs: readonly IKeyValue[]) => boolean,
     predecessor?: string,
   ): Promise<boolean> {
     return new Promise<boolean>((resolve, reject) => {
       const watcher = build?.(this.client.watch()).only('delete').watcher();
+      let settled = false;
       const done = (error?: unknown, handedOver = false) => {
+        if (settled) return;
+        settled = true;
         off();
         if (predecessor !== undefined) this.keys.successors.remove(predecessor, heard);
         if (watcher) {
-          watcher.removeAllListeners('delete');
+          watcher.off('data', deleted);
           void watcher.cancel().catch(() => undefined);
         }
         if (error === undefined) resolve(handedOver);
         else reject(error);
       };
       const heard = (handedOver: boolean) => done(undefined, handedOver);
+      const deleted = (res: IWatchResponse) => {
+        if (res.events.length === 0) return;
+        this.stats.notifiedWakeups++;
+        try {
+          if (enough(res.events.map((event) => event.kv))) done();
+        } catch (error) {
+          done(error);
+        }
+      };
       const off = wait.onCancel(done);
       if (predecessor !== undefined) this.keys.successors.add(predecessor, heard);
-      watcher?.on('delete', (kv) => {
-        this.stats.notifiedWakeups++;
-        if (enough(kv)) done();
-      });
+      watcher?.on('data', deleted);
       watcher?.on('error', (error) => done(error));
     });
   }
+}
+
+/** A read of the caller's key `own` (its create revision tells whether it is still its own). */
+function ownKey(own: string): IRangeRequest {
+  return { key: Buffer.from(own), keys_only: true };
 }

@@ -64,11 +64,13 @@ export interface EtcdLockBackendConfig {
  *   its own, a reader only the last writer's; after that deletion it asks again (that key may
  *   have given up with others still before it). Behind a key of its own process it needs no
  *   watch: the process hears of that deletion itself, and behind an exclusive holder of its
- *   own it goes when that holder releases, without waiting for etcd to answer the delete.
- *   Permits of N watch the line's deletions and count the keys before them. No polling, and at
- *   most one watch per waiter, on one shared stream (see `LineWaits`). The entries of one
- *   process into a line keep the order they were asked in, and a burst of them goes at once
- *   (see `EntryOrder`; the entry itself: `enterLines`).
+ *   own it goes when that holder releases, without waiting for etcd to answer the delete
+ *   (once a read finds its own key still there). A waiter is granted only while its own key
+ *   is there: a key gone (its session lease revoked) ends the session. Permits of N watch
+ *   the line's deletions and count the keys before them. No polling, and at most one watch
+ *   per waiter, on one shared stream (see `LineWaits`). The entries of one process into a
+ *   line keep the order they were asked in, and a burst of them goes at once (see
+ *   `EntryOrder`; the entry itself: `enterLines`).
  * - Fence = the create revision of the hold's keys: strictly increasing across the cluster. A
  *   reader's is its own too, so it lies between the last writer's and the next one's.
  * - Lease: the call's `ttl` is kept by this process (the keys are deleted when it passes
@@ -213,7 +215,15 @@ export class EtcdLockBackend
         lines.map((line, i) =>
           entry.granted[i]
             ? undefined
-            : this.waits.waitInLine(wait, line, entry.revision, share, entry.before[i], entry.seen),
+            : this.waits.waitInLine(
+                wait,
+                line,
+                names[i],
+                entry.revision,
+                share,
+                entry.before[i],
+                entry.seen,
+              ),
         ),
       );
     } catch (error) {
@@ -313,9 +323,10 @@ export class EtcdLockBackend
     if (!held) return;
     this.forget(held);
     // An exclusive holder was alone in its line (a reader or a permit may leave others
-    // holding): the waiters of this process right behind it go now, before etcd answers the
-    // delete. They are next by create revision, and a waiter of another process behind them
-    // still waits for their keys, so the order across processes holds; this holder is done.
+    // holding): the waiters of this process right behind it go now (once each read its own
+    // key), before etcd answers the delete. They are next by create revision, and a waiter of
+    // another process behind them still waits for their keys, so the order across processes
+    // holds; this holder is done.
     const exclusive = lease.share === undefined;
     if (exclusive) this.keys.handOver(held.names);
     try {

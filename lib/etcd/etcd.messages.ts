@@ -6,6 +6,10 @@ export const ETCD_SESSION_LOST = (cause?: Error) =>
   `the etcd session lease of this process was lost${cause ? ` (${cause.message})` : ''}; ` +
   'its holds and waiting places are gone, the next call opens a new session';
 
+export const ETCD_WAITING_KEY_GONE =
+  'a waiting key of this session was deleted in etcd while it waited: its lease was revoked or ' +
+  'ran out, or someone deleted the key';
+
 export const ETCD_ACQUIRE_ABANDONED =
   'the acquire was abandoned after an earlier try of it failed, before etcd applied it';
 

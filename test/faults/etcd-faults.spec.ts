@@ -3,11 +3,11 @@ import { Logger } from '@nestjs/common';
 import { Etcd3, type IKeyValue, type IRequestOp } from 'etcd3';
 import type { LockBackendError } from 'nest-locked';
 import { etcdBackend } from 'nest-locked/etcd';
-import { prefixEnd } from '../../lib/etcd/etcd-names';
 import type { Lease, LockBackend } from '../../lib/engine/lock-backend';
 import type { EtcdWorkerConfig, EtcdWorkerLine } from '../fixtures/etcd-worker';
-import { startEtcdCluster, type EtcdCluster } from '../support/etcd-server';
+import { lineKeys, startEtcdCluster, type EtcdCluster } from '../support/etcd-server';
 import { describeOverlaps, findOverlaps, now } from '../support/intervals';
+import { eventually, processStopped } from '../support/faults';
 import { uniquePrefix } from '../support/lock-app';
 import { killWorkers, spawnWorker, type Worker } from '../support/workers';
 
@@ -90,18 +90,6 @@ async function refusedOrSettled(port: number, times: number, settled: () => bool
     refused = ok ? 0 : refused + 1;
     await new Promise((r) => setTimeout(r, 20));
   }
-}
-
-/** The keys of every line under `prefix`, by create revision. */
-async function lineKeys(client: Etcd3, prefix: string): Promise<IKeyValue[]> {
-  const res = await client.kv.range({
-    key: Buffer.from(prefix),
-    range_end: prefixEnd(Buffer.from(prefix)),
-    sort_order: 'Ascend',
-    sort_target: 'Create',
-  });
-  // Not the cancel marks (`<prefix>\0cancelled/...`): the lines' keys only.
-  return res.kvs.filter((kv) => !kv.key.toString().includes('\0'));
 }
 
 /**
@@ -368,6 +356,11 @@ describe('etcd faults: one member, holders as processes', () => {
     member.kill('SIGSTOP');
     let error: unknown;
     try {
+      // SIGSTOP lands when etcd is next scheduled: until then it may still answer (it did once,
+      // in 1.3 ms, on a loaded machine).
+      if (!(await eventually(() => processStopped(member.pid!), 5_000, 5))) {
+        throw new Error('etcd was not stopped 5 s after SIGSTOP');
+      }
       error = await cut
         .acquire(['k'], { ttl: 10_000, waitTimeout: 5_000 })
         .catch((e: unknown) => e);

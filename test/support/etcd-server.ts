@@ -5,6 +5,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { clearTimeout, setTimeout } from 'node:timers';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Etcd3, IKeyValue } from 'etcd3';
+import { prefixEnd } from '../../lib/etcd/etcd-names';
 import {
   removePidRecord,
   removeServerDir,
@@ -236,4 +238,16 @@ async function requestJson(
   } catch {
     return undefined;
   }
+}
+
+/** The keys of the lines under `prefix`, by create revision (holders and waiters, in order). */
+export async function lineKeys(client: Etcd3, prefix: string): Promise<IKeyValue[]> {
+  const res = await client.kv.range({
+    key: Buffer.from(prefix),
+    range_end: prefixEnd(Buffer.from(prefix)),
+    sort_order: 'Ascend',
+    sort_target: 'Create',
+  });
+  // Not the cancel marks (`<prefix>\0cancelled/...`): the lines' keys only.
+  return res.kvs.filter((kv) => !kv.key.toString().includes('\0'));
 }
