@@ -24,6 +24,13 @@ export interface ZooKeeperProxy {
    * connection drops: a member killed, or a connection cut, in the middle of a reply.
    */
   breakNextReply(): Promise<void>;
+  /**
+   * From now on, the watch events the server sends on the connections open now are dropped
+   * (replies and pings still go through): as when a member closes an expired session's
+   * connection before that session's own watch events went out. A connection made later is
+   * forwarded whole.
+   */
+  dropWatchEvents(): void;
   /** Drops every connection and refuses new ones (closes them at once) until `restore`. */
   cut(): void;
   restore(): void;
@@ -32,12 +39,13 @@ export interface ZooKeeperProxy {
 
 /** Reply xids below 0 are the server's own: -1 a watch event, -2 a ping, -4 an auth answer. */
 const FIRST_REQUEST_XID = 0;
+const WATCH_EVENT_XID = -1;
 
 /**
  * A loopback TCP proxy in front of one ZooKeeper member, for the driver-fault tests: it forwards
  * both ways unchanged, reads the server's frames (a 4-byte length, then the frame) to learn each
  * connection's session, and on demand alters one reply, so a test can feed the client a reply
- * the real server would never send.
+ * the real server would never send, or drops its watch events.
  */
 export async function startZooKeeperProxy(target: string): Promise<ZooKeeperProxy> {
   const [host, port] = target.split(':');
@@ -46,6 +54,7 @@ export async function startZooKeeperProxy(target: string): Promise<ZooKeeperProx
   let corrupt: { code: number; sent: () => void } | undefined;
   let broken: (() => void) | undefined;
   const sockets = new Set<net.Socket>();
+  const eventless = new WeakSet<net.Socket>();
   let refusing = false;
 
   const server = net.createServer((client) => {
@@ -69,6 +78,7 @@ export async function startZooKeeperProxy(target: string): Promise<ZooKeeperProx
       while (pending.length >= 4 && pending.length >= 4 + pending.readInt32BE(0)) {
         const frame = Buffer.from(pending.subarray(0, 4 + pending.readInt32BE(0)));
         pending = pending.subarray(frame.length);
+        if (!first && eventless.has(upstream) && frame.readInt32BE(4) === WATCH_EVENT_XID) continue;
         if (first) {
           first = false;
           // ConnectResponse: protocol version, timeout, session id (8), password (length + bytes).
@@ -111,6 +121,9 @@ export async function startZooKeeperProxy(target: string): Promise<ZooKeeperProx
     },
     breakNextReply() {
       return new Promise<void>((resolve) => (broken = resolve));
+    },
+    dropWatchEvents() {
+      for (const socket of sockets) eventless.add(socket);
     },
     cut() {
       refusing = true;
