@@ -10,13 +10,19 @@ import {
 } from 'nest-locked/health';
 import { zookeeperBackend } from 'nest-locked/zookeeper';
 import { TerminusModule } from '@nestjs/terminus';
+import { createClient } from 'node-zookeeper-client';
 import type { BackendWorkerConfig, BackendWorkerLine } from '../fixtures/backend-worker';
 import type { FaultLine, FaultWorkerConfig } from '../fixtures/fault-worker';
-import { nextLine, resumeProcess, uid } from '../support/faults';
+import { nextLine, processStopped, resumeProcess, uid } from '../support/faults';
 import { findOverlaps, now } from '../support/intervals';
-import { createLockApp, within } from '../support/lock-app';
+import { createLockApp, until, within } from '../support/lock-app';
 import { killWorkers, spawnWorker, type Worker } from '../support/workers';
-import { startZooKeeper, type ZooKeeperEnsemble } from '../support/zookeeper-server';
+import { startZooKeeperProxy } from '../support/zookeeper-proxy';
+import {
+  fourLetterWord,
+  startZooKeeper,
+  type ZooKeeperEnsemble,
+} from '../support/zookeeper-server';
 
 /**
  * ZooKeeper broken on purpose: holders killed and frozen past their session, a 3-member
@@ -57,19 +63,45 @@ async function service(zk: ZooKeeperEnsemble, extra: object = {}): Promise<LockS
   return app.get(LockService);
 }
 
-function holder(zk: ZooKeeperEnsemble, key: string): Worker<FaultLine> {
+/**
+ * A worker that holds `key` (ttl 10 s unless said), with `waiters` more calls behind it,
+ * connected to `connectString` (the ensemble's unless said).
+ */
+function holder(
+  zk: ZooKeeperEnsemble,
+  key: string,
+  { ttl = 10_000, waiters = 0, connectString = zk.connectString } = {},
+): Worker<FaultLine> {
   const config: FaultWorkerConfig = {
     scenario: 'hold',
     key,
     holdMs: 60_000,
     timeoutMs: 80_000,
-    options: { keyPrefix: 'f:', ttl: 10_000 },
+    waiters,
+    options: { keyPrefix: 'f:', ttl, waitTimeout: 60_000 },
     backend: {
       kind: 'zookeeper',
-      options: { connectString: zk.connectString, sessionTimeout: SESSION_MS },
+      options: { connectString, sessionTimeout: SESSION_MS },
     },
   };
   return spawnWorker<FaultWorkerConfig, FaultLine>(config, 'fault-worker');
+}
+
+/** The nodes in the line of `key` (the workers' and `service`'s root and prefix). */
+function lineOf(zk: ZooKeeperEnsemble, key: string): Promise<string[]> {
+  const client = createClient(zk.connectString, { sessionTimeout: 4_000, retries: 0 });
+  return new Promise<string[]>((resolve, reject) => {
+    client.once('connected', () =>
+      client.getChildren(`/nest-locked/${encodeURIComponent(`f:${key}`)}`, (e, nodes) => {
+        client.close();
+        // NO_NODE: no line yet.
+        if (e && (e as { getCode?: () => number }).getCode?.() === -101) resolve([]);
+        else if (e) reject(e);
+        else resolve(nodes);
+      }),
+    );
+    client.connect();
+  });
 }
 
 describe('zookeeper: a holder process killed or frozen (one member)', () => {
@@ -132,6 +164,69 @@ describe('zookeeper: a holder process killed or frozen (one member)', () => {
     } finally {
       resumeProcess(worker.pid);
       frozen.delete(worker.pid);
+    }
+  });
+
+  it('a holder frozen past its session does not hand the key to its own waiter on resume (both nodes died with the session)', async () => {
+    // The worker talks to ZooKeeper through a proxy that, once the worker is stopped, drops the
+    // server's watch events: the holder's node deleted as the session expires would otherwise
+    // tell the waiter (when the member sends it before closing the connection) ahead of the
+    // hold's own timers. The hold's ttl is below the freeze: its timer and watchdog are due the
+    // moment it resumes.
+    const proxy = await startZooKeeperProxy(zk.members[0].address);
+    const key = `handover-${uid()}`;
+    const worker = holder(zk, key, { ttl: 1_000, waiters: 1, connectString: proxy.address });
+    try {
+      await worker.ready;
+      worker.go();
+      await nextLine(worker, 'acquired', 20_000, (l) => l.call === 0);
+      await until(async () => (await lineOf(zk, key)).length === 2, 'the waiter in line', 10_000);
+      const [held] = (await lineOf(zk, key)).sort((a, b) =>
+        a.slice(-10).localeCompare(b.slice(-10)),
+      );
+      const member = zk.members[0];
+      await until(
+        async () => (await fourLetterWord(member.port, 'wchp', 1_000)).includes(`/${held}`),
+        'the waiter watching the holder',
+        10_000,
+      );
+      process.kill(worker.pid, 'SIGSTOP');
+      frozen.add(worker.pid);
+      await until(() => processStopped(worker.pid), 'the worker stopped');
+      proxy.dropWatchEvents();
+      const locks = await service(zk);
+      // Granted once the frozen process's session expired: both of its nodes are gone.
+      const lock = await within(locks.acquire(key), 20_000, 'the lock while its holder is frozen');
+      resumeProcess(worker.pid);
+      frozen.delete(worker.pid);
+      await nextLine(worker, 'aborted', 10_000, (l) => l.call === 0);
+      // The waiter settles: failed, back in line behind this hold (on a new session), or (the
+      // defect) in its section with its dead node's fence while this hold is valid.
+      type Outcome = Extract<FaultLine, { type: 'acquired' | 'error' }>;
+      const outcome = () =>
+        worker.lines.find(
+          (l): l is Outcome => (l.type === 'acquired' || l.type === 'error') && l.call === 1,
+        );
+      await until(
+        async () => outcome() !== undefined || (await lineOf(zk, key)).length === 2,
+        "the frozen process's waiter settled",
+        10_000,
+      );
+      const releasedAt = now();
+      await lock.release();
+      await until(() => outcome() !== undefined, "the frozen process's waiter done", 20_000);
+      const waiter = outcome()!;
+      log("frozen holder's waiter after resume", waiter);
+      if (waiter.type === 'acquired') {
+        expect(waiter.at).toBeGreaterThan(releasedAt);
+        expect(waiter.fence).toBeGreaterThan(lock.fence);
+      } else {
+        expect(waiter.name).toBe('LockBackendError');
+      }
+    } finally {
+      resumeProcess(worker.pid);
+      frozen.delete(worker.pid);
+      await proxy.close();
     }
   });
 });
