@@ -31,6 +31,13 @@ export interface ZooKeeperProxy {
    * forwarded whole.
    */
   dropWatchEvents(): void;
+  /**
+   * The reply to the next request of type `op` (a ZooKeeper OpCode: 14 for a multi), and
+   * everything the server sends after it on that connection, is held back until the function
+   * this resolves with is called (it resolves once such a reply is held): a reply that reaches
+   * the client only after what happened meanwhile.
+   */
+  holdReplyTo(op: number): Promise<() => void>;
   /** Drops every connection and refuses new ones (closes them at once) until `restore`. */
   cut(): void;
   restore(): void;
@@ -53,6 +60,7 @@ export async function startZooKeeperProxy(target: string): Promise<ZooKeeperProx
   let connections = 0;
   let corrupt: { code: number; sent: () => void } | undefined;
   let broken: (() => void) | undefined;
+  let holding: { op: number; held: (release: () => void) => void } | undefined;
   const sockets = new Set<net.Socket>();
   const eventless = new WeakSet<net.Socket>();
   let refusing = false;
@@ -70,15 +78,48 @@ export async function startZooKeeperProxy(target: string): Promise<ZooKeeperProx
     };
     client.on('error', end).on('close', end);
     upstream.on('error', end).on('close', end);
-    client.on('data', (chunk) => upstream.write(chunk));
+    // The xid of the request whose reply is to be held, once one of type `holding.op` went out.
+    let holdXid: number | undefined;
+    let requests = Buffer.alloc(0);
+    let connectRequest = true;
+    client.on('data', (chunk) => {
+      upstream.write(chunk);
+      requests = Buffer.concat([requests, chunk]);
+      while (requests.length >= 4 && requests.length >= 4 + requests.readInt32BE(0)) {
+        const frame = requests.subarray(0, 4 + requests.readInt32BE(0));
+        requests = requests.subarray(frame.length);
+        // RequestHeader: xid (4), type (4); the connect request has neither.
+        if (!connectRequest && holding && holdXid === undefined) {
+          if (frame.readInt32BE(8) === holding.op) holdXid = frame.readInt32BE(4);
+        }
+        connectRequest = false;
+      }
+    });
     let pending = Buffer.alloc(0);
     let first = true;
+    let held: Buffer[] | undefined;
     upstream.on('data', (chunk) => {
       pending = Buffer.concat([pending, chunk]);
       while (pending.length >= 4 && pending.length >= 4 + pending.readInt32BE(0)) {
         const frame = Buffer.from(pending.subarray(0, 4 + pending.readInt32BE(0)));
         pending = pending.subarray(frame.length);
         if (!first && eventless.has(upstream) && frame.readInt32BE(4) === WATCH_EVENT_XID) continue;
+        if (held) {
+          held.push(frame);
+          continue;
+        }
+        if (!first && holding && holdXid !== undefined && frame.readInt32BE(4) === holdXid) {
+          const queue = [frame];
+          const tell = holding.held;
+          held = queue;
+          holding = undefined;
+          holdXid = undefined;
+          tell(() => {
+            held = undefined;
+            for (const f of queue) client.write(f);
+          });
+          continue;
+        }
         if (first) {
           first = false;
           // ConnectResponse: protocol version, timeout, session id (8), password (length + bytes).
@@ -124,6 +165,9 @@ export async function startZooKeeperProxy(target: string): Promise<ZooKeeperProx
     },
     dropWatchEvents() {
       for (const socket of sockets) eventless.add(socket);
+    },
+    holdReplyTo(op: number) {
+      return new Promise<() => void>((resolve) => (holding = { op, held: resolve }));
     },
     cut() {
       refusing = true;
