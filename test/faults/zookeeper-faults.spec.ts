@@ -10,7 +10,7 @@ import {
 } from 'nest-locked/health';
 import { zookeeperBackend } from 'nest-locked/zookeeper';
 import { TerminusModule } from '@nestjs/terminus';
-import { createClient } from 'node-zookeeper-client';
+import { type Client, createClient } from 'node-zookeeper-client';
 import type { BackendWorkerConfig, BackendWorkerLine } from '../fixtures/backend-worker';
 import type { FaultLine, FaultWorkerConfig } from '../fixtures/fault-worker';
 import { nextLine, processStopped, resumeProcess, uid } from '../support/faults';
@@ -34,6 +34,8 @@ jest.setTimeout(90_000);
 
 /** The workers' session: the lease of a process that stops answering. */
 const SESSION_MS = 3_000;
+/** ZooKeeper's OpCode of a multi (the create of a node in line, with the touch of its parent). */
+const MULTI = 14;
 const log = (what: string, value: unknown) =>
   process.stderr.write(`[zookeeper faults] ${what}: ${JSON.stringify(value)}\n`);
 
@@ -64,13 +66,13 @@ async function service(zk: ZooKeeperEnsemble, extra: object = {}): Promise<LockS
 }
 
 /**
- * A worker that holds `key` (ttl 10 s unless said), with `waiters` more calls behind it,
- * connected to `connectString` (the ensemble's unless said).
+ * A worker that holds `key` (ttl 10 s and commandTimeout 2 s unless said), with `waiters` more
+ * calls behind it, connected to `connectString` (the ensemble's unless said).
  */
 function holder(
   zk: ZooKeeperEnsemble,
   key: string,
-  { ttl = 10_000, waiters = 0, connectString = zk.connectString } = {},
+  { ttl = 10_000, waiters = 0, connectString = zk.connectString, commandTimeout = 2_000 } = {},
 ): Worker<FaultLine> {
   const config: FaultWorkerConfig = {
     scenario: 'hold',
@@ -78,7 +80,7 @@ function holder(
     holdMs: 60_000,
     timeoutMs: 80_000,
     waiters,
-    options: { keyPrefix: 'f:', ttl, waitTimeout: 60_000 },
+    options: { keyPrefix: 'f:', ttl, waitTimeout: 60_000, commandTimeout },
     backend: {
       kind: 'zookeeper',
       options: { connectString, sessionTimeout: SESSION_MS },
@@ -87,22 +89,37 @@ function holder(
   return spawnWorker<FaultWorkerConfig, FaultLine>(config, 'fault-worker');
 }
 
-/** The nodes in the line of `key` (the workers' and `service`'s root and prefix). */
-function lineOf(zk: ZooKeeperEnsemble, key: string): Promise<string[]> {
+/** The parent node of `key`'s line (the workers' and `service`'s root and prefix). */
+const parentOf = (key: string) => `/nest-locked/${encodeURIComponent(`f:${key}`)}`;
+
+/** Runs one call on a client of its own, connected for that call only. */
+function rawCall<T>(
+  zk: ZooKeeperEnsemble,
+  call: (client: Client, done: (error: unknown, value?: T) => void) => void,
+): Promise<T> {
   const client = createClient(zk.connectString, { sessionTimeout: 4_000, retries: 0 });
-  return new Promise<string[]>((resolve, reject) => {
+  return new Promise<T>((resolve, reject) => {
     client.once('connected', () =>
-      client.getChildren(`/nest-locked/${encodeURIComponent(`f:${key}`)}`, (e, nodes) => {
+      call(client, (error, value) => {
         client.close();
-        // NO_NODE: no line yet.
-        if (e && (e as { getCode?: () => number }).getCode?.() === -101) resolve([]);
-        else if (e) reject(e);
-        else resolve(nodes);
+        if (error) reject(error as Error);
+        else resolve(value as T);
       }),
     );
     client.connect();
   });
 }
+
+/** The nodes in the line of `key` (none before its parent exists). */
+const lineOf = (zk: ZooKeeperEnsemble, key: string): Promise<string[]> =>
+  rawCall<string[]>(zk, (c, done) =>
+    c.getChildren(parentOf(key), (e, nodes) =>
+      // NO_NODE: no line yet.
+      (e as { getCode?: () => number } | null)?.getCode?.() === -101
+        ? done(null, [])
+        : done(e, nodes),
+    ),
+  );
 
 describe('zookeeper: a holder process killed or frozen (one member)', () => {
   let zk: ZooKeeperEnsemble;
@@ -222,6 +239,62 @@ describe('zookeeper: a holder process killed or frozen (one member)', () => {
         expect(waiter.fence).toBeGreaterThan(lock.fence);
       } else {
         expect(waiter.name).toBe('LockBackendError');
+      }
+    } finally {
+      resumeProcess(worker.pid);
+      frozen.delete(worker.pid);
+      await proxy.close();
+    }
+  });
+
+  it('a grant whose answer reaches a process frozen past its session does not start a hold there (its node died with the session)', async () => {
+    // The proxy keeps the answer to the worker's create (a multi: node and fence) until the
+    // worker is stopped: an answer that says the key is the worker's, read only once the
+    // session that made the node has expired and another process holds the key. The call's
+    // own bound (commandTimeout) is longer than the freeze, so the answer is read, not given up.
+    const proxy = await startZooKeeperProxy(zk.members[0].address);
+    const key = `late-${uid()}`;
+    const worker = holder(zk, key, {
+      ttl: 1_000,
+      connectString: proxy.address,
+      commandTimeout: 30_000,
+    });
+    try {
+      await worker.ready;
+      // The key's parent exists: the first create is the one that enters the line.
+      await rawCall(zk, (c, done) => c.mkdirp(parentOf(key), (e) => done(e)));
+      const held = proxy.holdReplyTo(MULTI);
+      worker.go();
+      const deliver = await within(held, 10_000, "the create's answer held");
+      process.kill(worker.pid, 'SIGSTOP');
+      frozen.add(worker.pid);
+      await until(() => processStopped(worker.pid), 'the worker stopped');
+      deliver();
+      const locks = await service(zk);
+      // Granted once the frozen process's session expired: its node is gone.
+      const lock = await within(locks.acquire(key), 20_000, 'the lock while the worker is frozen');
+      resumeProcess(worker.pid);
+      frozen.delete(worker.pid);
+      // The worker's call settles: failed, in line behind this hold (on a new session), or (the
+      // defect) in its section with its dead node's fence while this hold is valid.
+      type Outcome = Extract<FaultLine, { type: 'acquired' | 'error' }>;
+      const outcome = () =>
+        worker.lines.find((l): l is Outcome => l.type === 'acquired' || l.type === 'error');
+      await until(
+        async () => outcome() !== undefined || (await lineOf(zk, key)).length === 2,
+        "the frozen worker's call settled",
+        10_000,
+      );
+      const releasedAt = now();
+      await lock.release();
+      await until(() => outcome() !== undefined, "the frozen worker's call done", 20_000);
+      const call = outcome()!;
+      log('late answer after resume', call);
+      if (call.type === 'acquired') {
+        expect(call.at).toBeGreaterThan(releasedAt);
+        expect(call.fence).toBeGreaterThan(lock.fence);
+      } else {
+        expect(call.name).toBe('LockBackendError');
       }
     } finally {
       resumeProcess(worker.pid);
