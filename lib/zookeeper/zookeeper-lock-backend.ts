@@ -178,7 +178,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     } finally {
       this.local.waitEnded(wait);
     }
-    return this.grant(keys, token, taken, ttl, share, startedAt, uncontended);
+    return this.hold(keys, token, taken, ttl, share, startedAt, uncontended);
   }
 
   async tryAcquire(keys: readonly string[], ttl: number): Promise<Lease | number> {
@@ -199,7 +199,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
       this.leave(taken);
       throw error;
     }
-    return this.grant(keys, token, taken, ttl, undefined, startedAt, true);
+    return this.hold(keys, token, taken, ttl, undefined, startedAt, true);
   }
 
   async tryAcquireAny(
@@ -212,7 +212,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
       const token = this.nextToken();
       const entered = await this.lines.enter(keys[index], token, undefined, [keys[index]]);
       if (entered.admitted) {
-        const lease = await this.grant(
+        const lease = await this.hold(
           [keys[index]],
           token,
           [entered.node],
@@ -312,33 +312,6 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
   }
 
   /**
-   * The key's holder now, once the session is certainly alive. An answer that admitted the
-   * nodes may be read long after it was sent (the process paused or frozen meanwhile): when the
-   * session is no longer confirmed by then, it may have expired since, the nodes with it, and
-   * another process may hold the key; the lease would be over before it began. The nodes are
-   * looked up first: still this session's (which confirms the session), or the call fails.
-   */
-  private async grant(
-    keys: readonly string[],
-    token: string,
-    nodes: HeldNode[],
-    ttl: number,
-    share: Share | undefined,
-    startedAt: number,
-    uncontended: boolean,
-  ): Promise<Lease> {
-    if (performance.now() >= this.sessionValidUntil()) {
-      try {
-        await this.confirmNodes(nodes);
-      } catch (error) {
-        this.leave(nodes);
-        throw backendError(keys, 'acquire', error);
-      }
-    }
-    return this.hold(keys, token, nodes, ttl, share, startedAt, uncontended);
-  }
-
-  /**
    * Resolves if every node is still an ephemeral node of this session and the answer came within
    * the session's validity (a session timeout, less its drift, after it was sent).
    */
@@ -357,8 +330,15 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     }
   }
 
-  /** The key's holder now, with a lease of this process. */
-  private hold(
+  /**
+   * The key's holder now, with a lease of this process, once the session is certainly alive. An
+   * answer that admitted the nodes may be read long after it was sent (the process paused or
+   * frozen meanwhile): when the session is no longer confirmed by then, it may have expired
+   * since, the nodes with it, and another process may hold the key; the lease would be over
+   * before it began. The nodes are looked up first: still this session's (which confirms the
+   * session), or the call fails.
+   */
+  private async hold(
     keys: readonly string[],
     token: string,
     nodes: HeldNode[],
@@ -366,7 +346,15 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     share: Share | undefined,
     startedAt: number,
     uncontended: boolean,
-  ): Lease {
+  ): Promise<Lease> {
+    if (performance.now() >= this.sessionValidUntil()) {
+      try {
+        await this.confirmNodes(nodes);
+      } catch (error) {
+        this.leave(nodes);
+        throw backendError(keys, 'acquire', error);
+      }
+    }
     const now = performance.now();
     // Ours for ttl from now, while the session certainly lives.
     const lease = new Lease(

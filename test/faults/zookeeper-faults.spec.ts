@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { INestApplication } from '@nestjs/common';
-import { LockBackendError, LockService } from 'nest-locked';
+import { LockBackendError, type LockHandle, LockService } from 'nest-locked';
 import {
   RedlockHealthIndicator,
   type RedlockHealthDetails,
@@ -121,6 +121,42 @@ const lineOf = (zk: ZooKeeperEnsemble, key: string): Promise<string[]> =>
     ),
   );
 
+/**
+ * The worker's call `call`, frozen past its session while its node was in line, settles without
+ * entering its section while `lock` (taken by another process meanwhile) holds the key: it
+ * fails with LockBackendError, or waits in line again (on a new session) and gets the key after
+ * `lock` is released, with a larger fence. Releases `lock`.
+ */
+async function expectNoGrantWhileHeld(
+  zk: ZooKeeperEnsemble,
+  worker: Worker<FaultLine>,
+  key: string,
+  call: number,
+  lock: LockHandle,
+): Promise<void> {
+  type Outcome = Extract<FaultLine, { type: 'acquired' | 'error' }>;
+  const outcome = () =>
+    worker.lines.find(
+      (l): l is Outcome => (l.type === 'acquired' || l.type === 'error') && l.call === call,
+    );
+  await until(
+    async () => outcome() !== undefined || (await lineOf(zk, key)).length === 2,
+    `the frozen worker's call ${call} settled`,
+    10_000,
+  );
+  const releasedAt = now();
+  await lock.release();
+  await until(() => outcome() !== undefined, `the frozen worker's call ${call} done`, 20_000);
+  const settled = outcome()!;
+  log(`frozen worker's call ${call} after resume`, settled);
+  if (settled.type === 'acquired') {
+    expect(settled.at).toBeGreaterThan(releasedAt);
+    expect(settled.fence).toBeGreaterThan(lock.fence);
+  } else {
+    expect(settled.name).toBe('LockBackendError');
+  }
+}
+
 describe('zookeeper: a holder process killed or frozen (one member)', () => {
   let zk: ZooKeeperEnsemble;
   beforeAll(async () => {
@@ -217,29 +253,7 @@ describe('zookeeper: a holder process killed or frozen (one member)', () => {
       resumeProcess(worker.pid);
       frozen.delete(worker.pid);
       await nextLine(worker, 'aborted', 10_000, (l) => l.call === 0);
-      // The waiter settles: failed, back in line behind this hold (on a new session), or (the
-      // defect) in its section with its dead node's fence while this hold is valid.
-      type Outcome = Extract<FaultLine, { type: 'acquired' | 'error' }>;
-      const outcome = () =>
-        worker.lines.find(
-          (l): l is Outcome => (l.type === 'acquired' || l.type === 'error') && l.call === 1,
-        );
-      await until(
-        async () => outcome() !== undefined || (await lineOf(zk, key)).length === 2,
-        "the frozen process's waiter settled",
-        10_000,
-      );
-      const releasedAt = now();
-      await lock.release();
-      await until(() => outcome() !== undefined, "the frozen process's waiter done", 20_000);
-      const waiter = outcome()!;
-      log("frozen holder's waiter after resume", waiter);
-      if (waiter.type === 'acquired') {
-        expect(waiter.at).toBeGreaterThan(releasedAt);
-        expect(waiter.fence).toBeGreaterThan(lock.fence);
-      } else {
-        expect(waiter.name).toBe('LockBackendError');
-      }
+      await expectNoGrantWhileHeld(zk, worker, key, 1, lock);
     } finally {
       resumeProcess(worker.pid);
       frozen.delete(worker.pid);
@@ -275,27 +289,7 @@ describe('zookeeper: a holder process killed or frozen (one member)', () => {
       const lock = await within(locks.acquire(key), 20_000, 'the lock while the worker is frozen');
       resumeProcess(worker.pid);
       frozen.delete(worker.pid);
-      // The worker's call settles: failed, in line behind this hold (on a new session), or (the
-      // defect) in its section with its dead node's fence while this hold is valid.
-      type Outcome = Extract<FaultLine, { type: 'acquired' | 'error' }>;
-      const outcome = () =>
-        worker.lines.find((l): l is Outcome => l.type === 'acquired' || l.type === 'error');
-      await until(
-        async () => outcome() !== undefined || (await lineOf(zk, key)).length === 2,
-        "the frozen worker's call settled",
-        10_000,
-      );
-      const releasedAt = now();
-      await lock.release();
-      await until(() => outcome() !== undefined, "the frozen worker's call done", 20_000);
-      const call = outcome()!;
-      log('late answer after resume', call);
-      if (call.type === 'acquired') {
-        expect(call.at).toBeGreaterThan(releasedAt);
-        expect(call.fence).toBeGreaterThan(lock.fence);
-      } else {
-        expect(call.name).toBe('LockBackendError');
-      }
+      await expectNoGrantWhileHeld(zk, worker, key, 0, lock);
     } finally {
       resumeProcess(worker.pid);
       frozen.delete(worker.pid);
