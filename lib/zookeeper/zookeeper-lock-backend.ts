@@ -15,9 +15,10 @@ import { keyNodeName, lockLine } from './lock-nodes';
 import { NodeCleanup } from './node-cleanup';
 import { TurnWaits, type Wait } from './turn-waits';
 import { type HeldNode, ZnodeLines } from './znode-lines';
-import { callFor, SYSTEM } from './zookeeper-errors';
+import { backendError, callFor, SYSTEM } from './zookeeper-errors';
 import { checkMembers } from './zookeeper-health';
 import { type ZooKeeperDriver, ZooKeeperSession, zkCode, ZK } from './zookeeper-session';
+import { ZK_NODE_GONE, ZK_SESSION_UNCONFIRMED } from './zookeeper.messages';
 
 /** Beyond start's own bounds, before the module stops waiting for it (timers run late). */
 const START_MARGIN_MS = 1_000;
@@ -211,7 +212,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
       const token = this.nextToken();
       const entered = await this.lines.enter(keys[index], token, undefined, [keys[index]]);
       if (entered.admitted) {
-        const lease = this.hold(
+        const lease = await this.hold(
           [keys[index]],
           token,
           [entered.node],
@@ -310,8 +311,34 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     return `${this.settings.root}/${keyNodeName(this.settings.keyPrefix + key)}`;
   }
 
-  /** The key's holder now, with a lease of this process. */
-  private hold(
+  /**
+   * Resolves if every node is still an ephemeral node of this session and the answer came within
+   * the session's validity (a session timeout, less its drift, after it was sent).
+   */
+  private async confirmNodes(nodes: readonly HeldNode[]): Promise<void> {
+    const stats = await Promise.all(
+      nodes.map((n) =>
+        this.session.run((c, done: (e: unknown, s?: Zk.Stat) => void) =>
+          c.exists(n.path, (e, s) => done(e, s)),
+        ),
+      ),
+    );
+    const gone = nodes.find((_, i) => !this.session.owns(stats[i]));
+    if (gone) throw new Error(ZK_NODE_GONE(gone.key));
+    if (performance.now() >= this.sessionValidUntil()) {
+      throw new Error(ZK_SESSION_UNCONFIRMED(this.session.timeout));
+    }
+  }
+
+  /**
+   * The key's holder now, with a lease of this process, once the session is certainly alive. An
+   * answer that admitted the nodes may be read long after it was sent (the process paused or
+   * frozen meanwhile): when the session is no longer confirmed by then, it may have expired
+   * since, the nodes with it, and another process may hold the key; the lease would be over
+   * before it began. The nodes are looked up first: still this session's (which confirms the
+   * session), or the call fails.
+   */
+  private async hold(
     keys: readonly string[],
     token: string,
     nodes: HeldNode[],
@@ -319,7 +346,15 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     share: Share | undefined,
     startedAt: number,
     uncontended: boolean,
-  ): Lease {
+  ): Promise<Lease> {
+    if (performance.now() >= this.sessionValidUntil()) {
+      try {
+        await this.confirmNodes(nodes);
+      } catch (error) {
+        this.leave(nodes);
+        throw backendError(keys, 'acquire', error);
+      }
+    }
     const now = performance.now();
     // Ours for ttl from now, while the session certainly lives.
     const lease = new Lease(

@@ -13,6 +13,9 @@ export const ZK_SESSION_EXPIRED = (connectString: string) =>
   `the session expired (${connectString}): every lock it held is free for others`;
 export const ZK_NODE_GONE = (key: string) =>
   `the lock node of ${JSON.stringify(key)} is gone (its session ended, or it was deleted)`;
+export const ZK_SESSION_UNCONFIRMED = (timeout: number) =>
+  `the session could not be confirmed within its ${timeout} ms timeout after a pause of this ` +
+  'process (frozen or starved of CPU): the lock was not taken';
 export const ZK_NOT_INSTALLED =
   'nest-locked/zookeeper needs the node-zookeeper-client package: npm install node-zookeeper-client';
 export const ZK_BAD_OPTION = (field: string, value: unknown, expected: string) =>

@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { INestApplication } from '@nestjs/common';
-import { LockBackendError, LockService } from 'nest-locked';
+import { LockBackendError, type LockHandle, LockService } from 'nest-locked';
 import {
   RedlockHealthIndicator,
   type RedlockHealthDetails,
@@ -10,13 +10,19 @@ import {
 } from 'nest-locked/health';
 import { zookeeperBackend } from 'nest-locked/zookeeper';
 import { TerminusModule } from '@nestjs/terminus';
+import { type Client, createClient } from 'node-zookeeper-client';
 import type { BackendWorkerConfig, BackendWorkerLine } from '../fixtures/backend-worker';
 import type { FaultLine, FaultWorkerConfig } from '../fixtures/fault-worker';
-import { nextLine, resumeProcess, uid } from '../support/faults';
+import { nextLine, processStopped, resumeProcess, uid } from '../support/faults';
 import { findOverlaps, now } from '../support/intervals';
-import { createLockApp, within } from '../support/lock-app';
+import { createLockApp, until, within } from '../support/lock-app';
 import { killWorkers, spawnWorker, type Worker } from '../support/workers';
-import { startZooKeeper, type ZooKeeperEnsemble } from '../support/zookeeper-server';
+import { startZooKeeperProxy } from '../support/zookeeper-proxy';
+import {
+  fourLetterWord,
+  startZooKeeper,
+  type ZooKeeperEnsemble,
+} from '../support/zookeeper-server';
 
 /**
  * ZooKeeper broken on purpose: holders killed and frozen past their session, a 3-member
@@ -28,6 +34,8 @@ jest.setTimeout(90_000);
 
 /** The workers' session: the lease of a process that stops answering. */
 const SESSION_MS = 3_000;
+/** ZooKeeper's OpCode of a multi (the create of a node in line, with the touch of its parent). */
+const MULTI = 14;
 const log = (what: string, value: unknown) =>
   process.stderr.write(`[zookeeper faults] ${what}: ${JSON.stringify(value)}\n`);
 
@@ -57,19 +65,96 @@ async function service(zk: ZooKeeperEnsemble, extra: object = {}): Promise<LockS
   return app.get(LockService);
 }
 
-function holder(zk: ZooKeeperEnsemble, key: string): Worker<FaultLine> {
+/**
+ * A worker that holds `key` (ttl 10 s and commandTimeout 2 s unless said), with `waiters` more
+ * calls behind it, connected to `connectString` (the ensemble's unless said).
+ */
+function holder(
+  zk: ZooKeeperEnsemble,
+  key: string,
+  { ttl = 10_000, waiters = 0, connectString = zk.connectString, commandTimeout = 2_000 } = {},
+): Worker<FaultLine> {
   const config: FaultWorkerConfig = {
     scenario: 'hold',
     key,
     holdMs: 60_000,
     timeoutMs: 80_000,
-    options: { keyPrefix: 'f:', ttl: 10_000 },
+    waiters,
+    options: { keyPrefix: 'f:', ttl, waitTimeout: 60_000, commandTimeout },
     backend: {
       kind: 'zookeeper',
-      options: { connectString: zk.connectString, sessionTimeout: SESSION_MS },
+      options: { connectString, sessionTimeout: SESSION_MS },
     },
   };
   return spawnWorker<FaultWorkerConfig, FaultLine>(config, 'fault-worker');
+}
+
+/** The parent node of `key`'s line (the workers' and `service`'s root and prefix). */
+const parentOf = (key: string) => `/nest-locked/${encodeURIComponent(`f:${key}`)}`;
+
+/** Runs one call on a client of its own, connected for that call only. */
+function rawCall<T>(
+  zk: ZooKeeperEnsemble,
+  call: (client: Client, done: (error: unknown, value?: T) => void) => void,
+): Promise<T> {
+  const client = createClient(zk.connectString, { sessionTimeout: 4_000, retries: 0 });
+  return new Promise<T>((resolve, reject) => {
+    client.once('connected', () =>
+      call(client, (error, value) => {
+        client.close();
+        if (error) reject(error as Error);
+        else resolve(value as T);
+      }),
+    );
+    client.connect();
+  });
+}
+
+/** The nodes in the line of `key` (none before its parent exists). */
+const lineOf = (zk: ZooKeeperEnsemble, key: string): Promise<string[]> =>
+  rawCall<string[]>(zk, (c, done) =>
+    c.getChildren(parentOf(key), (e, nodes) =>
+      // NO_NODE: no line yet.
+      (e as { getCode?: () => number } | null)?.getCode?.() === -101
+        ? done(null, [])
+        : done(e, nodes),
+    ),
+  );
+
+/**
+ * The worker's call `call`, frozen past its session while its node was in line, settles without
+ * entering its section while `lock` (taken by another process meanwhile) holds the key: it
+ * fails with LockBackendError, or waits in line again (on a new session) and gets the key after
+ * `lock` is released, with a larger fence. Releases `lock`.
+ */
+async function expectNoGrantWhileHeld(
+  zk: ZooKeeperEnsemble,
+  worker: Worker<FaultLine>,
+  key: string,
+  call: number,
+  lock: LockHandle,
+): Promise<void> {
+  type Outcome = Extract<FaultLine, { type: 'acquired' | 'error' }>;
+  const outcome = () =>
+    worker.lines.find(
+      (l): l is Outcome => (l.type === 'acquired' || l.type === 'error') && l.call === call,
+    );
+  await until(
+    async () => outcome() !== undefined || (await lineOf(zk, key)).length === 2,
+    `the frozen worker's call ${call} settled`,
+    10_000,
+  );
+  const releasedAt = now();
+  await lock.release();
+  await until(() => outcome() !== undefined, `the frozen worker's call ${call} done`, 20_000);
+  const settled = outcome()!;
+  log(`frozen worker's call ${call} after resume`, settled);
+  if (settled.type === 'acquired') {
+    expect(settled.at).toBeGreaterThan(releasedAt);
+    expect(settled.fence).toBeGreaterThan(lock.fence);
+  } else {
+    expect(settled.name).toBe('LockBackendError');
+  }
 }
 
 describe('zookeeper: a holder process killed or frozen (one member)', () => {
@@ -132,6 +217,83 @@ describe('zookeeper: a holder process killed or frozen (one member)', () => {
     } finally {
       resumeProcess(worker.pid);
       frozen.delete(worker.pid);
+    }
+  });
+
+  it('a holder frozen past its session does not hand the key to its own waiter on resume (both nodes died with the session)', async () => {
+    // The worker talks to ZooKeeper through a proxy that, once the worker is stopped, drops the
+    // server's watch events: the holder's node deleted as the session expires would otherwise
+    // tell the waiter (when the member sends it before closing the connection) ahead of the
+    // hold's own timers. The hold's ttl is below the freeze: its timer and watchdog are due the
+    // moment it resumes.
+    const proxy = await startZooKeeperProxy(zk.members[0].address);
+    const key = `handover-${uid()}`;
+    const worker = holder(zk, key, { ttl: 1_000, waiters: 1, connectString: proxy.address });
+    try {
+      await worker.ready;
+      worker.go();
+      await nextLine(worker, 'acquired', 20_000, (l) => l.call === 0);
+      await until(async () => (await lineOf(zk, key)).length === 2, 'the waiter in line', 10_000);
+      const [held] = (await lineOf(zk, key)).sort((a, b) =>
+        a.slice(-10).localeCompare(b.slice(-10)),
+      );
+      const member = zk.members[0];
+      await until(
+        async () => (await fourLetterWord(member.port, 'wchp', 1_000)).includes(`/${held}`),
+        'the waiter watching the holder',
+        10_000,
+      );
+      process.kill(worker.pid, 'SIGSTOP');
+      frozen.add(worker.pid);
+      await until(() => processStopped(worker.pid), 'the worker stopped');
+      proxy.dropWatchEvents();
+      const locks = await service(zk);
+      // Granted once the frozen process's session expired: both of its nodes are gone.
+      const lock = await within(locks.acquire(key), 20_000, 'the lock while its holder is frozen');
+      resumeProcess(worker.pid);
+      frozen.delete(worker.pid);
+      await nextLine(worker, 'aborted', 10_000, (l) => l.call === 0);
+      await expectNoGrantWhileHeld(zk, worker, key, 1, lock);
+    } finally {
+      resumeProcess(worker.pid);
+      frozen.delete(worker.pid);
+      await proxy.close();
+    }
+  });
+
+  it('a grant whose answer reaches a process frozen past its session does not start a hold there (its node died with the session)', async () => {
+    // The proxy keeps the answer to the worker's create (a multi: node and fence) until the
+    // worker is stopped: an answer that says the key is the worker's, read only once the
+    // session that made the node has expired and another process holds the key. The call's
+    // own bound (commandTimeout) is longer than the freeze, so the answer is read, not given up.
+    const proxy = await startZooKeeperProxy(zk.members[0].address);
+    const key = `late-${uid()}`;
+    const worker = holder(zk, key, {
+      ttl: 1_000,
+      connectString: proxy.address,
+      commandTimeout: 30_000,
+    });
+    try {
+      await worker.ready;
+      // The key's parent exists: the first create is the one that enters the line.
+      await rawCall(zk, (c, done) => c.mkdirp(parentOf(key), (e) => done(e)));
+      const held = proxy.holdReplyTo(MULTI);
+      worker.go();
+      const deliver = await within(held, 10_000, "the create's answer held");
+      process.kill(worker.pid, 'SIGSTOP');
+      frozen.add(worker.pid);
+      await until(() => processStopped(worker.pid), 'the worker stopped');
+      deliver();
+      const locks = await service(zk);
+      // Granted once the frozen process's session expired: its node is gone.
+      const lock = await within(locks.acquire(key), 20_000, 'the lock while the worker is frozen');
+      resumeProcess(worker.pid);
+      frozen.delete(worker.pid);
+      await expectNoGrantWhileHeld(zk, worker, key, 0, lock);
+    } finally {
+      resumeProcess(worker.pid);
+      frozen.delete(worker.pid);
+      await proxy.close();
     }
   });
 });

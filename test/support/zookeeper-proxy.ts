@@ -24,6 +24,20 @@ export interface ZooKeeperProxy {
    * connection drops: a member killed, or a connection cut, in the middle of a reply.
    */
   breakNextReply(): Promise<void>;
+  /**
+   * From now on, the watch events the server sends on the connections open now are dropped
+   * (replies and pings still go through): as when a member closes an expired session's
+   * connection before that session's own watch events went out. A connection made later is
+   * forwarded whole.
+   */
+  dropWatchEvents(): void;
+  /**
+   * The reply to the next request of type `op` (a ZooKeeper OpCode: 14 for a multi), and
+   * everything the server sends after it on that connection, is held back until the function
+   * this resolves with is called (it resolves once such a reply is held): a reply that reaches
+   * the client only after what happened meanwhile.
+   */
+  holdReplyTo(op: number): Promise<() => void>;
   /** Drops every connection and refuses new ones (closes them at once) until `restore`. */
   cut(): void;
   restore(): void;
@@ -32,12 +46,13 @@ export interface ZooKeeperProxy {
 
 /** Reply xids below 0 are the server's own: -1 a watch event, -2 a ping, -4 an auth answer. */
 const FIRST_REQUEST_XID = 0;
+const WATCH_EVENT_XID = -1;
 
 /**
  * A loopback TCP proxy in front of one ZooKeeper member, for the driver-fault tests: it forwards
  * both ways unchanged, reads the server's frames (a 4-byte length, then the frame) to learn each
  * connection's session, and on demand alters one reply, so a test can feed the client a reply
- * the real server would never send.
+ * the real server would never send, or drops its watch events.
  */
 export async function startZooKeeperProxy(target: string): Promise<ZooKeeperProxy> {
   const [host, port] = target.split(':');
@@ -45,7 +60,9 @@ export async function startZooKeeperProxy(target: string): Promise<ZooKeeperProx
   let connections = 0;
   let corrupt: { code: number; sent: () => void } | undefined;
   let broken: (() => void) | undefined;
+  let holding: { op: number; held: (release: () => void) => void } | undefined;
   const sockets = new Set<net.Socket>();
+  const eventless = new WeakSet<net.Socket>();
   let refusing = false;
 
   const server = net.createServer((client) => {
@@ -61,14 +78,48 @@ export async function startZooKeeperProxy(target: string): Promise<ZooKeeperProx
     };
     client.on('error', end).on('close', end);
     upstream.on('error', end).on('close', end);
-    client.on('data', (chunk) => upstream.write(chunk));
+    // The xid of the request whose reply is to be held, once one of type `holding.op` went out.
+    let holdXid: number | undefined;
+    let requests = Buffer.alloc(0);
+    let connectRequest = true;
+    client.on('data', (chunk) => {
+      upstream.write(chunk);
+      requests = Buffer.concat([requests, chunk]);
+      while (requests.length >= 4 && requests.length >= 4 + requests.readInt32BE(0)) {
+        const frame = requests.subarray(0, 4 + requests.readInt32BE(0));
+        requests = requests.subarray(frame.length);
+        // RequestHeader: xid (4), type (4); the connect request has neither.
+        if (!connectRequest && holding && holdXid === undefined) {
+          if (frame.readInt32BE(8) === holding.op) holdXid = frame.readInt32BE(4);
+        }
+        connectRequest = false;
+      }
+    });
     let pending = Buffer.alloc(0);
     let first = true;
+    let held: Buffer[] | undefined;
     upstream.on('data', (chunk) => {
       pending = Buffer.concat([pending, chunk]);
       while (pending.length >= 4 && pending.length >= 4 + pending.readInt32BE(0)) {
         const frame = Buffer.from(pending.subarray(0, 4 + pending.readInt32BE(0)));
         pending = pending.subarray(frame.length);
+        if (!first && eventless.has(upstream) && frame.readInt32BE(4) === WATCH_EVENT_XID) continue;
+        if (held) {
+          held.push(frame);
+          continue;
+        }
+        if (!first && holding && holdXid !== undefined && frame.readInt32BE(4) === holdXid) {
+          const queue = [frame];
+          const tell = holding.held;
+          held = queue;
+          holding = undefined;
+          holdXid = undefined;
+          tell(() => {
+            held = undefined;
+            for (const f of queue) client.write(f);
+          });
+          continue;
+        }
         if (first) {
           first = false;
           // ConnectResponse: protocol version, timeout, session id (8), password (length + bytes).
@@ -111,6 +162,12 @@ export async function startZooKeeperProxy(target: string): Promise<ZooKeeperProx
     },
     breakNextReply() {
       return new Promise<void>((resolve) => (broken = resolve));
+    },
+    dropWatchEvents() {
+      for (const socket of sockets) eventless.add(socket);
+    },
+    holdReplyTo(op: number) {
+      return new Promise<() => void>((resolve) => (holding = { op, held: resolve }));
     },
     cut() {
       refusing = true;
