@@ -150,15 +150,15 @@ export function describeBackendScenarios(
       expect(read('n')).toBe(processes * 3);
     });
 
-    (options.permits === false ? it.skip : it)(
-      'permits: 2**31 - 1 admits every caller at once, each with its own fence (the cost does not grow with N)',
-      async () => {
+    // A backend without permits (MySQL) refuses them at startup: its own spec says so.
+    if (options.permits !== false) {
+      it('permits: 2**31 - 1 admits every caller at once, each with its own fence (the cost does not grow with N)', async () => {
         const results = await run({ scenario: 'permits', permits: 2 ** 31 - 1, calls: 3 });
         const holds = linesOf(results, 'hold');
         expect(holds).toHaveLength(processes * 3);
         expect(new Set(holds.map((h) => h.fence)).size).toBe(processes * 3);
-      },
-    );
+      });
+    }
 
     it('multi-key: transfers in opposite directions take both accounts all or nothing, no deadlock', async () => {
       const transfers = [
