@@ -469,7 +469,7 @@ describe('zookeeper: a 3-member ensemble under faults', () => {
     }
   });
 
-  it('a minority down still locks; a majority down fails fast with LockBackendError, then recovers', async () => {
+  it('a minority down still locks; a majority down: a waiter rides it out to its deadline, LockBackendError, then recovers', async () => {
     await allServing(zk);
     const locks = await service(zk);
     const health = () => apps[apps.length - 1].get(RedlockHealthIndicator).isHealthy();
@@ -486,13 +486,16 @@ describe('zookeeper: a 3-member ensemble under faults', () => {
     expect(await group()).toMatchObject({ status: 'up', reachable: 2 });
     b.kill();
     const started = performance.now();
-    const failed = await locks.acquire(`majority-${uid()}`).then(
+    // The waiter keeps trying while its wait lasts (a blip would end in the lock), then fails
+    // as an outage, with the cause, not as busy.
+    const failed = await locks.acquire(`majority-${uid()}`, { waitTimeout: 3_000 }).then(
       () => undefined,
       (error: unknown) => error,
     );
     const failedMs = performance.now() - started;
     log('majority down: acquire failed after (ms)', Math.round(failedMs));
     expect(failed).toBeInstanceOf(LockBackendError);
+    expect((failed as LockBackendError).cause).toBeInstanceOf(Error);
     expect(failedMs).toBeLessThan(10_000);
     expect(await group()).toMatchObject({ status: 'down' });
     const restartedAt = performance.now();
