@@ -39,8 +39,10 @@ export class TurnWaits {
   constructor(private readonly scope: TurnScope) {}
 
   /**
-   * Waits until `node` is admitted. False at the deadline; rejects on abort or a lost session
-   * (through `wait.end`).
+   * Waits until `node` is admitted. False at the deadline once one last look at the line (one
+   * round trip) found it still not admitted: a ZooKeeper that does not answer then rejects
+   * (LockBackendError), so an outage is not taken for a busy key. Rejects on abort or a lost
+   * session (through `wait.end`).
    */
   async waitTurn(
     node: HeldNode,
@@ -107,8 +109,8 @@ export class TurnWaits {
             );
         }
       });
-      if (outcome === 'deadline') return false;
       if (outcome === 'admitted') return true;
+      // 'moved', or 'deadline': the look at the top is then the last word.
     }
   }
 

@@ -10,7 +10,7 @@ import {
   type LockBackend,
   type Share,
 } from '../engine/lock-backend';
-import { abortReason } from '../engine/wait-rules';
+import { abortReason, outageRetryDelay } from '../engine/wait-rules';
 import { keyNodeName, lockLine } from './lock-nodes';
 import { NodeCleanup } from './node-cleanup';
 import { TurnWaits, type Wait } from './turn-waits';
@@ -65,6 +65,9 @@ interface Hold {
  *   session's (a session timeout past the last call the ensemble answered, moved forward by
  *   every answer of the liveness probe), each less its drift allowance. A session found expired
  *   ends every lease at once (`lease.watcher`).
+ * - A waiter rides through a blip: when ZooKeeper fails its entry or its session expires, it
+ *   backs off and enters its lines again (at their end, under the new session) until its
+ *   deadline; holds are never carried over.
  * - Empty parents are deleted `parentCleanupDelay` after their last local use, and at start
  *   those dead processes left (see NodeCleanup).
  * @internal
@@ -146,18 +149,52 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     return checkMembers(this.session, timeout);
   }
 
+  /**
+   * Enters the lines of `keys` and waits its turn, entering again after a failure of ZooKeeper or
+   * an expired session while the wait lasts (backing off as the other backends do, see
+   * `wait-rules`): its nodes of the old session are gone or deleted, and the new ones are at the
+   * end of the lines. At the deadline one last look at the line decides between busy and an
+   * outage (see `TurnWaits.waitTurn`).
+   */
   async acquire(keys: readonly string[], request: AcquireRequest): Promise<Lease> {
-    const { ttl, waitTimeout, signal, share } = request;
+    const { waitTimeout, signal } = request;
     const startedAt = performance.now();
     if (this.closed) throw abortReason(keys);
     if (signal?.aborted) throw signal.reason;
     this.stats.attempts++;
     const deadline = startedAt + Math.max(0, waitTimeout);
+    const wait: Wait = { keys, end: () => undefined };
+    this.local.waitStarted(wait);
+    try {
+      for (let failures = 1; ; failures++) {
+        try {
+          return await this.enter(keys, request, startedAt, deadline, wait);
+        } catch (error) {
+          const again = error instanceof LockBackendError && performance.now() < deadline;
+          if (!again || this.closed || signal?.aborted) throw error;
+          await this.backOff(outageRetryDelay(failures, deadline), signal, wait);
+          if (this.closed) throw abortReason(keys);
+          if (signal?.aborted) throw signal.reason;
+          if (performance.now() >= deadline) throw error;
+        }
+      }
+    } finally {
+      this.local.waitEnded(wait);
+    }
+  }
+
+  /** One entry into the lines of `keys`, and the wait for its turn until `deadline`. */
+  private async enter(
+    keys: readonly string[],
+    request: AcquireRequest,
+    startedAt: number,
+    deadline: number,
+    wait: Wait,
+  ): Promise<Lease> {
+    const { ttl, waitTimeout, signal, share } = request;
     const token = this.nextToken();
     const taken: HeldNode[] = [];
     let uncontended = true;
-    const wait: Wait = { keys, end: () => undefined };
-    this.local.waitStarted(wait);
     try {
       for (const key of keys) {
         const entered = await this.lines.enter(key, token, share, keys);
@@ -175,10 +212,26 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     } catch (error) {
       this.leave(taken);
       throw error;
-    } finally {
-      this.local.waitEnded(wait);
     }
     return this.hold(keys, token, taken, ttl, share, startedAt, uncontended);
+  }
+
+  /**
+   * Waits `ms` before a waiter enters its lines again; cut short by its signal, the app closing
+   * or a new session (through `wait.end`).
+   */
+  private backOff(ms: number, signal: AbortSignal | undefined, wait: Wait): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        wait.end = () => undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal?.addEventListener('abort', done);
+      wait.end = done;
+    });
   }
 
   async tryAcquire(keys: readonly string[], ttl: number): Promise<Lease | number> {
@@ -475,7 +528,10 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     }
   }
 
-  /** Every node of the old session is gone: every hold is over, every wait has lost its place. */
+  /**
+   * Every node of the old session is gone: every hold is over, every wait has lost its place (it
+   * enters its lines again under the new session while it has time left, see `acquire`).
+   */
   private sessionEnded(cause: Error): void {
     for (const hold of [...this.byLease.values()]) {
       this.forget(hold);

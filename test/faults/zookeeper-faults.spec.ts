@@ -296,6 +296,35 @@ describe('zookeeper: a holder process killed or frozen (one member)', () => {
       await proxy.close();
     }
   });
+
+  it('the member frozen past the session timeout: a waiter with waitTimeout left queues again under a new session and gets the key', async () => {
+    const key = `frozen-member-${uid()}`;
+    const [a, b] = [await service(zk), await service(zk)];
+    const held = await a.acquire(key);
+    const waiter = b.acquire(key, { waitTimeout: 60_000 }).catch((error: unknown) => error);
+    await until(async () => (await lineOf(zk, key)).length === 2, 'the waiter in line', 10_000);
+    const member = zk.members[0];
+    const pid = member.pid!;
+    member.kill('SIGSTOP');
+    frozen.add(pid);
+    try {
+      // Frozen past the session timeout (4 s): the sessions of both apps expire on resume.
+      await new Promise((r) => setTimeout(r, 6_000));
+    } finally {
+      resumeProcess(pid);
+      frozen.delete(pid);
+    }
+    const resumedAt = now();
+    // The holder is never carried over: its signal aborts.
+    await until(() => held.signal.aborted, 'the holder told', 20_000);
+    const lock = await within(waiter, 30_000, 'the waiter after the freeze');
+    log('member frozen past the session: the waiter got the key after resume (ms)', [
+      lock instanceof Error ? lock.name : Math.round(now() - resumedAt),
+    ]);
+    expect(lock).not.toBeInstanceOf(Error);
+    expect((lock as LockHandle).fence).toBeGreaterThan(held.fence);
+    await (lock as LockHandle).release();
+  });
 });
 
 /** Resolves once every member leads or follows (a restarted one has caught up), within 30 s. */
@@ -440,7 +469,7 @@ describe('zookeeper: a 3-member ensemble under faults', () => {
     }
   });
 
-  it('a minority down still locks; a majority down fails fast with LockBackendError, then recovers', async () => {
+  it('a minority down still locks; a majority down: a waiter rides it out to its deadline, LockBackendError, then recovers', async () => {
     await allServing(zk);
     const locks = await service(zk);
     const health = () => apps[apps.length - 1].get(RedlockHealthIndicator).isHealthy();
@@ -457,13 +486,16 @@ describe('zookeeper: a 3-member ensemble under faults', () => {
     expect(await group()).toMatchObject({ status: 'up', reachable: 2 });
     b.kill();
     const started = performance.now();
-    const failed = await locks.acquire(`majority-${uid()}`).then(
+    // The waiter keeps trying while its wait lasts (a blip would end in the lock), then fails
+    // as an outage, with the cause, not as busy.
+    const failed = await locks.acquire(`majority-${uid()}`, { waitTimeout: 3_000 }).then(
       () => undefined,
       (error: unknown) => error,
     );
     const failedMs = performance.now() - started;
     log('majority down: acquire failed after (ms)', Math.round(failedMs));
     expect(failed).toBeInstanceOf(LockBackendError);
+    expect((failed as LockBackendError).cause).toBeInstanceOf(Error);
     expect(failedMs).toBeLessThan(10_000);
     expect(await group()).toMatchObject({ status: 'down' });
     const restartedAt = performance.now();

@@ -47,6 +47,11 @@ async function holdFor(handle: LockHandle, ms: number): Promise<void> {
   await until(() => handle.signal.aborted || performance.now() - from > ms, 'the hold', ms + 5_000);
 }
 
+/** Whether a waiter watches a node in the line of `k` under `root`. */
+async function watched(root: string): Promise<boolean> {
+  return (await fourLetterWord(suite.zk.members[0].port, 'wchp', 1_000)).includes(`${root}/k/`);
+}
+
 /** The other process cannot take the key now. */
 async function refused(other: LockService, key: string): Promise<void> {
   await expect(other.acquire(key, { waitTimeout: 0 })).rejects.toBeInstanceOf(LockNotAcquiredError);
@@ -93,7 +98,7 @@ describe('zookeeper: a hold lives as long as its lease, not one session timeout'
     await held.release();
   });
 
-  it('a hold that runs out with its session unconfirmed hands its key to no waiter of its process', async () => {
+  it('a hold that runs out with its session unconfirmed hands its key to no waiter of its process; the waiter, its session expired, queues again and gets the key after the next holder', async () => {
     const root = rootOf('stale-handoff');
     const proxy = await suite.proxy();
     const [a, c] = [await app(root, proxy.address), await app(root)];
@@ -104,20 +109,38 @@ describe('zookeeper: a hold lives as long as its lease, not one session timeout'
       (error: unknown) => error,
     );
     // The waiter watches the hold's node: it would go in at once when that hold ends here.
-    await until(
-      async () =>
-        (await fourLetterWord(suite.zk.members[0].port, 'wchp', 1_000)).includes(`${root}/k/`),
-      'the waiter watches the hold',
-    );
+    await until(() => watched(root), 'the waiter watches the hold');
     // Cut off from ZooKeeper: no confirmation of the session any more, so the hold runs out...
     proxy.cut();
     await until(() => held.signal.aborted, 'the hold runs out', 10 * SESSION_MS);
     // ...and the session expires on the server: another process takes the key.
     const other = await c.acquire('k', { waitTimeout: 10 * SESSION_MS });
     expect(taken).toBe(false);
-    await other.release();
-    // Back: the session is found expired, and the waiter's place in line went with it.
+    // Back: the session is found expired, its place in line went with it; the waiter, with time
+    // left, enters the line again under the new session (at its end: behind `other`).
     proxy.restore();
-    expect(await within(waiter, 10 * SESSION_MS, 'the waiter')).toBeInstanceOf(LockBackendError);
+    await until(() => watched(root), 'the waiter in line again', 10 * SESSION_MS);
+    expect(taken).toBe(false);
+    await other.release();
+    const lock = await within(waiter, 10 * SESSION_MS, 'the waiter');
+    expect(lock).not.toBeInstanceOf(Error);
+    expect((lock as LockHandle).fence).toBeGreaterThan(other.fence);
+    await (lock as LockHandle).release();
+  });
+
+  it('a waiter whose deadline passes while ZooKeeper does not answer fails with LockBackendError', async () => {
+    const root = rootOf('outage-deadline');
+    const proxy = await suite.proxy();
+    const [a, c] = [await app(root, proxy.address), await app(root)];
+    const held = await c.acquire('k');
+    const waiter = a.acquire('k', { waitTimeout: 3 * SESSION_MS }).catch((error: unknown) => error);
+    await until(() => watched(root), 'the waiter watches the hold');
+    // Cut off until the deadline has passed: the server never answers the waiter again.
+    proxy.cut();
+    const error = await within(waiter, 20 * SESSION_MS, 'the waiter');
+    expect(error).toBeInstanceOf(LockBackendError);
+    expect((error as LockBackendError).cause).toBeInstanceOf(Error);
+    proxy.restore();
+    await held.release();
   });
 });
