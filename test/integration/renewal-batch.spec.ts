@@ -127,12 +127,15 @@ describe('single node', () => {
         key,
         async ({ signal }) => {
           const start = now();
-          // 250-450 ms: each section spans one or more batched renewals of a 300 ms lease.
-          await sleep(250 + Math.floor(Math.random() * 200));
+          // 0.8-1.4 s: each section spans several batched renewals of a 1 s lease (one every
+          // 333 ms: a loaded machine's timers, seen 0.25 s late, do not let it lapse).
+          await sleep(800 + Math.floor(Math.random() * 600));
           intervals.push({ key, start, end: now(), by });
-          if (signal.aborted) throw new Error(`${by} lost ${key}`);
+          if (signal.aborted) {
+            throw new Error(`${by} lost ${key}: ${(signal.reason as LockLostError).reason}`);
+          }
         },
-        { ttl: 300, waitTimeout: 20_000 },
+        { ttl: 1_000, waitTimeout: 20_000 },
       );
     await Promise.all(
       keys.flatMap((key) =>
