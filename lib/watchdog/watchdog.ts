@@ -119,10 +119,10 @@ const RENEWS = 8;
 
 /**
  * Watches a lease while the method runs. With renewals on it renews every `ttl / 3` (as Redisson
- * does) and stops the moment it is told to. Either way it reports a loss once, no later than the
- * lease's local expiry (whether or not Redis answered): the key gone or taken by someone else,
- * the lease run out (renewals failing or late, an event loop paused past it, or no renewals),
- * or `maxHold` reached.
+ * does), sooner when less than twice that is left of the lease, and stops the moment it is told
+ * to. Either way it reports a loss once, no later than the lease's local expiry (whether or not
+ * Redis answered): the key gone or taken by someone else, the lease run out (renewals failing or
+ * late, an event loop paused past it, or no renewals), or `maxHold` reached.
  * @internal
  */
 export class Watchdog implements LeaseEndListener {
@@ -174,10 +174,10 @@ export class Watchdog implements LeaseEndListener {
   }
 
   start(): void {
-    // A lease shorter than its ttl (a grant's claim window) is checked when it would run out.
     const now = performance.now();
     const untilExpiry = this.untilExpiry(now);
-    const first = this.renews ? Math.min(this.ttl / 3, untilExpiry) : untilExpiry;
+    // Without renewals it is checked when it would run out.
+    const first = this.renews ? this.untilNextRenewal(untilExpiry) : untilExpiry;
     this.hold.lease.watcher = this;
     this.schedule(first, now);
   }
@@ -218,6 +218,15 @@ export class Watchdog implements LeaseEndListener {
 
   private untilExpiry(now: number): number {
     return this.hold.lease.validUntil - now;
+  }
+
+  /**
+   * Every ttl / 3, but never later than half of what is left of the lease: a lease that came
+   * with less left (an acquire round or a renewal answered late, on a loaded machine) is renewed
+   * while its renewal can still answer in time, not found over at the next interval.
+   */
+  private untilNextRenewal(untilExpiry: number): number {
+    return Math.min(this.ttl / 3, untilExpiry / 2);
   }
 
   private schedule(ms: number, now = performance.now()): void {
@@ -264,7 +273,7 @@ export class Watchdog implements LeaseEndListener {
       // Redis did not answer: keep trying while the lease may still be ours.
       const remaining = this.untilExpiry(performance.now());
       if (remaining <= 0) return this.lose('expired', error);
-      this.schedule(Math.min(this.ttl / 3, remaining / 2));
+      this.schedule(this.untilNextRenewal(remaining));
       return;
     }
     this.renewing = false;
@@ -275,7 +284,7 @@ export class Watchdog implements LeaseEndListener {
       // Capped by maxHold: no more renewals; it ends with this lease.
       this.flags |= CAPPED;
       this.schedule(this.untilExpiry(performance.now()));
-    } else this.schedule(this.ttl / 3);
+    } else this.schedule(this.untilNextRenewal(this.untilExpiry(performance.now())));
   }
 
   private lose(reason: LockLostReason, cause?: unknown): void {

@@ -154,6 +154,43 @@ describe('Watchdog', () => {
       expect(lost).toEqual([]);
     });
 
+    it('a lease that comes with less than ttl / 3 left (a slow acquire) is renewed before it ends', async () => {
+      const r = renewing();
+      // The acquire round started 2.5 s ago (a loaded machine): 468 ms of the lease are left.
+      const lease: TestLease = { keys: ['k'], validUntil: leases.validUntil(-2_500, TTL) };
+      const left = lease.validUntil - time.now();
+      expect(left).toBeLessThan(TTL / 3);
+      const { lost } = watch(r, lease);
+      await advance(left - 1);
+      expect(r.at).toHaveLength(1);
+      expect(lost).toEqual([]);
+      await advance(10_000);
+      expect(lost).toEqual([]);
+      expect(lease.validUntil).toBeGreaterThan(time.now());
+    });
+
+    it('a renewal answered late: the next one goes while there is time left for its answer', async () => {
+      const at: number[] = [];
+      // The second renewal (sent at 2,000, 1,968 ms before its lease ends) takes 1.9 s, the
+      // third 400 ms, the others answer at once.
+      const delays = [0, 1_900, 400];
+      const extend = jest.fn(async (l: WatchedLease, ttl: number) => {
+        const start = time.now();
+        const delay = delays[at.length] ?? 0;
+        at.push(start);
+        if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
+        (l as TestLease).validUntil = leases.validUntil(start, ttl);
+        return true;
+      });
+      const lease = leaseFor();
+      const { lost } = watch({ extend }, lease);
+      await advance(8_000);
+      // Answered at 3,900 with 1,068 ms left: the next goes at half of that, not ttl / 3 later
+      // (4,900, when 68 ms would be left for a round trip of 400 ms).
+      expect(at.slice(0, 3)).toEqual([1_000, 2_000, 3_900 + 534]);
+      expect(lost).toEqual([]);
+    });
+
     it('two watchdogs of the same ttl, started apart, each keep their own rhythm', async () => {
       const r1 = renewing();
       const r2 = renewing();
