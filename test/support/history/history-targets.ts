@@ -184,6 +184,16 @@ export async function startTarget(
     }
     case 'mysql': {
       const db = await startMariadb();
+      // Fences are UUID_SHORT(), counted from the server's start second: a server started again
+      // within the second it started repeats them (docs/backends/mysql.md). A restart is never
+      // begun in the second the last start ended.
+      let startedBy = Date.now();
+      const restart = async () => {
+        const nextSecond = Math.floor(startedBy / 1_000) * 1_000 + 1_000;
+        if (Date.now() < nextSecond) await sleep(nextSecond - Date.now());
+        await db.restart();
+        startedBy = Date.now();
+      };
       return {
         name,
         backend: { kind: 'mysql', options: { ...db.config } },
@@ -197,7 +207,7 @@ export async function startTarget(
             case 'server-frozen':
               return freeze((s) => db.signal(s), fault.ms, 'mariadb');
             case 'server-restarted':
-              return restarted(() => db.restart(), 'mariadb', true);
+              return restarted(restart, 'mariadb', true);
             case 'session-killed':
               return killed('session-killed', 'mariadb', async () => {
                 const sessions = await db.sql<{ ID: number }>(
