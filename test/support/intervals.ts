@@ -1,3 +1,4 @@
+import { byKey } from '../../lib/testing/history/overlaps';
 /**
  * An independent checker of critical sections: every holder reports `[start, end]` of the code it
  * ran under a lock (ms of the machine's monotonic clock with sub-ms precision, `now()`: one
@@ -26,16 +27,8 @@ export interface Interval {
  */
 export const now = (): number => Number(process.hrtime.bigint()) / 1e6;
 
-/** Groups intervals by key. */
-export function byKey<T extends Interval>(intervals: readonly T[]): Map<string, T[]> {
-  const out = new Map<string, T[]>();
-  for (const i of intervals) {
-    const list = out.get(i.key);
-    if (list) list.push(i);
-    else out.set(i.key, [i]);
-  }
-  return out;
-}
+/** Groups intervals by key: the history checker's own. */
+export { byKey };
 
 /**
  * Every pair of intervals of the same key that overlap (one starts before the other ended).

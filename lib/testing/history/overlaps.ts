@@ -40,13 +40,13 @@ export function findOverlaps(
   return overlaps;
 }
 
-/** Groups holds by key. */
-export function byKey(holds: readonly Hold[]): Map<string, Hold[]> {
-  const out = new Map<string, Hold[]>();
-  for (const h of holds) {
-    const list = out.get(h.key);
-    if (list) list.push(h);
-    else out.set(h.key, [h]);
+/** Groups holds (or any records of a key) by key, in their order. */
+export function byKey<T extends { readonly key: string }>(items: readonly T[]): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const item of items) {
+    const list = out.get(item.key);
+    if (list) list.push(item);
+    else out.set(item.key, [item]);
   }
   return out;
 }
