@@ -2,7 +2,7 @@
  * What every area's messages share: how a message names lock keys and describes a value, and the
  * few messages used by areas that do not depend on each other. Each area's own messages live in
  * its folder, beside the checks that throw them: `api/api.messages.ts`, `board/board.messages.ts`,
- * `engine/engine.messages.ts`, `errors/error.messages.ts`, `etcd/etcd.messages.ts`,
+ * `core/core.messages.ts`, `errors/error.messages.ts`, `etcd/etcd.messages.ts`,
  * `keys/key.messages.ts`, `memory/memory.messages.ts`, `module/module.messages.ts`,
  * `options/option.messages.ts`, `postgres/postgres.messages.ts`, `redis/redis.messages.ts`,
  * `sql/sql.messages.ts`, `testing/testing.messages.ts`, `zookeeper/zookeeper.messages.ts`. A new

@@ -1,5 +1,5 @@
 import type { LockLostError } from '../errors';
-import type { Lease, LockBackend } from '../engine/lock-backend';
+import type { Lease, LockBackend } from '../core/lock-backend';
 import type { WatchedHold, Watchdog } from '../watchdog/watchdog';
 import type { HoldRecord } from './lock-context';
 

@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import { Chain } from '../chain';
-import type { Lease } from '../engine/lock-backend';
+import type { Lease } from '../core/lock-backend';
 import { LockBackendError, LockError, LockLostError, LockNotAcquiredError } from '../errors';
 import { settleTo } from '../settle-to';
 import { Watchdog } from '../watchdog/watchdog';

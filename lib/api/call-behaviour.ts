@@ -1,5 +1,5 @@
 import type { LockedOptions } from '../interfaces';
-import type { AcquireRequest, LockBackend, Share } from '../engine/lock-backend';
+import type { AcquireRequest, LockBackend, Share } from '../core/lock-backend';
 import type { ReplicaAcks } from '../redis/lock-protocol';
 import { RANGES, type ResolvedRedlockOptions } from '../options/redlock-options';
 

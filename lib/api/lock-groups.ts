@@ -1,4 +1,4 @@
-import type { LockBackend } from '../engine/lock-backend';
+import type { LockBackend } from '../core/lock-backend';
 
 /**
  * The lock client groups `LockService` calls, by name: what `api/` needs of the module's

@@ -11,7 +11,7 @@ import { isObservable } from 'rxjs';
 import { LockConfigError, LockNotAcquiredError, SegmentExhaustedError } from '../errors';
 import type { LockCallOptions, LockContextInfo, LockedOptions, LockHandle } from '../interfaces';
 import { assertRawKey, type KeyRenderer, rawKeys } from '../keys';
-import type { Lease, LockBackend } from '../engine/lock-backend';
+import type { Lease, LockBackend } from '../core/lock-backend';
 import type { ActiveHold } from './active-hold';
 import { ActiveHolds } from './active-holds';
 import { HoldHandle } from './hold-handle';

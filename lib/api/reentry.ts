@@ -1,6 +1,6 @@
 import { LockConfigError } from '../errors';
 import { READ_TO_WRITE } from './api.messages';
-import { MODE_MISMATCH } from '../engine/engine.messages';
+import { MODE_MISMATCH } from '../core/core.messages';
 import type { Behaviour } from './call-behaviour';
 import { type HoldRecord, holderInScope, type LockScope } from './lock-context';
 

@@ -1,4 +1,4 @@
-import type { LockBackend } from '../engine/lock-backend';
+import type { LockBackend } from '../core/lock-backend';
 import type { BoardEvent, BoardEventType } from './board-recorder';
 import {
   type HoldMode,

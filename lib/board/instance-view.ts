@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { LockService } from '../api/lock.service';
-import type { LockBackend, Share } from '../engine/lock-backend';
+import type { LockBackend, Share } from '../core/lock-backend';
 import type { BoardRecorder } from './board-recorder';
 import type { GroupRates } from './key-rates';
 

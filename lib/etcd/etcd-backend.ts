@@ -1,6 +1,6 @@
 import { Etcd3, type IOptions } from 'etcd3';
 import { LockConfigError } from '../errors';
-import type { LockBackendDefinition } from '../interfaces/lock-backend-definition.interface';
+import type { LockBackendDefinition } from '../core/lock-backend-definition';
 import {
   ETCD_BAD_HOSTS,
   ETCD_BAD_SESSION_TTL,

@@ -1,7 +1,7 @@
 import type { Etcd3, IKeyValue, IRequestOp } from 'etcd3';
 import type { LockConfigError } from '../errors';
-import type { Share } from '../engine/lock-backend';
-import { shareMismatch } from '../engine/share-mismatch';
+import type { Share } from '../core/lock-backend';
+import { shareMismatch } from '../core/share-mismatch';
 import { ETCD_ACQUIRE_ABANDONED } from './etcd.messages';
 import { kindValue, OTHER_PART, shareOf } from './etcd-names';
 import { lineRange, notCancelled, permitted, put } from './etcd-requests';

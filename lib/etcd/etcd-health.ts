@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { Etcd3 } from 'etcd3';
-import type { BackendNodeHealth } from '../engine/lock-backend';
+import type { BackendNodeHealth } from '../core/lock-backend';
 import { HEALTH_PING_TIMED_OUT } from '../redlock.messages';
 
 /**

@@ -1,6 +1,6 @@
 import type { Etcd3, IKeyValue, IRangeRequest, IWatchResponse, WatchBuilder } from 'etcd3';
-import type { LockClientStats, Share } from '../engine/lock-backend';
-import { outageRetryDelay } from '../engine/wait-rules';
+import type { LockClientStats, Share } from '../core/lock-backend';
+import { outageRetryDelay } from '../core/wait-rules';
 import { LockBackendError } from '../errors';
 import { ETCD_SESSION_LOST, ETCD_WAITING_KEY_GONE } from './etcd.messages';
 import { OTHER_PART, prefixEnd } from './etcd-names';

@@ -1,16 +1,16 @@
 import { performance } from 'node:perf_hooks';
 import type { Etcd3, ITxnResponse } from 'etcd3';
 import { LockBackendError, LockNotAcquiredError } from '../errors';
-import { DeadlineTimer } from '../engine/deadline-timer';
-import { LocallyCountedBackend } from '../engine/local-locks';
-import { Lease, Leases } from '../engine/lease';
+import { DeadlineTimer } from '../core/deadline-timer';
+import { LocallyCountedBackend } from '../core/local-locks';
+import { Lease, Leases } from '../core/lease';
 import {
   type AcquireRequest,
   type BackendHealth,
   type LockBackend,
   type Share,
-} from '../engine/lock-backend';
-import { abortReason, outageRetryDelay } from '../engine/wait-rules';
+} from '../core/lock-backend';
+import { abortReason, outageRetryDelay } from '../core/wait-rules';
 import { ETCD_SESSION_LOST } from './etcd.messages';
 import { kindValue, linePrefix, OTHER_PART, prefixEnd, READ_PART } from './etcd-names';
 import { EtcdSession, type SessionListener } from './etcd-session';

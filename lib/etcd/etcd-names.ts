@@ -1,4 +1,4 @@
-import type { Share } from '../engine/lease';
+import type { Share } from '../core/lease';
 
 /**
  * Where the holds of one lock key live in etcd, and what each hold's key and value say.

@@ -1,5 +1,5 @@
 import type { Etcd3 } from 'etcd3';
-import type { LockClientStats } from '../engine/lock-backend';
+import type { LockClientStats } from '../core/lock-backend';
 import type { EtcdSession } from './etcd-session';
 import { cancelMark, noNewerThan, put } from './etcd-requests';
 import { Successors } from './etcd-successors';

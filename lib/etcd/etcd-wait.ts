@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { LockBackendError, LockNotAcquiredError } from '../errors';
-import type { DeadlineListener } from '../engine/deadline-timer';
+import type { DeadlineListener } from '../core/deadline-timer';
 import type { EtcdSession } from './etcd-session';
 
 /**

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { type HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
-import type { LockBackend } from '../engine/lock-backend';
-import type { LockClient } from '../engine/lock-client';
+import type { LockBackend } from '../core/lock-backend';
+import type { LockClient } from '../redis/lock-client';
 import { LockClientRegistry } from '../module/lock-client.registry';
 import type { ResolvedRedlockOptions } from '../options/redlock-options';
 import { pingNode } from '../redis/node-ping';

@@ -3,4 +3,4 @@ export * from './locked-options.interface';
 export * from './lock-handle.interface';
 export * from './redlock-options-factory.interface';
 export * from './redlock.interface';
-export * from './lock-backend-definition.interface';
+export * from '../core/lock-backend-definition';

@@ -1,5 +1,5 @@
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
-import type { LockBackendDefinition } from './lock-backend-definition.interface';
+import type { LockBackendDefinition } from '../core/lock-backend-definition';
 
 /**
  * One Redis node of a lock group: a string, ioredis `RedisOptions` (Sentinel options

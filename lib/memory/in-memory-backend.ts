@@ -1,8 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import { LockBackendError, LockNotAcquiredError } from '../errors';
 import { withStatedRetry } from '../errors/stated-retry';
-import { DeadlineTimer } from '../engine/deadline-timer';
-import { type Lease, type LeaseTaker, Leases } from '../engine/lease';
+import { DeadlineTimer } from '../core/deadline-timer';
+import { type Lease, type LeaseTaker, Leases } from '../core/lease';
 import {
   type AcquireRequest,
   type LockBackend,
@@ -10,10 +10,10 @@ import {
   noStats,
   type Share,
   type LocalWait,
-} from '../engine/lock-backend';
-import { abortReason } from '../engine/wait-rules';
+} from '../core/lock-backend';
+import { abortReason } from '../core/wait-rules';
 import { settleTo } from '../settle-to';
-import { shareMismatch } from '../engine/share-mismatch';
+import { shareMismatch } from '../core/share-mismatch';
 import { BusyRules } from './busy-rules';
 
 /** A lease held in memory, shared by every key it holds (several keys: all or nothing). */

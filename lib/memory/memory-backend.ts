@@ -1,4 +1,4 @@
-import type { LockBackendDefinition } from '../interfaces/lock-backend-definition.interface';
+import type { LockBackendDefinition } from '../core/lock-backend-definition';
 import { MEMORY_BACKEND_STARTED } from './memory.messages';
 import { InMemoryBackend } from './in-memory-backend';
 

@@ -9,10 +9,10 @@ import {
 import { Redis, type RedisOptions } from 'ioredis';
 import NodeRedlock from 'redlock';
 import { LockConfigError } from '../errors';
-import type { LockBackend } from '../engine/lock-backend';
+import type { LockBackend } from '../core/lock-backend';
 import type { LockBackendDefinition, Redlock } from '../interfaces';
-import { policiesFromEnv } from '../engine/engine-policies';
-import { LockClient } from '../engine/lock-client';
+import { policiesFromEnv } from '../redis/engine-policies';
+import { LockClient } from '../redis/lock-client';
 import { evictionPolicy } from '../redis/eviction-policy';
 import type { LockGroups } from '../api/lock-groups';
 import { explainAuthFailure } from '../redis/auth-failure';

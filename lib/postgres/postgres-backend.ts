@@ -1,5 +1,5 @@
 import type { Pool, PoolConfig } from 'pg';
-import type { LockBackendDefinition } from '../interfaces/lock-backend-definition.interface';
+import type { LockBackendDefinition } from '../core/lock-backend-definition';
 import { sqlBackendDefinition } from '../sql/sql-lock-backend';
 import { choosePool, loadDriver } from '../sql/sql-pool-options';
 import { sqlTarget } from '../sql/sql-target';

@@ -1,5 +1,5 @@
 import type { Pool, QueryConfig } from 'pg';
-import type { Share } from '../engine/lease';
+import type { Share } from '../core/lease';
 import { LockConfigError } from '../errors';
 import { POSTGRES_PERMITS_ONE_KEY } from './postgres.messages';
 import { keyDigest } from '../sql/key-hash';

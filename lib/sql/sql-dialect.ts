@@ -1,4 +1,4 @@
-import type { Share } from '../engine/lease';
+import type { Share } from '../core/lease';
 
 /**
  * One database connection held by one hold (or one wait) from checkout to release: session

@@ -1,15 +1,15 @@
 import { performance } from 'node:perf_hooks';
 import type { LoggerService } from '@nestjs/common';
 import { LockBackendError, LockConfigError, LockError, LockNotAcquiredError } from '../errors';
-import { Lease, Leases, type Share } from '../engine/lease';
-import { LocallyCountedBackend, type LocalWait } from '../engine/local-locks';
-import { type AcquireRequest, type BackendHealth, type LockBackend } from '../engine/lock-backend';
-import { abortReason, outageRetryDelay } from '../engine/wait-rules';
+import { Lease, Leases, type Share } from '../core/lease';
+import { LocallyCountedBackend, type LocalWait } from '../core/local-locks';
+import { type AcquireRequest, type BackendHealth, type LockBackend } from '../core/lock-backend';
+import { abortReason, outageRetryDelay } from '../core/wait-rules';
 import type {
   LockBackendContext,
   LockBackendDefinition,
   LockBackendSupports,
-} from '../interfaces/lock-backend-definition.interface';
+} from '../core/lock-backend-definition';
 import { SQL_SESSION_LOST, SQL_SHARED_UNSUPPORTED } from './sql.messages';
 import { settleTo } from '../settle-to';
 import type { SqlDialect, SqlSession } from './sql-dialect';

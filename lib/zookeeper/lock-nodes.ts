@@ -1,4 +1,4 @@
-import type { Share } from '../engine/lease';
+import type { Share } from '../core/lease';
 
 /**
  * The znodes of one key: its parent (`<root>/<encoded key>`) holds one ephemeral sequential child

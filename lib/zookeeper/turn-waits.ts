@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import type { LockClientStats, Share } from '../engine/lock-backend';
-import { abortReason } from '../engine/wait-rules';
+import type { LockClientStats, Share } from '../core/lock-backend';
+import { abortReason } from '../core/wait-rules';
 import type { HeldNode, ZnodeLines } from './znode-lines';
 import { backendError } from './zookeeper-errors';
 import { type ZooKeeperSession, zkCode, ZK } from './zookeeper-session';

@@ -1,6 +1,6 @@
 import type * as Zk from 'node-zookeeper-client';
 import { LockBackendError, LockConfigError } from '../errors';
-import type { Share } from '../engine/lock-backend';
+import type { Share } from '../core/lock-backend';
 import { ZK_NODE_GONE } from './zookeeper.messages';
 import { admission, type LockNode, lockLine, nodePrefix } from './lock-nodes';
 import type { NodeCleanup } from './node-cleanup';

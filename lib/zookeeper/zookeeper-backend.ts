@@ -1,4 +1,4 @@
-import type { LockBackendDefinition } from '../interfaces/lock-backend-definition.interface';
+import type { LockBackendDefinition } from '../core/lock-backend-definition';
 import { LockConfigError } from '../errors';
 import { loadOptionalPeer } from '../optional-peer';
 import { ZK_BAD_OPTION, ZK_NOT_INSTALLED } from './zookeeper.messages';

@@ -1,8 +1,8 @@
 import type * as Zk from 'node-zookeeper-client';
 import { LockBackendError, LockConfigError } from '../errors';
-import type { Share } from '../engine/lock-backend';
-import { MODE_MISMATCH } from '../engine/engine.messages';
-import { shareMismatch as mismatchOf } from '../engine/share-mismatch';
+import type { Share } from '../core/lock-backend';
+import { MODE_MISMATCH } from '../core/core.messages';
+import { shareMismatch as mismatchOf } from '../core/share-mismatch';
 import { kindShare, type LockNode } from './lock-nodes';
 import type { ZooKeeperSession } from './zookeeper-session';
 

@@ -1,6 +1,6 @@
 import * as net from 'node:net';
 import { performance } from 'node:perf_hooks';
-import type { BackendHealth, BackendNodeHealth } from '../engine/lock-backend';
+import type { BackendHealth, BackendNodeHealth } from '../core/lock-backend';
 import { ZK_MEMBER_NOT_SERVING, ZK_NO_HEALTH_ANSWER } from './zookeeper.messages';
 import type { ZooKeeperSession } from './zookeeper-session';
 

@@ -2,15 +2,15 @@ import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type * as Zk from 'node-zookeeper-client';
 import { LockBackendError, LockNotAcquiredError } from '../errors';
-import { Lease, Leases } from '../engine/lease';
-import { LocallyCountedBackend } from '../engine/local-locks';
+import { Lease, Leases } from '../core/lease';
+import { LocallyCountedBackend } from '../core/local-locks';
 import {
   type AcquireRequest,
   type BackendHealth,
   type LockBackend,
   type Share,
-} from '../engine/lock-backend';
-import { abortReason, outageRetryDelay } from '../engine/wait-rules';
+} from '../core/lock-backend';
+import { abortReason, outageRetryDelay } from '../core/wait-rules';
 import { keyNodeName, lockLine } from './lock-nodes';
 import { NodeCleanup } from './node-cleanup';
 import { TurnWaits, type Wait } from './turn-waits';

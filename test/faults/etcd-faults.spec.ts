@@ -3,7 +3,7 @@ import { Logger } from '@nestjs/common';
 import { Etcd3, type IKeyValue, type IRequestOp } from 'etcd3';
 import type { LockBackendError } from 'nest-locked';
 import { etcdBackend } from 'nest-locked/etcd';
-import type { Lease, LockBackend } from '../../lib/engine/lock-backend';
+import type { Lease, LockBackend } from '../../lib/core/lock-backend';
 import type { EtcdWorkerConfig, EtcdWorkerLine } from '../fixtures/etcd-worker';
 import { lineKeys, startEtcdCluster, type EtcdCluster } from '../support/etcd-server';
 import { describeOverlaps, findOverlaps, now } from '../support/intervals';

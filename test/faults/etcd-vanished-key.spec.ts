@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { Etcd3, type IKeyValue } from 'etcd3';
 import { etcdBackend } from 'nest-locked/etcd';
-import type { Lease, LockBackend, Share } from '../../lib/engine/lock-backend';
+import type { Lease, LockBackend, Share } from '../../lib/core/lock-backend';
 import { lineKeys, startEtcdCluster, type EtcdCluster } from '../support/etcd-server';
 import { uniquePrefix } from '../support/lock-app';
 

@@ -10,7 +10,7 @@ import {
   uniquePrefix,
 } from '../support/lock-app';
 import { type RedisServerHandle, startRedisServer } from '../support/redis-server';
-import type { LockClient } from '../../lib/engine/lock-client';
+import type { LockClient } from '../../lib/redis/lock-client';
 import { LockClientRegistry } from '../../lib/module/lock-client.registry';
 
 jest.setTimeout(30_000);

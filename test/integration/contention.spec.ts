@@ -14,7 +14,7 @@ import {
 } from '../support/lock-app';
 import { type RedisServerHandle, useRedis } from '../support/redis-server';
 import { killWorkers, spawnWorker } from '../support/workers';
-import type { LockClient } from '../../lib/engine/lock-client';
+import type { LockClient } from '../../lib/redis/lock-client';
 import { LockClientRegistry } from '../../lib/module/lock-client.registry';
 import { itWith } from '../support/policies';
 

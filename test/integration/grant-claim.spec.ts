@@ -11,7 +11,7 @@ import {
   until,
 } from '../support/lock-app';
 import { redisForFile } from '../support/redis-for-file';
-import type { LockClient } from '../../lib/engine/lock-client';
+import type { LockClient } from '../../lib/redis/lock-client';
 import { LockClientRegistry } from '../../lib/module/lock-client.registry';
 import type { RedisServerHandle } from '../support/redis-server';
 

@@ -4,7 +4,7 @@ import { LockNotAcquiredError, LockService } from 'nest-locked';
 import { createLockApp, lockRedisKey, uniquePrefix, until, within } from '../support/lock-app';
 import { redisForFile } from '../support/redis-for-file';
 import type { RedisServerHandle } from '../support/redis-server';
-import type { LockClient } from '../../lib/engine/lock-client';
+import type { LockClient } from '../../lib/redis/lock-client';
 import { GRANT_CLAIM_MS } from '../../lib/redis/script-constants';
 import { LockClientRegistry } from '../../lib/module/lock-client.registry';
 

@@ -17,7 +17,7 @@ import { redisForFile } from '../support/redis-for-file';
 import type { RedisServerHandle } from '../support/redis-server';
 import { describeResult, spawnWorker } from '../support/workers';
 import { REFILL } from '../../lib/redis/scripts';
-import type { LockClient } from '../../lib/engine/lock-client';
+import type { LockClient } from '../../lib/redis/lock-client';
 import { LockClientRegistry } from '../../lib/module/lock-client.registry';
 import { describeWith, itWith } from '../support/policies';
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { INestApplication } from '@nestjs/common';
 import Redis from 'ioredis';
 import { LockService } from 'nest-locked';
-import type { LockClient } from '../../lib/engine/lock-client';
+import type { LockClient } from '../../lib/redis/lock-client';
 import { LockClientRegistry } from '../../lib/module/lock-client.registry';
 import type { LockNotifier } from '../../lib/redis/lock-notifier';
 import {

@@ -11,7 +11,7 @@ import {
   LockService,
   RedlockModule,
 } from 'nest-locked';
-import type { LockClient } from '../../lib/engine/lock-client';
+import type { LockClient } from '../../lib/redis/lock-client';
 import { LockClientRegistry } from '../../lib/module/lock-client.registry';
 import { lockRedisKey, sleep, uniquePrefix, until } from '../support/lock-app';
 import { type RedisServerHandle, useRedis } from '../support/redis-server';

@@ -7,7 +7,7 @@ import {
   type EnginePolicies,
   NO_POLICIES,
   POLICY_NAMES,
-} from '../../lib/engine/engine-policies';
+} from '../../lib/redis/engine-policies';
 import type { PolicyLine, PolicyWorkerConfig } from '../fixtures/policy-worker';
 import { describeOverlaps, findOverlaps, maxConcurrency } from '../support/intervals';
 import { uniquePrefix, until } from '../support/lock-app';

@@ -1,6 +1,6 @@
 import { Injectable, type INestApplication } from '@nestjs/common';
 import type { Redis } from 'ioredis';
-import type { LockClient } from '../../lib/engine/lock-client';
+import type { LockClient } from '../../lib/redis/lock-client';
 import { LockClientRegistry } from '../../lib/module/lock-client.registry';
 import {
   LockConfigError,

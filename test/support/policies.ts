@@ -1,4 +1,4 @@
-import { type EnginePolicies, policiesFromEnv } from '../../lib/engine/engine-policies';
+import { type EnginePolicies, policiesFromEnv } from '../../lib/redis/engine-policies';
 
 /**
  * `it` for a test of one fast path, skipped when `NEST_LOCKED_POLICIES_OFF` switches that path

@@ -1,6 +1,6 @@
 import { ActiveHold, type HoldOwner } from '../../lib/api/active-hold';
-import type { LockBackend } from '../../lib/engine/lock-backend';
-import { Lease } from '../../lib/engine/lease';
+import type { LockBackend } from '../../lib/core/lock-backend';
+import { Lease } from '../../lib/core/lease';
 import { LockLostError } from '../../lib/errors';
 
 const lease = () => new Lease(['k'], 'p.1', [7], 0, 1_000, true, 1e12, 0, 0);

@@ -1,4 +1,4 @@
-import { DeadlineTimer } from '../../lib/engine/deadline-timer';
+import { DeadlineTimer } from '../../lib/core/deadline-timer';
 import { type ManualClock, manualPerformanceNow } from './support/clock';
 
 describe('DeadlineTimer', () => {

@@ -1,5 +1,5 @@
 import { LockConfigError } from '../../lib/errors';
-import { ALL_POLICIES, NO_POLICIES, policiesFromEnv } from '../../lib/engine/engine-policies';
+import { ALL_POLICIES, NO_POLICIES, policiesFromEnv } from '../../lib/redis/engine-policies';
 
 describe('policiesFromEnv (the bench switch of the fast paths)', () => {
   it('keeps every fast path on when NEST_LOCKED_POLICIES_OFF is unset or empty', () => {

@@ -1,7 +1,7 @@
 import { ActiveHold, type HoldOwner } from '../../lib/api/active-hold';
 import { HoldHandle } from '../../lib/api/hold-handle';
-import type { LockBackend } from '../../lib/engine/lock-backend';
-import { Lease } from '../../lib/engine/lease';
+import type { LockBackend } from '../../lib/core/lock-backend';
+import { Lease } from '../../lib/core/lease';
 import { LockConfigError, LockLostError } from '../../lib/errors';
 
 /** A hold of keys a and b, fences 41 and 42, whose client renews while `renews` says so. */

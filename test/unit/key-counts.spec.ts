@@ -1,4 +1,4 @@
-import { KeyCounts } from '../../lib/engine/key-counts';
+import { KeyCounts } from '../../lib/core/key-counts';
 
 describe('KeyCounts', () => {
   it('lists a key while its count is above 0, and only then', () => {

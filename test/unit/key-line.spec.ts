@@ -1,5 +1,5 @@
-import { KeyLine, type LineListener, type LineWaiter } from '../../lib/engine/key-line';
-import { Lease } from '../../lib/engine/lease';
+import { KeyLine, type LineListener, type LineWaiter } from '../../lib/redis/key-line';
+import { Lease } from '../../lib/core/lease';
 import { type ManualClock, manualPerformanceNow } from './support/clock';
 
 /** A waiter that counts its wake-ups. */

@@ -1,6 +1,6 @@
-import { KeyLine, type LineListener } from '../../lib/engine/key-line';
-import { KeyLines } from '../../lib/engine/key-lines';
-import { Lease } from '../../lib/engine/lease';
+import { KeyLine, type LineListener } from '../../lib/redis/key-line';
+import { KeyLines } from '../../lib/redis/key-lines';
+import { Lease } from '../../lib/core/lease';
 import { type ManualClock, manualPerformanceNow } from './support/clock';
 
 const waiter = (token: string) => ({ token, wake: () => undefined });

@@ -1,4 +1,4 @@
-import { Lease, type LeaseTaker, Leases } from '../../lib/engine/lease';
+import { Lease, type LeaseTaker, Leases } from '../../lib/core/lease';
 import type { Taken } from '../../lib/redis/lock-protocol';
 import { type ManualClock, manualPerformanceNow } from './support/clock';
 

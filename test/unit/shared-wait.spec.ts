@@ -1,13 +1,13 @@
 import { LockBackendError } from '../../lib/errors';
-import { Lease, type LeaseTaker } from '../../lib/engine/lease';
-import type { MultiKeyWaitContext } from '../../lib/engine/multi-key-wait';
-import { waitForKeys } from '../../lib/engine/multi-key-wait';
+import { Lease, type LeaseTaker } from '../../lib/core/lease';
+import type { MultiKeyWaitContext } from '../../lib/redis/multi-key-wait';
+import { waitForKeys } from '../../lib/redis/multi-key-wait';
 import {
   type SharedGrantee,
   SharedWait,
   type SharedWaitEngine,
   type SharedWaitOwner,
-} from '../../lib/engine/shared-wait';
+} from '../../lib/redis/shared-wait';
 import type { SharedOutcome, Taken } from '../../lib/redis/lock-protocol';
 
 /**

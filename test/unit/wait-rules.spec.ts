@@ -1,6 +1,6 @@
 import { LockBackendError } from '../../lib/errors';
-import { abortReason, MAX_POLL_MS, retryDelay } from '../../lib/engine/wait-rules';
-import { SHUTTING_DOWN } from '../../lib/engine/engine.messages';
+import { abortReason, MAX_POLL_MS, retryDelay } from '../../lib/core/wait-rules';
+import { SHUTTING_DOWN } from '../../lib/core/core.messages';
 import { type ManualClock, manualPerformanceNow } from './support/clock';
 
 describe('wait rules', () => {

@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockNotAcquiredError } from '../../lib/errors';
-import { KeyLine } from '../../lib/engine/key-line';
-import { Lease, type LeaseTaker } from '../../lib/engine/lease';
-import { type GrantedKey, type LineWaitContext, Waiter } from '../../lib/engine/waiter';
+import { KeyLine } from '../../lib/redis/key-line';
+import { Lease, type LeaseTaker } from '../../lib/core/lease';
+import { type GrantedKey, type LineWaitContext, Waiter } from '../../lib/redis/waiter';
 import type { Outcome, Taken } from '../../lib/redis/lock-protocol';
 
 /**

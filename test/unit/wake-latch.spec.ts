@@ -1,4 +1,4 @@
-import { WakeLatch } from '../../lib/engine/wake-latch';
+import { WakeLatch } from '../../lib/redis/wake-latch';
 
 describe('WakeLatch', () => {
   beforeEach(() => jest.useFakeTimers());

@@ -1,4 +1,4 @@
-import { Leases } from '../../lib/engine/lease';
+import { Leases } from '../../lib/core/lease';
 import { LockLostError } from '../../lib/errors';
 import { type LeaseRenewer, Watchdog, type WatchedLease } from '../../lib/watchdog/watchdog';
 import { type FakeTime, fakeTimersWithPerformance } from './support/clock';

@@ -2,7 +2,7 @@ import { Etcd3 } from 'etcd3';
 import { Logger } from '@nestjs/common';
 import { etcdBackend } from 'nest-locked/etcd';
 import { LockConfigError, LockNotAcquiredError } from '../../../lib/errors';
-import type { Lease, LockBackend } from '../../../lib/engine/lock-backend';
+import type { Lease, LockBackend } from '../../../lib/core/lock-backend';
 import { startEtcdCluster, type EtcdCluster } from '../../support/etcd-server';
 import { uniquePrefix } from '../../support/lock-app';
 

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { Etcd3 } from 'etcd3';
 import { etcdBackend, type EtcdBackendOptions } from 'nest-locked/etcd';
-import type { LockBackend } from '../../../lib/engine/lock-backend';
+import type { LockBackend } from '../../../lib/core/lock-backend';
 import { startEtcdCluster, type EtcdCluster } from '../../support/etcd-server';
 import { uniquePrefix } from '../../support/lock-app';
 import { closedPort } from '../../support/redis-server';

@@ -1,5 +1,5 @@
 import { KeyLine, type LineWaiter } from './key-line';
-import type { Lease } from './lease';
+import type { Lease } from '../core/lease';
 
 /**
  * The key lines of one client group, created on first use and dropped when idle, so millions

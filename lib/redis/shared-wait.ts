@@ -1,9 +1,9 @@
 import { LockConfigError } from '../errors';
-import type { Grant } from '../redis/key-space';
-import type { LockProtocol, Outcome, SharedOutcome, Taken } from '../redis/lock-protocol';
-import { MODE_MISMATCH, PERMITS_MISMATCH } from './engine.messages';
-import type { Lease, LeaseTaker } from './lease';
-import type { Share } from './lock-backend';
+import type { Grant } from './key-space';
+import type { LockProtocol, Outcome, SharedOutcome, Taken } from './lock-protocol';
+import { MODE_MISMATCH, PERMITS_MISMATCH } from '../core/core.messages';
+import type { Lease, LeaseTaker } from '../core/lease';
+import type { Share } from '../core/lock-backend';
 import type { Granted, MultiKeyWaitContext, ReleaseWatch } from './multi-key-wait';
 import type { Tokens } from './tokens';
 import type { GrantedKey } from './waiter';

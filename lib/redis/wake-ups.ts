@@ -1,7 +1,7 @@
-import { type KeySpace, RELEASED_MESSAGE } from '../redis/key-space';
-import type { LockNotifier } from '../redis/lock-notifier';
+import { type KeySpace, RELEASED_MESSAGE } from './key-space';
+import type { LockNotifier } from './lock-notifier';
 import type { LineListener } from './key-line';
-import type { LockClientStats } from './lock-backend';
+import type { LockClientStats } from '../core/lock-backend';
 import type { ReleaseWatch } from './multi-key-wait';
 
 /**

@@ -1,18 +1,18 @@
 import { setMaxListeners } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { LockNotAcquiredError } from '../errors';
-import { KeySpace } from '../redis/key-space';
-import { LockNotifier } from '../redis/lock-notifier';
-import { LockProtocol, type ReplicaAcks, type Taken } from '../redis/lock-protocol';
-import { isCluster, type RedisNode } from '../redis/redis-node';
-import { ScriptRunner } from '../redis/script-runner';
-import { WriteBatching } from '../redis/write-batching';
+import { KeySpace } from './key-space';
+import { LockNotifier } from './lock-notifier';
+import { LockProtocol, type ReplicaAcks, type Taken } from './lock-protocol';
+import { isCluster, type RedisNode } from './redis-node';
+import { ScriptRunner } from './script-runner';
+import { WriteBatching } from './write-batching';
 import { promiseFrom, settleTo } from '../settle-to';
 import { Grants } from './grants';
 import type { KeyLine } from './key-line';
 import { KeyLines } from './key-lines';
 import { ALL_POLICIES, type EnginePolicies } from './engine-policies';
-import { type Lease, type LeaseTaker, Leases } from './lease';
+import { type Lease, type LeaseTaker, Leases } from '../core/lease';
 import { type MultiKeyWaitContext, waitForKeys } from './multi-key-wait';
 import {
   type EngineCore,
@@ -31,12 +31,12 @@ import {
   type LockBackend,
   type LockClientStats,
   noStats,
-} from './lock-backend';
+} from '../core/lock-backend';
 import { type LineWaitContext, Waiter } from './waiter';
 import { WakeUps } from './wake-ups';
 
-export type { Lease } from './lease';
-export type { RedisNode } from '../redis/redis-node';
+export type { Lease } from '../core/lease';
+export type { RedisNode } from './redis-node';
 
 /** @internal */
 export interface LockClientSettings {

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { LockBackendError } from '../errors';
-import { SHUTTING_DOWN } from './engine.messages';
+import { SHUTTING_DOWN } from './core.messages';
 
 /** At a waiter's deadline, an answer from Redis this recent still tells the truth. */
 export const FRESH_ANSWER_MS = 5;

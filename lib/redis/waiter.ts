@@ -1,19 +1,19 @@
 import { performance } from 'node:perf_hooks';
 import { LockBackendError, LockNotAcquiredError } from '../errors';
-import type { Outcome, ReplicaAcks, Taken } from '../redis/lock-protocol';
-import { type DeadlineListener, DeadlineTimer } from './deadline-timer';
+import type { Outcome, ReplicaAcks, Taken } from './lock-protocol';
+import { type DeadlineListener, DeadlineTimer } from '../core/deadline-timer';
 import type { KeyLine } from './key-line';
 
 /** A key line of waiters. */
 type WaiterLine = KeyLine<Waiter>;
-import type { Lease, LeaseTaker } from './lease';
+import type { Lease, LeaseTaker } from '../core/lease';
 import {
   abortReason,
   FRESH_ANSWER_MS,
   MAX_POLL_MS,
   outageRetryDelay,
   retryDelay,
-} from './wait-rules';
+} from '../core/wait-rules';
 import { WakeLatch } from './wake-latch';
 
 /** How soon a racing waiter looks again when a release woke it but the key was still busy. */

@@ -1,8 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import { LockBackendError, LockNotAcquiredError } from '../errors';
-import type { Outcome, Taken } from '../redis/lock-protocol';
-import type { LeaseTaker, Lease } from './lease';
-import { abortReason, FRESH_ANSWER_MS, outageRetryDelay, retryDelay } from './wait-rules';
+import type { Outcome, Taken } from './lock-protocol';
+import type { LeaseTaker, Lease } from '../core/lease';
+import { abortReason, FRESH_ANSWER_MS, outageRetryDelay, retryDelay } from '../core/wait-rules';
 import { WakeLatch } from './wake-latch';
 
 /** A subscription to the release channels of some keys. */

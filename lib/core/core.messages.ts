@@ -1,5 +1,5 @@
 /**
- * The messages of the lock engine (`engine/`). The backends and `api/reentry.ts` word a mismatch
+ * The messages of the neutral core (`core/`). The backends and `api/reentry.ts` word a mismatch
  * of shared holds with them too.
  */
 

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { Chain } from '../chain';
-import type { Lease } from './lease';
+import type { Lease } from '../core/lease';
 
 /** What a key line needs of a waiting caller. */
 export interface LineWaiter {

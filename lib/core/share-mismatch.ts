@@ -1,5 +1,5 @@
 import { LockConfigError } from '../errors';
-import { MODE_MISMATCH, PERMITS_MISMATCH } from './engine.messages';
+import { MODE_MISMATCH, PERMITS_MISMATCH } from './core.messages';
 import type { Share } from './lease';
 
 /**

@@ -1,11 +1,11 @@
-import type { LockNotifier } from '../redis/lock-notifier';
-import type { LockProtocol, ReplicaAcks, Taken } from '../redis/lock-protocol';
+import type { LockNotifier } from './lock-notifier';
+import type { LockProtocol, ReplicaAcks, Taken } from './lock-protocol';
 import type { EnginePolicies } from './engine-policies';
 import type { Grants } from './grants';
 import type { KeyLine } from './key-line';
 import type { KeyLines } from './key-lines';
-import type { Lease, LeaseTaker, Leases } from './lease';
-import type { LockClientStats } from './lock-backend';
+import type { Lease, LeaseTaker, Leases } from '../core/lease';
+import type { LockClientStats } from '../core/lock-backend';
 import type { HandoffEngine } from './local-handoffs';
 import type { MultiKeyWaitContext } from './multi-key-wait';
 import type { SharedHoldsEngine } from './shared-holds';

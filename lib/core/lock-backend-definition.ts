@@ -1,5 +1,5 @@
 import type { LoggerService } from '@nestjs/common';
-import type { LockBackend } from '../engine/lock-backend';
+import type { LockBackend } from './lock-backend';
 
 /** What the module gives a backend when it builds the lock engine of one group. */
 export interface LockBackendContext {

@@ -1,9 +1,9 @@
 import { performance } from 'node:perf_hooks';
-import type { LockNotifier } from '../redis/lock-notifier';
-import type { LockProtocol } from '../redis/lock-protocol';
+import type { LockNotifier } from './lock-notifier';
+import type { LockProtocol } from './lock-protocol';
 import type { KeyLine as Line } from './key-line';
-import type { Lease, Leases } from './lease';
-import type { LockClientStats } from './lock-backend';
+import type { Lease, Leases } from '../core/lease';
+import type { LockClientStats } from '../core/lock-backend';
 import type { Tokens } from './tokens';
 import type { Waiter } from './waiter';
 

@@ -1,9 +1,9 @@
 import { performance } from 'node:perf_hooks';
-import type { Grant, KeySpace } from '../redis/key-space';
-import type { LockProtocol, Taken } from '../redis/lock-protocol';
+import type { Grant, KeySpace } from './key-space';
+import type { LockProtocol, Taken } from './lock-protocol';
 import type { KeyLines } from './key-lines';
-import type { LeaseTaker } from './lease';
-import type { LockClientStats, Share } from './lock-backend';
+import type { LeaseTaker } from '../core/lease';
+import type { LockClientStats, Share } from '../core/lock-backend';
 import type { SharedHolds } from './shared-holds';
 import { shareArg } from './shared-wait';
 import type { Tokens } from './tokens';

@@ -1,9 +1,9 @@
 import { LockNotAcquiredError } from '../errors';
-import type { LockProtocol, ReplicaAcks, Taken } from '../redis/lock-protocol';
+import type { LockProtocol, ReplicaAcks, Taken } from './lock-protocol';
 import type { EnginePolicies } from './engine-policies';
-import { KeyCounts } from './key-counts';
-import type { Lease, LeaseTaker, Leases } from './lease';
-import type { AcquireRequest, LockClientStats, Share } from './lock-backend';
+import { KeyCounts } from '../core/key-counts';
+import type { Lease, LeaseTaker, Leases } from '../core/lease';
+import type { AcquireRequest, LockClientStats, Share } from '../core/lock-backend';
 import { waitForKeys } from './multi-key-wait';
 import {
   conflictError,

@@ -1,5 +1,5 @@
 import { LockConfigError } from '../errors';
-import { UNKNOWN_POLICY } from './engine.messages';
+import { UNKNOWN_POLICY } from '../core/core.messages';
 
 /**
  * The engine's fast paths, each one switchable (all on by default). With every one off the
