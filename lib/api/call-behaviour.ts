@@ -1,6 +1,5 @@
 import type { LockedOptions } from '../interfaces';
-import type { AcquireRequest, LockBackend, Share } from '../core/lock-backend';
-import type { ReplicaAcks } from '../redis/lock-protocol';
+import type { AcquireRequest, LockBackend, ReplicaAcks, Share } from '../core/lock-backend';
 import { RANGES, type ResolvedRedlockOptions } from '../options/redlock-options';
 
 /**

@@ -39,9 +39,12 @@ import { LockTelemetry } from './lock-telemetry';
 
 /** Counters of a client group's waiting engine (see `LockService.stats`). */
 export interface LockStats {
-  /** Locks received by grant: a release in another process passed the key to a waiter here. */
+  /**
+   * Waits that ended with the key passed on by the server's line: the holder before let go and
+   * the key went to a waiter here (Redis: a grant; etcd, ZooKeeper: the entry ahead went).
+   */
   readonly grants: number;
-  /** Waiters woken by a release notification (`PUBLISH ... r`). */
+  /** Waiters woken by the server telling of a release (Redis: `PUBLISH`; etcd: a watch). */
   readonly notifiedWakeups: number;
   /** Waiters that retried on their fallback timer (holder's lease ran out, or a lost message). */
   readonly timerWakeups: number;
@@ -49,7 +52,10 @@ export interface LockStats {
   readonly localHandoffs: number;
   /** Acquire round trips sent. */
   readonly attempts: number;
-  /** Release channels this process listens to right now. */
+  /**
+   * Release channels this process listens to right now (Redis); 0 on a backend that does not
+   * subscribe per key (PostgreSQL, MySQL, etcd, ZooKeeper, memory).
+   */
   readonly subscriptions: number;
   /** Keys with local holders or waiters right now. */
   readonly queues: number;
@@ -226,7 +232,7 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
    */
   stats(client: string = DEFAULT_CLIENT): LockStats {
     const c = this.client(client);
-    return { ...c.stats, subscriptions: c.notifier.size, queues: c.queueCount };
+    return { ...c.stats, subscriptions: c.subscriptions ?? 0, queues: c.queueCount };
   }
 
   /**

@@ -1,7 +1,7 @@
 import { settleTo } from '../settle-to';
 import { KeyCounts } from './key-counts';
 import type { Lease } from './lease';
-import { type LockClientStats, noStats } from './lock-backend';
+import { type LockCounts, noCounts } from './lock-backend';
 
 /** A wait of this process for its keys, as `LocalLocks` knows it. @internal */
 export interface LocalWait {
@@ -62,15 +62,13 @@ export class LocalLocks<W extends LocalWait = LocalWait> {
 }
 
 /**
- * The part of `LockBackend` a backend whose locks live on the server answers alike: the counts,
- * from `LocalLocks` (extend it and keep `local` up to date), `releaseThen` over `release`, its
- * counters, and no release channels (its waiters hear of releases from the server).
+ * The part of `LockBackend` a backend whose locks live on the server answers alike: the local
+ * counts, from `LocalLocks` (extend it and keep `local` up to date), `releaseThen` over
+ * `release`, and its `stats`.
  * @internal
  */
 export abstract class LocallyCountedBackend<W extends LocalWait = LocalWait> {
-  readonly stats: LockClientStats = noStats();
-  /** No release channels of the Redis engine's kind. */
-  readonly notifier = { size: 0 } as const;
+  readonly stats: LockCounts = noCounts();
   /** What this process holds and awaits. */
   protected readonly local = new LocalLocks<W>();
 

@@ -1,9 +1,20 @@
-import type { ReplicaAcks } from '../redis/lock-protocol';
 import type { Lease, Share } from './lease';
 
 export type { Lease } from './lease';
 
 export type { Share } from './lease';
+
+/**
+ * Replicas of a server that must acknowledge every write that takes or keeps a lock, and how
+ * long to wait for them (the `replicaAcks` option: on Redis, `WAIT`). A backend whose writes a
+ * quorum confirms already (etcd, ZooKeeper) or that has no replicas to wait for ignores it.
+ * @internal
+ */
+export interface ReplicaAcks {
+  readonly replicas: number;
+  /** ms the wait for acknowledgements may block. */
+  readonly timeout: number;
+}
 
 /** One acquire call. @internal */
 export interface AcquireRequest {
@@ -19,22 +30,30 @@ export interface AcquireRequest {
   readonly acks?: ReplicaAcks;
 }
 
-/** Counters for tests and the benchmark. @internal */
-export interface LockClientStats {
-  /** Waiters woken by a release notification (PUBLISH). */
-  notifiedWakeups: number;
-  /** Waiters woken by their fallback timer (the holder's remaining lease, or the wait cap). */
-  timerWakeups: number;
-  /** Locks handed straight to a waiter of this process. */
-  localHandoffs: number;
-  /** Acquire round trips sent. */
+/**
+ * Counts every backend keeps, for tests, metrics and the benchmark (`LockService.stats()`), each
+ * meaning the same on every backend. A count a backend has no occasion for stays 0.
+ * @internal
+ */
+export interface LockCounts {
+  /** Acquire attempts sent to the server (first tries, retries, the tries of a sweep). */
   attempts: number;
-  /** Locks received by grant: a release in another process passed the key to us. */
+  /**
+   * Waits that ended with the key passed on by the server's own line: the holder before let go
+   * and the key went to this waiter (Redis: a grant message; etcd and ZooKeeper: the entry
+   * ahead went; memory: the line moved on).
+   */
   grants: number;
+  /** Holds passed from a holder of this process straight to the next waiter of this process. */
+  localHandoffs: number;
+  /** Waiters woken by the server telling of a release (Redis: PUBLISH; etcd: a watch event). */
+  notifiedWakeups: number;
+  /** Waiters woken by their own fallback timer (the holder's lease left, or the wait cap). */
+  timerWakeups: number;
 }
 
-/** Counters all at zero, for a new backend. @internal */
-export const noStats = (): LockClientStats => ({
+/** Counts all at zero, for a new backend. @internal */
+export const noCounts = (): LockCounts => ({
   notifiedWakeups: 0,
   timerWakeups: 0,
   localHandoffs: 0,
@@ -94,14 +113,19 @@ export interface LocalWait {
  *   is not overtaken by later readers; permits of N admit N holders; a hold of another kind than
  *   the key's current holders (another N, read against permits) is a LockConfigError;
  * - a lease lasts `ttl` ms unless `extend` renews it; `extend` answers false once it is lost.
+ *
+ * `L`: the backend's own lease type, when it keeps more per hold than `Lease`.
  * @internal
  */
-export interface LockBackend {
+export interface LockBackend<L extends Lease = Lease> {
   /** The client group's name. */
   readonly name: string;
-  readonly stats: LockClientStats;
-  /** Release channels listened to right now (`size`). */
-  readonly notifier: { readonly size: number };
+  readonly stats: LockCounts;
+  /**
+   * Server-side subscriptions this process listens to right now, for a backend that subscribes
+   * per key (Redis: release channels); undefined for one that does not.
+   */
+  readonly subscriptions?: number;
   /** Keys with local holders or waiters right now. */
   readonly queueCount: number;
   /** Whether `tryAcquireAny` is available (a segmented sweep in one call). */
@@ -115,28 +139,28 @@ export interface LockBackend {
    * @throws LockNotAcquiredError when still busy at the deadline
    * @throws LockBackendError when the backend cannot be asked, or the client closes
    */
-  acquire(keys: readonly string[], request: AcquireRequest): Promise<Lease>;
+  acquire(keys: readonly string[], request: AcquireRequest): Promise<L>;
   /** One try, no waiting: the lease, or the busy holder's remaining lease in ms. */
-  tryAcquire(keys: readonly string[], ttl: number, acks?: ReplicaAcks): Promise<Lease | number>;
+  tryAcquire(keys: readonly string[], ttl: number, acks?: ReplicaAcks): Promise<L | number>;
   /** One try at each key, in order; the first free one is taken. */
   tryAcquireAny(
     keys: readonly string[],
     ttl: number,
     acks?: ReplicaAcks,
-  ): Promise<{ lease: Lease; index: number } | number>;
+  ): Promise<{ lease: L; index: number } | number>;
   /** Renews the lease to `ttl` ms from now; false when it is no longer held. */
-  extend(lease: Lease, ttl: number): Promise<boolean>;
+  extend(lease: L, ttl: number): Promise<boolean>;
   /** The lease is known to be over: nothing of this process waits for its release any more. */
-  leaseEnded(lease: Lease): void;
+  leaseEnded(lease: L): void;
   /** Releases the lease (or hands it to the next waiter). */
-  release(lease: Lease): Promise<void>;
+  release(lease: L): Promise<void>;
   /** `release` answered by callback, once: `error` undefined when it succeeded. */
-  releaseThen(lease: Lease, done: (error?: unknown) => void): void;
+  releaseThen(lease: L, done: (error?: unknown) => void): void;
   /**
    * Gives the lease up without freeing the keys: they stay locked until `ms` from now, then
    * expire (`minHold`); this process forgets the hold at once.
    */
-  releaseByExpiry(lease: Lease, ms: number): Promise<void>;
+  releaseByExpiry(lease: L, ms: number): Promise<void>;
   /** Whether `key` is locked right now. */
   isLocked(key: string): Promise<boolean>;
   /** Ends every wait in progress (they reject with LockBackendError). */

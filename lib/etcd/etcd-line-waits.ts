@@ -1,5 +1,5 @@
 import type { Etcd3, IKeyValue, IRangeRequest, IWatchResponse, WatchBuilder } from 'etcd3';
-import type { LockClientStats, Share } from '../core/lock-backend';
+import type { LockCounts, Share } from '../core/lock-backend';
 import { outageRetryDelay } from '../core/wait-rules';
 import { LockBackendError } from '../errors';
 import { ETCD_SESSION_LOST, ETCD_WAITING_KEY_GONE } from './etcd.messages';
@@ -24,7 +24,7 @@ import type { OwnKeys } from './etcd-own-keys';
 export class LineWaits {
   constructor(
     private readonly client: Etcd3,
-    private readonly stats: LockClientStats,
+    private readonly stats: LockCounts,
     private readonly keys: OwnKeys,
   ) {}
 

@@ -197,7 +197,7 @@ export class EtcdLockBackend
       throw entry.mismatch;
     }
     if (entry.granted.every(Boolean)) {
-      return this.take(keys, names, session, entry.revision, ttl, startedAt, true, share);
+      return this.take(keys, names, session, entry.revision, ttl, startedAt, share);
     }
     if (waitTimeout <= 0) {
       this.keys.discard(names, entry.revision, session);
@@ -236,7 +236,7 @@ export class EtcdLockBackend
       this.local.waitEnded(wait);
     }
     this.stats.grants++;
-    return this.take(keys, names, session, entry.revision, ttl, startedAt, false, share);
+    return this.take(keys, names, session, entry.revision, ttl, startedAt, share);
   }
 
   async tryAcquire(keys: readonly string[], ttl: number): Promise<Lease | number> {
@@ -271,7 +271,7 @@ export class EtcdLockBackend
     if (!res.succeeded && !mine) return ttl;
     const revision = mine ? mine.create_revision : res.header.revision;
     this.keys.add(names, session, revision);
-    return this.take(keys, names, session, revision, ttl, startedAt, true);
+    return this.take(keys, names, session, revision, ttl, startedAt);
   }
 
   async tryAcquireAny(
@@ -469,7 +469,6 @@ export class EtcdLockBackend
     revision: string,
     ttl: number,
     startedAt: number,
-    uncontended: boolean,
     share?: Share,
   ): Lease {
     if (session.ended) {
@@ -481,11 +480,8 @@ export class EtcdLockBackend
       keys,
       names[0],
       keys.map(() => fence),
-      0,
       ttl,
-      uncontended,
       Math.min(start + ttl - this.leases.drift(ttl), session.validUntil),
-      Date.now(),
       start - startedAt,
     );
     lease.share = share;

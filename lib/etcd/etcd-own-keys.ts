@@ -1,5 +1,5 @@
 import type { Etcd3 } from 'etcd3';
-import type { LockClientStats } from '../core/lock-backend';
+import type { LockCounts } from '../core/lock-backend';
 import type { EtcdSession } from './etcd-session';
 import { cancelMark, noNewerThan, put } from './etcd-requests';
 import { Successors } from './etcd-successors';
@@ -27,7 +27,7 @@ export class OwnKeys {
   constructor(
     private readonly client: Etcd3,
     private readonly keyPrefix: string,
-    private readonly stats: LockClientStats,
+    private readonly stats: LockCounts,
     /** True once failed deletes are no longer worth trying again (the client is closed). */
     private readonly stopped: () => boolean,
   ) {}

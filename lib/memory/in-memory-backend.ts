@@ -2,12 +2,12 @@ import { performance } from 'node:perf_hooks';
 import { LockBackendError, LockNotAcquiredError } from '../errors';
 import { withStatedRetry } from '../errors/stated-retry';
 import { DeadlineTimer } from '../core/deadline-timer';
-import { type Lease, type LeaseTaker, Leases } from '../core/lease';
+import { Lease, type LeaseTaker, Leases } from '../core/lease';
 import {
   type AcquireRequest,
   type LockBackend,
-  type LockClientStats,
-  noStats,
+  type LockCounts,
+  noCounts,
   type Share,
   type LocalWait,
 } from '../core/lock-backend';
@@ -64,9 +64,7 @@ interface MemoryWaiter extends LeaseTaker {
  * @internal
  */
 export class InMemoryBackend implements LockBackend {
-  readonly stats: LockClientStats = noStats();
-  /** No subscriptions: releases wake waiters directly. */
-  readonly notifier = { size: 0 } as const;
+  readonly stats: LockCounts = noCounts();
   readonly canTakeAny = true;
   private readonly leases: Leases;
   private readonly states = new Map<string, KeyState>();
@@ -102,7 +100,7 @@ export class InMemoryBackend implements LockBackend {
   }
 
   async acquire(keys: readonly string[], request: AcquireRequest): Promise<Lease> {
-    const { ttl, waitTimeout, signal, acks } = request;
+    const { ttl, waitTimeout, signal } = request;
     const startedAt = performance.now();
     if (this.closed) throw abortReason(keys);
     if (signal?.aborted) throw signal.reason;
@@ -115,8 +113,8 @@ export class InMemoryBackend implements LockBackend {
     }
     const { share } = request;
     this.checkKind(keys, share);
-    const taker: LeaseTaker = { token: this.nextToken(), ttl, startedAt, acks };
-    if (this.free(keys, share)) return this.take(keys, taker, true, share);
+    const taker: LeaseTaker = { token: this.nextToken(), ttl, startedAt };
+    if (this.free(keys, share)) return this.take(keys, taker, share);
     if (waitTimeout <= 0) {
       throw new LockNotAcquiredError(keys, performance.now() - startedAt, this.pttl(keys, ttl));
     }
@@ -129,7 +127,7 @@ export class InMemoryBackend implements LockBackend {
     const turnedAway = this.busyRules.turnsAway(keys, false, ttl);
     if (turnedAway) return turnedAway.retryAfterMs;
     if (!this.free(keys)) return this.pttl(keys, ttl);
-    return this.take(keys, { token: this.nextToken(), ttl, startedAt: performance.now() }, true);
+    return this.take(keys, { token: this.nextToken(), ttl, startedAt: performance.now() });
   }
 
   async tryAcquireAny(
@@ -145,7 +143,7 @@ export class InMemoryBackend implements LockBackend {
       if (ruled.includes(keys[index])) continue;
       if (this.free(key)) {
         const taker = { token: this.nextToken(), ttl, startedAt: performance.now() };
-        return { lease: this.take(key, taker, true), index };
+        return { lease: this.take(key, taker), index };
       }
       shortest = Math.min(shortest, this.pttl(key, ttl));
     }
@@ -332,24 +330,20 @@ export class InMemoryBackend implements LockBackend {
     return left > 0 ? left : fallback;
   }
 
-  private take(
-    keys: readonly string[],
-    taker: LeaseTaker,
-    uncontended: boolean,
-    share?: Share,
-  ): Lease {
+  private take(keys: readonly string[], taker: LeaseTaker, share?: Share): Lease {
     const start = performance.now();
     // A reader gets the fence as it is: the version it reads.
     const fences = keys.map((key) =>
       share === 'read' ? this.state(key).fence : ++this.state(key).fence,
     );
-    const lease = this.leases.taken(keys, taker, {
-      kind: 'ok',
+    const lease = new Lease(
+      keys,
+      taker.token,
       fences,
-      start,
-      spare: 0,
-      uncontended,
-    });
+      taker.ttl,
+      this.leases.validUntil(start, taker.ttl),
+      start - taker.startedAt,
+    );
     lease.share = share;
     const held: Held = { lease, expiresAt: start + taker.ttl };
     for (const key of keys) this.state(key).holders.push(held);
@@ -398,7 +392,7 @@ export class InMemoryBackend implements LockBackend {
       const ready = w.keys.every((k) => !claimed.has(k) && this.fits(this.state(k), w.share, now));
       if (ready) {
         this.stats.grants++;
-        w.settle(this.take(w.keys, w, false, w.share));
+        w.settle(this.take(w.keys, w, w.share));
       } else for (const k of w.keys) claimed.add(k);
     }
   }

@@ -4,8 +4,8 @@ import type { EnginePolicies } from './engine-policies';
 import type { Grants } from './grants';
 import type { KeyLine } from './key-line';
 import type { KeyLines } from './key-lines';
-import type { Lease, LeaseTaker, Leases } from '../core/lease';
-import type { LockClientStats } from '../core/lock-backend';
+import type { RedisLease, RedisTaker, RedisLeases } from './redis-lease';
+import type { LockCounts } from '../core/lock-backend';
 import type { HandoffEngine } from './local-handoffs';
 import type { MultiKeyWaitContext } from './multi-key-wait';
 import type { SharedHoldsEngine } from './shared-holds';
@@ -21,10 +21,10 @@ import { RESOLVED, type WakeUps } from './wake-ups';
  */
 export interface EngineCore {
   readonly protocol: LockProtocol;
-  readonly leases: Leases;
+  readonly leases: RedisLeases;
   readonly tokens: Tokens;
   readonly notifier: LockNotifier;
-  readonly stats: LockClientStats;
+  readonly stats: LockCounts;
   /** Single node: waiters queue in Redis and releases grant. */
   readonly fair: boolean;
   readonly localHandoffs: number;
@@ -38,13 +38,13 @@ export interface EngineCore {
   /** Whether the client closed. */
   closed(): boolean;
   /** The lease a round took (a single key's line counts it as held). */
-  hold(keys: readonly string[], taker: LeaseTaker, taken: Taken): Lease;
+  hold(keys: readonly string[], taker: RedisTaker, taken: Taken): RedisLease;
   /** A new acquisition's token, lease length and start. */
-  taker(ttl: number, acks: ReplicaAcks | undefined): LeaseTaker;
-  leaseEnded(lease: Lease): void;
-  holdReturned(lease: Lease, wakeHead: (line: KeyLine<Waiter>) => boolean): void;
-  giveBack(lease: Lease): Promise<void>;
-  release(lease: Lease): Promise<void>;
+  taker(ttl: number, acks: ReplicaAcks | undefined): RedisTaker;
+  leaseEnded(lease: RedisLease): void;
+  holdReturned(lease: RedisLease, wakeHead: (line: KeyLine<Waiter>) => boolean): void;
+  giveBack(lease: RedisLease): Promise<void>;
+  release(lease: RedisLease): Promise<void>;
 }
 
 /** What every wait of one key in a line needs (see `Waiter`). @internal */

@@ -2,8 +2,8 @@ import { performance } from 'node:perf_hooks';
 import type { Grant, KeySpace } from './key-space';
 import type { LockProtocol, Taken } from './lock-protocol';
 import type { KeyLines } from './key-lines';
-import type { LeaseTaker } from '../core/lease';
-import type { LockClientStats, Share } from '../core/lock-backend';
+import type { RedisTaker } from './redis-lease';
+import type { LockCounts, Share } from '../core/lock-backend';
 import type { SharedHolds } from './shared-holds';
 import { shareArg } from './shared-wait';
 import type { Tokens } from './tokens';
@@ -15,7 +15,7 @@ export interface GrantsEngine {
   readonly protocol: Pick<LockProtocol, 'extend' | 'abandon'>;
   readonly tokens: Pick<Tokens, 'holds'>;
   readonly lines: Pick<KeyLines<Waiter>, 'get'>;
-  readonly stats: LockClientStats;
+  readonly stats: LockCounts;
   /** The shared holds (built after the grants: asked for when a grant comes). */
   shared(): Pick<SharedHolds, 'grantee'>;
 }
@@ -68,7 +68,7 @@ export class Grants {
    */
   async claim(
     keys: readonly string[],
-    taker: LeaseTaker,
+    taker: RedisTaker,
     grant: GrantedKey,
     share?: Share,
   ): Promise<Taken | undefined> {

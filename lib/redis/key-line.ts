@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { Chain } from '../chain';
-import type { Lease } from '../core/lease';
+import type { RedisLease } from './redis-lease';
 
 /** What a key line needs of a waiting caller. */
 export interface LineWaiter {
@@ -103,8 +103,8 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
    * Holds of this key by this process whose release has not reached Redis yet: usually 0-1, so
    * the first is a field and only further ones take an array.
    */
-  private held?: Lease;
-  private moreHeld?: Lease[];
+  private held?: RedisLease;
+  private moreHeld?: RedisLease[];
   /** First tries in flight (callers arriving meanwhile queue behind them). */
   private trying = 0;
   /**
@@ -171,13 +171,13 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
   }
 
   /** A caller of this process holds the key now. */
-  hold(lease: Lease): void {
+  hold(lease: RedisLease): void {
     if (!this.held) this.held = lease;
     else (this.moreHeld ??= []).push(lease);
   }
 
   /** The key passed from one caller of this process to the next: the hold goes on. */
-  passHold(from: Lease, to: Lease): void {
+  passHold(from: RedisLease, to: RedisLease): void {
     if (this.held === from) return void (this.held = to);
     const i = this.moreHeld ? this.moreHeld.indexOf(from) : -1;
     if (i >= 0) this.moreHeld![i] = to;
@@ -188,7 +188,7 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
    * Redis has the key back (or it went to another process), so the hold is over. `wakeHead`:
    * whether the head must be told to try (a listening head hears the release itself).
    */
-  endHold(lease: Lease, wakeHead: boolean): void {
+  endHold(lease: RedisLease, wakeHead: boolean): void {
     this.forget(lease);
     if (wakeHead && !this.heldHere()) this.head?.wake();
   }
@@ -314,7 +314,7 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
    * or not: a released one is still being passed on (or given back), so fences reserved for the
    * token belong to it.
    */
-  leaseOf(token: string): Lease | undefined {
+  leaseOf(token: string): RedisLease | undefined {
     if (this.held?.token === token) return this.held;
     return this.moreHeld?.find((l) => l.token === token);
   }
@@ -387,7 +387,7 @@ export class KeyLine<W extends LineWaiter = LineWaiter> {
   }
 
   /** Stops counting `lease` (the first of the others takes the field). */
-  private forget(lease: Lease): void {
+  private forget(lease: RedisLease): void {
     if (this.held === lease) {
       this.held = this.moreHeld?.pop();
       return;

@@ -1,5 +1,5 @@
 import { KeyLine, type LineWaiter } from './key-line';
-import type { Lease } from '../core/lease';
+import type { RedisLease } from './redis-lease';
 
 /**
  * The key lines of one client group, created on first use and dropped when idle, so millions
@@ -55,7 +55,7 @@ export class KeyLines<W extends LineWaiter = LineWaiter> {
    * The hold of `lease` is over in this process: its line (single key) stops counting it and
    * may go. `wakeHead`: whether the line's head must be told to try now.
    */
-  holdReturned(lease: Lease, wakeHead: (line: KeyLine<W>) => boolean): void {
+  holdReturned(lease: RedisLease, wakeHead: (line: KeyLine<W>) => boolean): void {
     const line = lease.keys.length === 1 ? this.lines.get(lease.keys[0]) : undefined;
     if (!line) return;
     line.endHold(lease, wakeHead(line));

@@ -2,8 +2,8 @@ import { performance } from 'node:perf_hooks';
 import type { LockNotifier } from './lock-notifier';
 import type { LockProtocol } from './lock-protocol';
 import type { KeyLine as Line } from './key-line';
-import type { Lease, Leases } from '../core/lease';
-import type { LockClientStats } from '../core/lock-backend';
+import type { RedisLease, RedisLeases } from './redis-lease';
+import type { LockCounts } from '../core/lock-backend';
 import type { Tokens } from './tokens';
 import type { Waiter } from './waiter';
 
@@ -16,10 +16,10 @@ type KeyLine = Line<Waiter>;
  */
 export interface HandoffEngine {
   readonly protocol: Pick<LockProtocol, 'handoff' | 'refill' | 'releaseTo' | 'abandon'>;
-  readonly leases: Pick<Leases, 'passedOn' | 'taken'>;
+  readonly leases: Pick<RedisLeases, 'passedOn' | 'taken'>;
   readonly tokens: Pick<Tokens, 'hold' | 'drop'>;
   readonly notifier: Pick<LockNotifier, 'listenInBackground' | 'heardSince' | 'listening'>;
-  readonly stats: LockClientStats;
+  readonly stats: LockCounts;
   /** Single node: releases grant, and past its turn a key goes to another process's waiter. */
   readonly fair: boolean;
   readonly localHandoffs: number;
@@ -28,11 +28,11 @@ export interface HandoffEngine {
   /** Waits (briefly) for the group's grant channel, unless it is subscribed already. */
   subscribed(): Promise<void>;
   /** The lease is known to be over: its holder's watchdog is told. */
-  leaseEnded(lease: Lease): void;
+  leaseEnded(lease: RedisLease): void;
   /** The hold of `lease` is over in this process (`wakeHead`: its line's head must try now). */
-  holdReturned(lease: Lease, wakeHead: (line: KeyLine) => boolean): void;
+  holdReturned(lease: RedisLease, wakeHead: (line: KeyLine) => boolean): void;
   /** Gives the key back in Redis. */
-  giveBack(lease: Lease): Promise<void>;
+  giveBack(lease: RedisLease): Promise<void>;
 }
 
 /**
@@ -65,7 +65,7 @@ export class LocalHandoffs {
    * memory (its fences refilled in the background). The line counts the key as held until
    * Redis has it back, so our own head does not compete for a key this process still holds.
    */
-  async passOn(lease: Lease, line: KeyLine, next: Waiter): Promise<void> {
+  async passOn(lease: RedisLease, line: KeyLine, next: Waiter): Promise<void> {
     const limit = this.engine.localHandoffs;
     // Staying here past the bound needs the notices of other processes: listen (once).
     if (this.engine.fair && limit > 0) this.engine.notifier.listenInBackground();
@@ -110,7 +110,7 @@ export class LocalHandoffs {
    * RELEASE_TO (single node): the key to the oldest waiter of another process, `next` queued
    * behind it; or, with nobody else queued, to `next`. The pass to `next` has started.
    */
-  private async releaseTo(lease: Lease, line: KeyLine, next: Waiter): Promise<void> {
+  private async releaseTo(lease: RedisLease, line: KeyLine, next: Waiter): Promise<void> {
     const mark = line.noticeMark();
     const sentAt = performance.now();
     const r = await this.engine.protocol
@@ -144,14 +144,19 @@ export class LocalHandoffs {
   }
 
   /** passOn after a wait: to the head of the line now, or back to Redis if nobody waits. */
-  private passOnAgain(lease: Lease, line: KeyLine): Promise<void> {
+  private passOnAgain(lease: RedisLease, line: KeyLine): Promise<void> {
     const head = line.head;
     if (head && !this.engine.closed()) return this.passOn(lease, line, head);
     return this.engine.giveBack(lease);
   }
 
   /** The key passed from `lease` to `handed` for `next`; given back if `next` left meanwhile. */
-  private handTo(lease: Lease, handed: Lease, line: KeyLine, next: Waiter): Promise<void> {
+  private handTo(
+    lease: RedisLease,
+    handed: RedisLease,
+    line: KeyLine,
+    next: Waiter,
+  ): Promise<void> {
     line.passHold(lease, handed);
     if (handed.token !== lease.token) this.engine.tokens.drop(lease.token);
     if (next.handOver(handed)) return Promise.resolve();
@@ -167,7 +172,7 @@ export class LocalHandoffs {
    * none. The answer goes to whichever hold of the token is current by then; it also says
    * whether a waiter of another process is queued (a notice lost on the way is caught here).
    */
-  private refill(line: KeyLine, lease: Lease): void {
+  private refill(line: KeyLine, lease: RedisLease): void {
     // Not while the callers already waiting fit in the spare fences, nor with others waiting
     // when the passes left before the key goes public fit in them.
     if (lease.spare >= this.refillBelow || line.length - 1 <= lease.spare) return;
@@ -202,7 +207,7 @@ export class LocalHandoffs {
    * `Waiter.passStarts`: on a quorum the round waits for every node, and a lease of its own that
    * the waiter took meanwhile with the same token would be undone under it).
    */
-  private async handoff(lease: Lease, next: Waiter): Promise<Lease | undefined> {
+  private async handoff(lease: RedisLease, next: Waiter): Promise<RedisLease | undefined> {
     if (!next.passStarts()) return undefined;
     const taken = await this.engine.protocol
       .handoff(lease.keys, lease.token, next, next.acks)

@@ -12,7 +12,7 @@ import { Grants } from './grants';
 import type { KeyLine } from './key-line';
 import { KeyLines } from './key-lines';
 import { ALL_POLICIES, type EnginePolicies } from './engine-policies';
-import { type Lease, type LeaseTaker, Leases } from '../core/lease';
+import { type RedisLease, type RedisTaker, RedisLeases } from './redis-lease';
 import { type MultiKeyWaitContext, waitForKeys } from './multi-key-wait';
 import {
   type EngineCore,
@@ -29,13 +29,13 @@ import {
   type AcquireRequest,
   type LocalWait,
   type LockBackend,
-  type LockClientStats,
-  noStats,
+  type LockCounts,
+  noCounts,
 } from '../core/lock-backend';
 import { type LineWaitContext, Waiter } from './waiter';
 import { WakeUps } from './wake-ups';
 
-export type { Lease } from '../core/lease';
+export type { RedisLease } from './redis-lease';
 export type { RedisNode } from './redis-node';
 
 /** @internal */
@@ -56,7 +56,7 @@ export interface LockClientSettings {
  * The lock engine of one client group, as the rest of the library sees it: take, renew and give
  * back leases. It coordinates; the parts do the work:
  * - `KeyLine` (per key: local holds, the FIFO of waiting callers, first tries in flight),
- *   `Waiter` / `waitForKeys` (one caller's wait), `Leases` (lease arithmetic), `Tokens`;
+ *   `Waiter` / `waitForKeys` (one caller's wait), `RedisLeases` (lease arithmetic), `Tokens`;
  * - `Grants` (a grant reaching its waiter, which claims it),
  *   `WakeUps` (how waits hear releases and grants);
  * - `LocalHandoffs` (a freed key to the next caller of this process), `SharedHolds` (read holds
@@ -69,13 +69,13 @@ export interface LockClientSettings {
  * process when one waits (at most `localHandoffs` times in a row), in memory when it can.
  * @internal
  */
-export class LockClient implements LockBackend {
-  readonly stats: LockClientStats = noStats();
+export class LockClient implements LockBackend<RedisLease> {
+  readonly stats: LockCounts = noCounts();
   readonly notifier: LockNotifier;
   private readonly space: KeySpace;
   private readonly runner: ScriptRunner;
   private readonly protocol: LockProtocol;
-  private readonly leases: Leases;
+  private readonly leases: RedisLeases;
   private readonly tokens = new Tokens();
   private readonly lines = new KeyLines<Waiter>();
   /** Single node: waiters queue in Redis and releases grant. */
@@ -110,7 +110,7 @@ export class LockClient implements LockBackend {
       settings.connectionError,
       this.policies.writeBatching ? new WriteBatching() : undefined,
     );
-    this.leases = new Leases(settings.driftFactor);
+    this.leases = new RedisLeases(settings.driftFactor);
     this.protocol = new LockProtocol(
       nodes,
       this.space,
@@ -152,6 +152,11 @@ export class LockClient implements LockBackend {
     return this.protocol.quorum.size;
   }
 
+  /** Release channels listened to right now. */
+  get subscriptions(): number {
+    return this.notifier.size;
+  }
+
   /** Key lines alive (for tests: none once every caller left). */
   get queueCount(): number {
     let shared = 0;
@@ -182,7 +187,7 @@ export class LockClient implements LockBackend {
    * @throws LockNotAcquiredError when still busy at the deadline
    * @throws LockBackendError when too many nodes fail for a quorum, or the client closes
    */
-  acquire(keys: readonly string[], request: AcquireRequest): Promise<Lease> {
+  acquire(keys: readonly string[], request: AcquireRequest): Promise<RedisLease> {
     if (request.share !== undefined) return this.shared.acquire(keys, request, request.share);
     try {
       return this.acquireExclusive(keys, request);
@@ -195,7 +200,7 @@ export class LockClient implements LockBackend {
    * `acquire` of the exclusive lock. Not async (a synchronous throw is turned into a rejection
    * by `acquire`): the uncontended first try of one key costs one promise, answered by callback.
    */
-  private acquireExclusive(keys: readonly string[], request: AcquireRequest): Promise<Lease> {
+  private acquireExclusive(keys: readonly string[], request: AcquireRequest): Promise<RedisLease> {
     const { ttl, waitTimeout, signal, acks } = request;
     const taker = this.taker(ttl, acks);
     const { startedAt } = taker;
@@ -228,7 +233,7 @@ export class LockClient implements LockBackend {
         }
         if (first!.kind === 'ok') {
           // Counted as held before the try ends, so the callers queued behind wait for a handoff.
-          let lease: Lease;
+          let lease: RedisLease;
           try {
             lease = this.hold(keys, taker, first!, line);
           } catch (err) {
@@ -252,11 +257,11 @@ export class LockClient implements LockBackend {
   /** Several keys: one try at all of them, then a race for each (`waitForKeys`). */
   private async acquireAll(
     keys: readonly string[],
-    taker: LeaseTaker,
+    taker: RedisTaker,
     waitTimeout: number,
     deadline: number,
     signal: AbortSignal | undefined,
-  ): Promise<Lease> {
+  ): Promise<RedisLease> {
     const { token, ttl, startedAt, acks } = taker;
     const waits = waitTimeout > 0;
     const first = await this.protocol.attempt(keys, token, ttl, 0, startedAt, acks, waits);
@@ -274,7 +279,7 @@ export class LockClient implements LockBackend {
     keys: readonly string[],
     ttl: number,
     acks?: ReplicaAcks,
-  ): Promise<Lease | number> {
+  ): Promise<RedisLease | number> {
     // Held, tried or awaited here: busy for sure, no round trip needed.
     if (keys.length === 1 && this.lines.get(keys[0])?.occupied()) return ttl;
     const taker = this.taker(ttl, acks);
@@ -291,7 +296,7 @@ export class LockClient implements LockBackend {
     keys: readonly string[],
     ttl: number,
     acks?: ReplicaAcks,
-  ): Promise<{ lease: Lease; index: number } | number> {
+  ): Promise<{ lease: RedisLease; index: number } | number> {
     const candidates: number[] = [];
     keys.forEach((key, i) => {
       if (!this.lines.get(key)?.occupied()) candidates.push(i);
@@ -315,7 +320,7 @@ export class LockClient implements LockBackend {
    * @returns false when the lock is no longer held by this lease
    * @throws LockBackendError when too many nodes fail to tell
    */
-  async extend(lease: Lease, ttl: number, batched = false): Promise<boolean> {
+  async extend(lease: RedisLease, ttl: number, batched = false): Promise<boolean> {
     const start = performance.now();
     const ok = await this.protocol.extend(
       lease.keys,
@@ -335,7 +340,7 @@ export class LockClient implements LockBackend {
    * The lease is known to be over (lost, or run out with no renewal): callers of this process
    * waiting for its key stop waiting for its release.
    */
-  leaseEnded(lease: Lease): void {
+  leaseEnded(lease: RedisLease): void {
     lease.end();
     if (lease.keys.length === 1) this.lines.get(lease.keys[0])?.holdEnded();
     // Found by a refill or a caller's own renewal: the holder's watchdog reports it now.
@@ -348,7 +353,7 @@ export class LockClient implements LockBackend {
    * @throws LockBackendError when no majority of nodes could be told (the lease then expires by
    *   itself)
    */
-  release(lease: Lease): Promise<void> {
+  release(lease: RedisLease): Promise<void> {
     return promiseFrom((done) => this.releaseThen(lease, done));
   }
 
@@ -356,7 +361,7 @@ export class LockClient implements LockBackend {
    * `release` answered by callback (`error` undefined: done): a lease nobody of this process
    * waits for is given back with no promise made.
    */
-  releaseThen(lease: Lease, done: (error?: unknown) => void): void {
+  releaseThen(lease: RedisLease, done: (error?: unknown) => void): void {
     if (lease.released) return done();
     lease.released = true;
     if (lease.share === undefined) {
@@ -376,7 +381,7 @@ export class LockClient implements LockBackend {
    * @throws LockBackendError when no majority of nodes could be told (the lease then expires by
    *   itself)
    */
-  releaseByExpiry(lease: Lease, ms: number): Promise<void> {
+  releaseByExpiry(lease: RedisLease, ms: number): Promise<void> {
     if (lease.released) return Promise.resolve();
     lease.released = true;
     if (lease.share !== undefined) return this.shared.releaseByExpiry(lease, ms);
@@ -448,10 +453,10 @@ export class LockClient implements LockBackend {
    */
   private hold(
     keys: readonly string[],
-    taker: LeaseTaker,
+    taker: RedisTaker,
     taken: Taken,
     known?: KeyLine<Waiter>,
-  ): Lease {
+  ): RedisLease {
     const lease = this.leases.taken(keys, taker, taken);
     if (keys.length === 1) {
       const line = known ?? this.lines.of(keys[0]);
@@ -474,7 +479,7 @@ export class LockClient implements LockBackend {
    * (nobody of this process waiting, the bound reached, a waiter that left during a handoff).
    */
   private giveBackThen(
-    lease: Lease,
+    lease: RedisLease,
     done: (error?: unknown) => void,
     // The key's line when the caller has just looked it up (a release): not looked up twice.
     line = lease.keys.length === 1 ? this.lines.get(lease.keys[0]) : undefined,
@@ -493,7 +498,7 @@ export class LockClient implements LockBackend {
   }
 
   /** A new acquisition's token, lease length and start. */
-  private taker(ttl: number, acks: ReplicaAcks | undefined): LeaseTaker {
+  private taker(ttl: number, acks: ReplicaAcks | undefined): RedisTaker {
     return { token: this.tokens.next(), ttl, startedAt: performance.now(), acks };
   }
 

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { LockBackendError, LockNotAcquiredError } from '../errors';
 import type { Outcome, Taken } from './lock-protocol';
-import type { LeaseTaker, Lease } from '../core/lease';
+import type { RedisTaker, RedisLease } from './redis-lease';
 import { abortReason, FRESH_ANSWER_MS, outageRetryDelay, retryDelay } from '../core/wait-rules';
 import { WakeLatch } from './wake-latch';
 
@@ -20,13 +20,13 @@ export interface ReleaseWatch {
  */
 export type Granted =
   | { readonly kind: 'grant'; claim(): Promise<Taken | undefined> }
-  | { readonly kind: 'handed'; readonly lease: Lease };
+  | { readonly kind: 'handed'; readonly lease: RedisLease };
 
 /** What a multi-key wait needs from the engine. @internal */
 export interface MultiKeyWaitContext {
   readonly closing: AbortSignal;
-  attempt(keys: readonly string[], taker: LeaseTaker, waitMs: number): Promise<Outcome>;
-  hold(keys: readonly string[], taker: LeaseTaker, taken: Taken): Lease;
+  attempt(keys: readonly string[], taker: RedisTaker, waitMs: number): Promise<Outcome>;
+  hold(keys: readonly string[], taker: RedisTaker, taken: Taken): RedisLease;
   /** Calls `onRelease` at each release of any of `keys`. */
   watch(keys: readonly string[], onRelease: () => void): ReleaseWatch;
   abandon(keys: readonly string[], token: string): void;
@@ -42,7 +42,7 @@ export interface MultiKeyWaitContext {
     attempting: () => boolean,
   ): () => void;
   /** A permit passed to a wait that ended meanwhile (aborted, closed): it goes on or back. */
-  unusedShare?(lease: Lease): void;
+  unusedShare?(lease: RedisLease): void;
 }
 
 /**
@@ -57,10 +57,10 @@ export interface MultiKeyWaitContext {
 export async function waitForKeys(
   ctx: MultiKeyWaitContext,
   keys: readonly string[],
-  taker: LeaseTaker,
+  taker: RedisTaker,
   deadline: number,
   signal: AbortSignal | undefined,
-): Promise<Lease> {
+): Promise<RedisLease> {
   const latch = new WakeLatch();
   let granted: Granted | undefined;
   let done = false;
@@ -80,11 +80,11 @@ export async function waitForKeys(
     },
     () => inFlight,
   );
-  const hold = (taken: Taken): Lease => {
+  const hold = (taken: Taken): RedisLease => {
     held = true;
     return ctx.hold(keys, taker, taken);
   };
-  const handed = (lease: Lease): Lease => {
+  const handed = (lease: RedisLease): RedisLease => {
     held = true;
     return lease;
   };

@@ -2,8 +2,8 @@ import { LockNotAcquiredError } from '../errors';
 import type { LockProtocol, ReplicaAcks, Taken } from './lock-protocol';
 import type { EnginePolicies } from './engine-policies';
 import { KeyCounts } from '../core/key-counts';
-import type { Lease, LeaseTaker, Leases } from '../core/lease';
-import type { AcquireRequest, LockClientStats, Share } from '../core/lock-backend';
+import type { RedisLease, RedisTaker, RedisLeases } from './redis-lease';
+import type { AcquireRequest, LockCounts, Share } from '../core/lock-backend';
 import { waitForKeys } from './multi-key-wait';
 import {
   conflictError,
@@ -28,9 +28,9 @@ export interface SharedHoldsEngine extends SharedWaitEngine {
     LockProtocol,
     'attemptShared' | 'abandon' | 'extend' | 'release' | 'passShare'
   >;
-  readonly leases: Pick<Leases, 'taken'>;
+  readonly leases: Pick<RedisLeases, 'taken'>;
   readonly tokens: Pick<Tokens, 'hold' | 'drop'>;
-  readonly stats: LockClientStats;
+  readonly stats: LockCounts;
   /** Single node: a shared wait of one key queues in Redis and a release grants it. */
   readonly fair: boolean;
   /** Fast paths switched on: `permitPass` is taken here. */
@@ -38,7 +38,7 @@ export interface SharedHoldsEngine extends SharedWaitEngine {
   /** Whether the client closed: a freed permit then goes back to Redis, not on. */
   closed(): boolean;
   /** A new acquisition's token, lease length and start. */
-  taker(ttl: number, acks: ReplicaAcks | undefined): LeaseTaker;
+  taker(ttl: number, acks: ReplicaAcks | undefined): RedisTaker;
 }
 
 /**
@@ -76,7 +76,11 @@ export class SharedHolds implements SharedWaitOwner {
    * A read hold or a permit. One first try; then, on a single node, one key, queued in Redis and
    * granted by the release that makes room; otherwise racing like several keys.
    */
-  async acquire(keys: readonly string[], request: AcquireRequest, share: Share): Promise<Lease> {
+  async acquire(
+    keys: readonly string[],
+    request: AcquireRequest,
+    share: Share,
+  ): Promise<RedisLease> {
     const { ttl, waitTimeout, signal, acks } = request;
     if (signal?.aborted) throw signal.reason;
     const taker = this.engine.taker(ttl, acks);
@@ -117,7 +121,7 @@ export class SharedHolds implements SharedWaitOwner {
   }
 
   /** The lease of a round that took a share (for `SharedWait` too). */
-  hold(keys: readonly string[], taker: LeaseTaker, taken: Taken, share: Share): Lease {
+  hold(keys: readonly string[], taker: RedisTaker, taken: Taken, share: Share): RedisLease {
     const { leases, tokens } = this.engine;
     const lease = leases.taken(keys, taker, taken);
     lease.share = share;
@@ -131,7 +135,7 @@ export class SharedHolds implements SharedWaitOwner {
    * goes back to Redis (the last of all holders frees or grants the key, as a writer's release
    * does).
    */
-  release(lease: Lease): Promise<void> {
+  release(lease: RedisLease): Promise<void> {
     this.done(lease.keys);
     const passes = this.engine.policies.permitPass && !this.engine.closed();
     const next = passes ? this.permitWaitFor(lease) : undefined;
@@ -140,7 +144,7 @@ export class SharedHolds implements SharedWaitOwner {
   }
 
   /** `LockClient.releaseByExpiry` of a share: it stays locked `ms` more. */
-  releaseByExpiry(lease: Lease, ms: number): Promise<void> {
+  releaseByExpiry(lease: RedisLease, ms: number): Promise<void> {
     this.done(lease.keys);
     return this.letExpire(lease, ms);
   }
@@ -172,7 +176,7 @@ export class SharedHolds implements SharedWaitOwner {
   }
 
   /** The share's lease is set to end in `ms` (not renewed): the other holders go on meanwhile. */
-  private letExpire(lease: Lease, ms: number): Promise<void> {
+  private letExpire(lease: RedisLease, ms: number): Promise<void> {
     this.engine.tokens.drop(lease.token);
     const { keys, token, acks, share } = lease;
     return this.engine.protocol
@@ -181,7 +185,7 @@ export class SharedHolds implements SharedWaitOwner {
   }
 
   /** Gives a share back to Redis. */
-  private giveBack(lease: Lease): Promise<void> {
+  private giveBack(lease: RedisLease): Promise<void> {
     const { engine } = this;
     engine.tokens.drop(lease.token);
     return engine.protocol.release(lease.keys, lease.token).then(() => undefined);
@@ -194,7 +198,7 @@ export class SharedHolds implements SharedWaitOwner {
    * back to Redis (then it goes back to the Redis queue, so that waiter gets its turn; a pass
    * with nobody of another process queued ahead does not count).
    */
-  private permitWaitFor(lease: Lease): PermitWait | undefined {
+  private permitWaitFor(lease: RedisLease): PermitWait | undefined {
     const { share } = lease;
     if (typeof share !== 'number' || lease.acks || lease.passes >= this.engine.localHandoffs) {
       return undefined;
@@ -214,7 +218,7 @@ export class SharedHolds implements SharedWaitOwner {
    * renewed to the waiter's lease, a new fence): the waiter holds it with the holder's token.
    * Given back as usual when the share was lost, or the wait ended meanwhile.
    */
-  private async passPermit(lease: Lease, next: PermitWait): Promise<void> {
+  private async passPermit(lease: RedisLease, next: PermitWait): Promise<void> {
     const { engine } = this;
     next.passing = true;
     const pass = await engine.protocol

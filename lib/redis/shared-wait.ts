@@ -2,7 +2,7 @@ import { LockConfigError } from '../errors';
 import type { Grant } from './key-space';
 import type { LockProtocol, Outcome, SharedOutcome, Taken } from './lock-protocol';
 import { MODE_MISMATCH, PERMITS_MISMATCH } from '../core/core.messages';
-import type { Lease, LeaseTaker } from '../core/lease';
+import type { RedisLease, RedisTaker } from './redis-lease';
 import type { Share } from '../core/lock-backend';
 import type { Granted, MultiKeyWaitContext, ReleaseWatch } from './multi-key-wait';
 import type { Tokens } from './tokens';
@@ -23,11 +23,11 @@ export interface SharedWaitEngine {
   /** Confirms a grant (its claim): undefined when the key was lost meanwhile. */
   claim(
     keys: readonly string[],
-    taker: LeaseTaker,
+    taker: RedisTaker,
     grant: GrantedKey,
     share: Share,
   ): Promise<Taken | undefined>;
-  release(lease: Lease): Promise<void>;
+  release(lease: RedisLease): Promise<void>;
 }
 
 /**
@@ -36,7 +36,7 @@ export interface SharedWaitEngine {
  * @internal
  */
 export interface SharedWaitOwner {
-  hold(keys: readonly string[], taker: LeaseTaker, taken: Taken, share: Share): Lease;
+  hold(keys: readonly string[], taker: RedisTaker, taken: Taken, share: Share): RedisLease;
   expectGrant(token: string, grantee: SharedGrantee): void;
   grantEnded(token: string, key: string, permit: PermitWait | undefined): void;
   permitWaitStarted(key: string, wait: PermitWait): void;
@@ -56,7 +56,7 @@ export interface SharedGrantee {
  */
 export interface PermitWait {
   readonly share: number;
-  readonly taker: LeaseTaker;
+  readonly taker: RedisTaker;
   /** Whether an attempt of the wait is on its way. */
   attempting(): boolean;
   /** A holder's pass to it is on its way (no other holder picks it meanwhile). */
@@ -83,7 +83,7 @@ export class SharedWait implements MultiKeyWaitContext {
     private readonly engine: SharedWaitEngine,
     private readonly keys: readonly string[],
     private readonly share: Share,
-    private readonly waiter: LeaseTaker,
+    private readonly waiter: RedisTaker,
     private readonly queued: boolean,
   ) {
     this.closing = engine.keysWait.closing;
@@ -92,7 +92,7 @@ export class SharedWait implements MultiKeyWaitContext {
       this.grants = (token, deliver, attempting) => this.granted(token, deliver, attempting);
   }
 
-  async attempt(keys: readonly string[], taker: LeaseTaker, waitMs: number): Promise<Outcome> {
+  async attempt(keys: readonly string[], taker: RedisTaker, waitMs: number): Promise<Outcome> {
     const r: SharedOutcome = await this.engine.protocol.attemptShared(
       keys,
       taker.token,
@@ -106,7 +106,7 @@ export class SharedWait implements MultiKeyWaitContext {
     return r;
   }
 
-  hold(keys: readonly string[], taker: LeaseTaker, taken: Taken): Lease {
+  hold(keys: readonly string[], taker: RedisTaker, taken: Taken): RedisLease {
     return this.holds.hold(keys, taker, taken, this.share);
   }
 
@@ -125,7 +125,7 @@ export class SharedWait implements MultiKeyWaitContext {
     this.engine.keysWait.timerWakeup();
   }
 
-  unusedShare(lease: Lease): void {
+  unusedShare(lease: RedisLease): void {
     // Counted again: its release counts it out.
     this.holds.started(lease.keys);
     void this.engine.release(lease).catch(() => undefined);

@@ -6,7 +6,7 @@ import type { KeyLine } from './key-line';
 
 /** A key line of waiters. */
 type WaiterLine = KeyLine<Waiter>;
-import type { Lease, LeaseTaker } from '../core/lease';
+import type { RedisLease, RedisTaker } from './redis-lease';
 import {
   abortReason,
   FRESH_ANSWER_MS,
@@ -26,9 +26,9 @@ export interface LineWaitContext {
   /** Aborted when the client closes. */
   readonly closing: AbortSignal;
   /** One acquire round that queues (fair) or flags (racing) for `waitMs`. */
-  attempt(keys: readonly string[], taker: LeaseTaker, waitMs: number): Promise<Outcome>;
+  attempt(keys: readonly string[], taker: RedisTaker, waitMs: number): Promise<Outcome>;
   /** The lease of a round that took the key (the line counts it as held). */
-  hold(keys: readonly string[], taker: LeaseTaker, taken: Taken): Lease;
+  hold(keys: readonly string[], taker: RedisTaker, taken: Taken): RedisLease;
   /** Subscribes as the group needs, so a release wakes the line's head; never waits long. */
   listen(line: WaiterLine): Promise<void>;
   /** Whether `token` holds the key now (a grant made it ours). */
@@ -44,7 +44,7 @@ export interface LineWaitContext {
    * from its claim window to the waiter's full lease. The round's outcome (the lease runs from
    * the moment the claim was sent), or undefined when the key is no longer the token's.
    */
-  claim(keys: readonly string[], taker: LeaseTaker, grant: GrantedKey): Promise<Taken | undefined>;
+  claim(keys: readonly string[], taker: RedisTaker, grant: GrantedKey): Promise<Taken | undefined>;
 }
 
 /** What a grant message gave a waiter's token: its fence and the spare ones after it. */
@@ -65,13 +65,13 @@ export interface GrantedKey {
  * waitTimeout + commandTimeout, never with contention reported for an outage).
  * @internal
  */
-export class Waiter implements LeaseTaker, DeadlineListener {
+export class Waiter implements RedisTaker, DeadlineListener {
   readonly token: string;
   readonly ttl: number;
   readonly startedAt: number;
   readonly acks?: ReplicaAcks;
   /** The wait itself: settles once, with the lease or why there is none. */
-  readonly lease: Promise<Lease>;
+  readonly lease: Promise<RedisLease>;
   /** It may sit in the key's Redis queue (so it must leave it when it gives up). */
   enqueued = false;
   /** Queued in Redis by this process's last holder, so a grant is on its way. */
@@ -90,7 +90,7 @@ export class Waiter implements LeaseTaker, DeadlineListener {
 
   private readonly latch = new WakeLatch();
   private readonly deadlineTimer: DeadlineTimer;
-  private resolve!: (lease: Lease) => void;
+  private resolve!: (lease: RedisLease) => void;
   private reject!: (reason: unknown) => void;
   /** An attempt is on its way (giving up must undo it). */
   private attempting = false;
@@ -118,7 +118,7 @@ export class Waiter implements LeaseTaker, DeadlineListener {
     private readonly ctx: LineWaitContext,
     private readonly line: WaiterLine,
     private readonly keys: readonly string[],
-    taker: LeaseTaker,
+    taker: RedisTaker,
     readonly deadline: number,
     private readonly signal: AbortSignal | undefined,
     first: boolean,
@@ -128,7 +128,7 @@ export class Waiter implements LeaseTaker, DeadlineListener {
     this.startedAt = taker.startedAt;
     this.acks = taker.acks;
     this.lastPttl = taker.ttl;
-    this.lease = new Promise<Lease>((resolve, reject) => {
+    this.lease = new Promise<RedisLease>((resolve, reject) => {
       this.resolve = resolve;
       this.reject = reject;
     });
@@ -189,7 +189,7 @@ export class Waiter implements LeaseTaker, DeadlineListener {
   }
 
   /** Hands the waiter a lease; false if it already left (the caller keeps the lease then). */
-  handOver(lease: Lease): boolean {
+  handOver(lease: RedisLease): boolean {
     if (this.done) return false;
     this.finish();
     this.resolve(lease);

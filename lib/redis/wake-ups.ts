@@ -1,7 +1,7 @@
 import { type KeySpace, RELEASED_MESSAGE } from './key-space';
 import type { LockNotifier } from './lock-notifier';
 import type { LineListener } from './key-line';
-import type { LockClientStats } from '../core/lock-backend';
+import type { LockCounts } from '../core/lock-backend';
 import type { ReleaseWatch } from './multi-key-wait';
 
 /**
@@ -15,7 +15,7 @@ export class WakeUps {
   constructor(
     private readonly notifier: Pick<LockNotifier, 'listen' | 'listening' | 'ready'>,
     private readonly space: Pick<KeySpace, 'releaseChannel'>,
-    private readonly stats: LockClientStats,
+    private readonly stats: LockCounts,
     private readonly commandTimeout: number,
   ) {}
 

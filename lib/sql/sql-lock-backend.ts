@@ -441,11 +441,8 @@ export class SqlLockBackend<S extends SqlSession>
       keys,
       token,
       fences,
-      0,
       ttl,
-      false,
       this.leases.validUntil(start, ttl),
-      Date.now(),
       start - startedAt,
     );
     lease.share = share;

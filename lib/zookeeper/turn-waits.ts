@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { LockClientStats, Share } from '../core/lock-backend';
+import type { LockCounts, Share } from '../core/lock-backend';
 import { abortReason } from '../core/wait-rules';
 import type { HeldNode, ZnodeLines } from './znode-lines';
 import { backendError } from './zookeeper-errors';
@@ -15,7 +15,7 @@ export interface Wait {
 export interface TurnScope {
   readonly session: ZooKeeperSession;
   readonly lines: ZnodeLines;
-  readonly stats: LockClientStats;
+  readonly stats: LockCounts;
   parentOf(key: string): string;
   /** Whether the backend is closing (no new wait starts). */
   isClosed(): boolean;

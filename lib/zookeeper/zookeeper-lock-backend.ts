@@ -194,13 +194,11 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     const { ttl, waitTimeout, signal, share } = request;
     const token = this.nextToken();
     const taken: HeldNode[] = [];
-    let uncontended = true;
     try {
       for (const key of keys) {
         const entered = await this.lines.enter(key, token, share, keys);
         taken.push(entered.node);
         if (entered.admitted) continue;
-        uncontended = false;
         if (
           waitTimeout <= 0 ||
           !(await this.turns.waitTurn(entered.node, share, keys, deadline, signal, wait))
@@ -213,7 +211,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
       this.leave(taken);
       throw error;
     }
-    return this.hold(keys, token, taken, ttl, share, startedAt, uncontended);
+    return this.hold(keys, token, taken, ttl, share, startedAt);
   }
 
   /**
@@ -252,7 +250,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
       this.leave(taken);
       throw error;
     }
-    return this.hold(keys, token, taken, ttl, undefined, startedAt, true);
+    return this.hold(keys, token, taken, ttl, undefined, startedAt);
   }
 
   async tryAcquireAny(
@@ -272,7 +270,6 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
           ttl,
           undefined,
           startedAt,
-          true,
         );
         return { lease, index };
       }
@@ -398,7 +395,6 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     ttl: number,
     share: Share | undefined,
     startedAt: number,
-    uncontended: boolean,
   ): Promise<Lease> {
     if (performance.now() >= this.sessionValidUntil()) {
       try {
@@ -414,11 +410,8 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
       keys,
       token,
       nodes.map((n) => n.fence),
-      0,
       ttl,
-      uncontended,
       Math.min(this.leases.validUntil(now, ttl), this.sessionValidUntil()),
-      Date.now(),
       now - startedAt,
     );
     lease.share = share;

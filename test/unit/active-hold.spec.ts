@@ -3,7 +3,7 @@ import type { LockBackend } from '../../lib/core/lock-backend';
 import { Lease } from '../../lib/core/lease';
 import { LockLostError } from '../../lib/errors';
 
-const lease = () => new Lease(['k'], 'p.1', [7], 0, 1_000, true, 1e12, 0, 0);
+const lease = () => new Lease(['k'], 'p.1', [7], 1_000, 1e12, 0);
 const client = { name: 'default' } as LockBackend;
 
 /** An owner that records what its holds call back. */

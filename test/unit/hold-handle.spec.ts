@@ -6,17 +6,9 @@ import { LockConfigError, LockLostError } from '../../lib/errors';
 
 /** A hold of keys a and b, fences 41 and 42, whose client renews while `renews` says so. */
 function held(renews = true) {
-  const lease = new Lease(
-    ['a', 'b'],
-    'p.1',
-    [41, 42],
-    0,
-    1_000,
-    false,
-    1e12,
-    1_700_000_000_000,
-    12.5,
-  );
+  // A lease's acquiredAt is the epoch clock when it is made.
+  jest.spyOn(Date, 'now').mockReturnValueOnce(1_700_000_000_000);
+  const lease = new Lease(['a', 'b'], 'p.1', [41, 42], 1_000, 1e12, 12.5);
   const extend = jest.fn(async () => renews);
   const client = { name: 'default', extend } as unknown as LockBackend;
   const finish = jest.fn(async () => undefined);

@@ -1,5 +1,5 @@
 import { KeyLine, type LineListener, type LineWaiter } from '../../lib/redis/key-line';
-import { Lease } from '../../lib/core/lease';
+import { RedisLease } from '../../lib/redis/redis-lease';
 import { type ManualClock, manualPerformanceNow } from './support/clock';
 
 /** A waiter that counts its wake-ups. */
@@ -15,9 +15,9 @@ class CountingWaiter implements LineWaiter {
 
 let leaseCount = 0;
 /** A single-key lease valid until `validUntil`. */
-function leaseUntil(validUntil: number, key = 'k'): Lease {
+function leaseUntil(validUntil: number, key = 'k'): RedisLease {
   leaseCount++;
-  return new Lease([key], `p.${leaseCount}`, [leaseCount], 0, 1_000, false, validUntil, 0, 0);
+  return new RedisLease([key], `p.${leaseCount}`, [leaseCount], 0, 1_000, false, validUntil, 0);
 }
 
 /** Seeded PRNG (mulberry32): the same seed gives the same operation sequence. */
@@ -633,7 +633,7 @@ describe('KeyLine', () => {
       const line = new KeyLine('k');
       // The model: what the line must agree with.
       const waiters: CountingWaiter[] = [];
-      const held: Lease[] = [];
+      const held: RedisLease[] = [];
       let trying = 0;
       let tokens = 0;
       const log: string[] = [];

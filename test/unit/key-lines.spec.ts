@@ -1,11 +1,11 @@
 import { KeyLine, type LineListener } from '../../lib/redis/key-line';
 import { KeyLines } from '../../lib/redis/key-lines';
-import { Lease } from '../../lib/core/lease';
+import { RedisLease } from '../../lib/redis/redis-lease';
 import { type ManualClock, manualPerformanceNow } from './support/clock';
 
 const waiter = (token: string) => ({ token, wake: () => undefined });
 const leaseUntil = (validUntil: number) =>
-  new Lease(['k'], 'p.1', [1], 0, 1_000, false, validUntil, 0, 0);
+  new RedisLease(['k'], 'p.1', [1], 0, 1_000, false, validUntil, 0);
 
 describe('KeyLines', () => {
   let clock: ManualClock;

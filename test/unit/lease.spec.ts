@@ -1,5 +1,6 @@
-import { Lease, type LeaseTaker, Leases } from '../../lib/core/lease';
+import { Leases } from '../../lib/core/lease';
 import type { Taken } from '../../lib/redis/lock-protocol';
+import { RedisLease, RedisLeases, type RedisTaker } from '../../lib/redis/redis-lease';
 import { type ManualClock, manualPerformanceNow } from './support/clock';
 
 const DRIFT_FACTOR = 0.01;
@@ -12,11 +13,10 @@ interface LeaseFields {
   ttl: number;
   uncontended: boolean;
   validUntil: number;
-  acquiredAt: number;
   waitedMs: number;
 }
 
-function lease(over: Partial<LeaseFields> = {}): Lease {
+function lease(over: Partial<LeaseFields> = {}): RedisLease {
   const o: LeaseFields = {
     keys: ['k'],
     token: 'p.1',
@@ -25,11 +25,10 @@ function lease(over: Partial<LeaseFields> = {}): Lease {
     ttl: 1_000,
     uncontended: true,
     validUntil: 0,
-    acquiredAt: 0,
     waitedMs: 0,
     ...over,
   };
-  return new Lease(
+  return new RedisLease(
     o.keys,
     o.token,
     o.fences,
@@ -37,7 +36,6 @@ function lease(over: Partial<LeaseFields> = {}): Lease {
     o.ttl,
     o.uncontended,
     o.validUntil,
-    o.acquiredAt,
     o.waitedMs,
   );
 }
@@ -75,7 +73,7 @@ describe('Lease', () => {
 
 describe('Leases', () => {
   let clock: ManualClock;
-  const leases = new Leases(DRIFT_FACTOR);
+  const leases = new RedisLeases(DRIFT_FACTOR);
   beforeEach(() => {
     clock = manualPerformanceNow(50_000);
     jest.spyOn(Date, 'now').mockReturnValue(1_700_000_000_000);
@@ -107,11 +105,11 @@ describe('Leases', () => {
 
   describe('taken()', () => {
     const taken: Taken = { kind: 'ok', fences: [7, 8], start: 49_900, spare: 2, uncontended: true };
-    const taker: LeaseTaker = { token: 'p.9', ttl: 10_000, startedAt: 49_000 };
+    const taker: RedisTaker = { token: 'p.9', ttl: 10_000, startedAt: 49_000 };
 
     it("a lease for the taker: its token and ttl, the round's fences, spare and flag", () => {
       const l = leases.taken(['a', 'b'], taker, taken);
-      expect(l).toBeInstanceOf(Lease);
+      expect(l).toBeInstanceOf(RedisLease);
       expect(l.keys).toEqual(['a', 'b']);
       expect(l.token).toBe('p.9');
       expect(l.ttl).toBe(10_000);
@@ -138,7 +136,7 @@ describe('Leases', () => {
   describe('passedOn()', () => {
     const TTL = 1_000;
     // drift(1000) = 12: a fresh lease has at least ttl - 2 * drift = 976 ms left.
-    const next: LeaseTaker = { token: 'p.2', ttl: TTL, startedAt: 49_900 };
+    const next: RedisTaker = { token: 'p.2', ttl: TTL, startedAt: 49_900 };
     const fresh = (over: Partial<LeaseFields> = {}) =>
       lease({
         keys: ['k'],
@@ -147,7 +145,6 @@ describe('Leases', () => {
         spare: 3,
         ttl: TTL,
         validUntil: clock.now() + TTL - 12,
-        acquiredAt: 1,
         waitedMs: 5,
         ...over,
       });
@@ -155,7 +152,7 @@ describe('Leases', () => {
     it('passes on a fresh lease: the next fence, one spare fewer, same token and expiry', () => {
       const from = fresh();
       const to = leases.passedOn(from, next);
-      expect(to).toBeInstanceOf(Lease);
+      expect(to).toBeInstanceOf(RedisLease);
       expect(to).not.toBe(from);
       expect(to!.keys).toEqual(['k']);
       expect(to!.token).toBe('p.1');
@@ -173,7 +170,7 @@ describe('Leases', () => {
     });
 
     it('passes on down the block, fence by fence, until no spare is left', () => {
-      let l: Lease | undefined = fresh({ spare: 2 });
+      let l: RedisLease | undefined = fresh({ spare: 2 });
       const fences: number[] = [];
       for (let i = 0; i < 3; i++) {
         l = leases.passedOn(l!, next);
@@ -189,7 +186,7 @@ describe('Leases', () => {
       expect(a.fences).toEqual([11]);
       a.refilled(50, 4);
       const fences: number[] = [];
-      let l: Lease | undefined = a;
+      let l: RedisLease | undefined = a;
       for (let i = 0; i < 5; i++) {
         l = leases.passedOn(l!, next);
         if (l) fences.push(l.fences[0]);

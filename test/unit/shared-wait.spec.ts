@@ -1,5 +1,5 @@
 import { LockBackendError } from '../../lib/errors';
-import { Lease, type LeaseTaker } from '../../lib/core/lease';
+import { RedisLease, type RedisTaker } from '../../lib/redis/redis-lease';
 import type { MultiKeyWaitContext } from '../../lib/redis/multi-key-wait';
 import { waitForKeys } from '../../lib/redis/multi-key-wait';
 import {
@@ -60,7 +60,7 @@ function fakes() {
   };
   const owner: SharedWaitOwner = {
     hold: (keys, taker, t) =>
-      new Lease(keys, taker.token, t.fences, 0, taker.ttl, false, Infinity, 0, 0),
+      new RedisLease(keys, taker.token, t.fences, 0, taker.ttl, false, Infinity, 0),
     expectGrant: (_token, g) => (grantee = g),
     grantEnded: () => undefined,
     permitWaitStarted: () => undefined,
@@ -72,7 +72,7 @@ function fakes() {
 describe('a shared wait queued in Redis', () => {
   it('claims a grant that came during its attempt only once the attempt answered', async () => {
     const f = fakes();
-    const taker: LeaseTaker = { token: 'p.1', ttl: 1_000, startedAt: performance.now() };
+    const taker: RedisTaker = { token: 'p.1', ttl: 1_000, startedAt: performance.now() };
     const ctx = new SharedWait(f.owner, f.engine, ['k'], 2, taker, true);
     const lease = waitForKeys(ctx, ['k'], taker, performance.now() + 60_000, undefined);
     await flush();

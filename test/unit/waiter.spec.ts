@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockNotAcquiredError } from '../../lib/errors';
 import { KeyLine } from '../../lib/redis/key-line';
-import { Lease, type LeaseTaker } from '../../lib/core/lease';
+import { RedisLease, type RedisTaker } from '../../lib/redis/redis-lease';
 import { type GrantedKey, type LineWaitContext, Waiter } from '../../lib/redis/waiter';
 import type { Outcome, Taken } from '../../lib/redis/lock-protocol';
 
@@ -23,15 +23,15 @@ class FakeContext implements LineWaitContext {
   claimAnswer: Taken | undefined;
   private leases = 0;
 
-  attempt(_keys: readonly string[], taker: LeaseTaker): Promise<Outcome> {
+  attempt(_keys: readonly string[], taker: RedisTaker): Promise<Outcome> {
     this.attempts.push(taker.token);
     // Busy, with a holder whose lease runs a while: the head sleeps until nudged.
     return Promise.resolve({ kind: 'busy', pttl: 10_000 } as Outcome);
   }
 
-  hold(keys: readonly string[], taker: LeaseTaker, taken: Taken): Lease {
+  hold(keys: readonly string[], taker: RedisTaker, taken: Taken): RedisLease {
     this.leases++;
-    return new Lease(keys, taker.token, taken.fences, 0, taker.ttl, false, Infinity, 0, 0);
+    return new RedisLease(keys, taker.token, taken.fences, 0, taker.ttl, false, Infinity, 0);
   }
 
   listen(): Promise<void> {
@@ -50,7 +50,7 @@ class FakeContext implements LineWaitContext {
 
   timerWakeup(): void {}
 
-  claim(_keys: readonly string[], taker: LeaseTaker): Promise<Taken | undefined> {
+  claim(_keys: readonly string[], taker: RedisTaker): Promise<Taken | undefined> {
     this.claims.push(taker.token);
     return Promise.resolve(this.claimAnswer);
   }
@@ -59,7 +59,7 @@ class FakeContext implements LineWaitContext {
 const taken = (fence: number): Taken =>
   ({ kind: 'ok', fences: [fence], start: 0, spare: 0 }) as unknown as Taken;
 
-function taker(token: string): LeaseTaker {
+function taker(token: string): RedisTaker {
   return { token, ttl: 1_000, startedAt: performance.now() };
 }
 
