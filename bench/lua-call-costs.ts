@@ -9,9 +9,9 @@
  */
 import * as path from 'node:path';
 import { Redis } from 'ioredis';
-import { PROTOCOL_WORDS } from '../lib/redis/key-space';
-import * as scriptConstants from '../lib/redis/script-constants';
-import { loadScript } from '../lib/redis/script-loader';
+import { PROTOCOL_WORDS } from '../lib/redis/protocol/key-space';
+import * as scriptConstants from '../lib/redis/protocol/script-constants';
+import { loadScript } from '../lib/redis/protocol/script-loader';
 import { ensureRedisServer, killAllStartedSync, startRedis } from '../scripts/redis';
 
 const ROUNDS = Number(process.env.ROUNDS ?? 20);

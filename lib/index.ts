@@ -16,7 +16,11 @@ export {
 export { LOCK_METRICS } from './api/lock-metrics';
 export { LockContext } from './api/lock-context';
 export { InjectRedlock, getRedlockToken } from './module/inject-redlock.decorator';
-export { LockInterceptor, type LockErrorBody, type LockErrorMapping } from './api/lock.interceptor';
+export {
+  LockInterceptor,
+  type LockErrorBody,
+  type LockErrorMapping,
+} from './api/error-mapping.interceptor';
 export type { KeySource } from './keys';
 export * from './errors';
 export * from './interfaces';

@@ -66,7 +66,7 @@ if (cycles.size > 0) {
   }
   console.error(
     `${cycles.size} import cycle(s) in ${rel(root)}/. Move the shared type or helper into a ` +
-      `file both sides import (as lib/redis/redis-node.ts does for RedisNode).`,
+      `file both sides import (as lib/redis/protocol/redis-node.ts does for RedisNode).`,
   );
   process.exit(1);
 }

@@ -66,12 +66,15 @@ const REQUIRED = [
 const TOP_LEVEL = new Set(['package.json', 'README.md', 'LICENSE', 'dist', 'lib', 'docs']);
 
 /**
- * The lock scripts, which the library reads at run time from `dist/redis/lua` (the build copies
- * them there): every `.lua` file of `lib/redis/lua`, in both places.
+ * The lock scripts, which the library reads at run time from `dist/redis/protocol/lua` (the build copies
+ * them there): every `.lua` file of `lib/redis/protocol/lua`, in both places.
  */
 function luaFiles(): string[] {
-  const source = path.join(root, 'lib/redis/lua');
-  return listFiles(source).flatMap((f) => [`lib/redis/lua/${f}`, `dist/redis/lua/${f}`]);
+  const source = path.join(root, 'lib/redis/protocol/lua');
+  return listFiles(source).flatMap((f) => [
+    `lib/redis/protocol/lua/${f}`,
+    `dist/redis/protocol/lua/${f}`,
+  ]);
 }
 
 /** The Redis the README's quick start names, replaced by the one started here. */

@@ -9,7 +9,7 @@ import {
 } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { LockService } from '../api/lock.service';
-import { LockClientRegistry } from '../module/lock-client.registry';
+import { LockClientRegistry } from '../module/lock-group.registry';
 import type { ResolvedRedlockOptions } from '../options/redlock-options';
 import { RESOLVED_OPTIONS } from '../redlock.constants';
 import { BOARD_NO_HTTP, BOARD_PUBLIC } from './board.messages';

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import type { LockService } from '../api/lock.service';
-import type { LockClientRegistry } from '../module/lock-client.registry';
-import { evictionPolicy } from '../redis/eviction-policy';
-import { KeySpace } from '../redis/key-space';
-import { pingNode } from '../redis/node-ping';
-import { isCluster } from '../redis/redis-node';
+import type { LockClientRegistry } from '../module/lock-group.registry';
+import { evictionPolicy } from '../redis/protocol/eviction-policy';
+import { KeySpace } from '../redis/protocol/key-space';
+import { pingNode } from '../redis/protocol/node-ping';
+import { isCluster } from '../redis/protocol/redis-node';
 import {
   BOARD_PUBLISH_FAILED,
   BOARD_RELEASE_NOT_HELD,

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
-import { KeySpace } from '../redis/key-space';
-import { isCluster, type RedisNode } from '../redis/redis-node';
+import { KeySpace } from '../redis/protocol/key-space';
+import { isCluster, type RedisNode } from '../redis/protocol/redis-node';
 import type { BoardEvent } from './board-recorder';
 import type { InstanceView } from './instance-view';
 

@@ -1,11 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { type HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
 import type { LockBackend } from '../core/lock-backend';
-import type { LockClient } from '../redis/lock-client';
-import { LockClientRegistry } from '../module/lock-client.registry';
+import type { LockClient } from '../redis/redis-lock-backend';
+import { LockClientRegistry } from '../module/lock-group.registry';
 import type { ResolvedRedlockOptions } from '../options/redlock-options';
-import { pingNode } from '../redis/node-ping';
-import type { RedisNode } from '../redis/redis-node';
+import { pingNode } from '../redis/protocol/node-ping';
+import type { RedisNode } from '../redis/protocol/redis-node';
 import { RESOLVED_OPTIONS } from '../redlock.constants';
 
 /** One Redis node of a group, as the health check found it. */

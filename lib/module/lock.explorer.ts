@@ -1,7 +1,7 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { LockConfigError } from '../errors';
-import { LockClientRegistry } from './lock-client.registry';
+import { LockClientRegistry } from './lock-group.registry';
 import { getLockedMethod } from '../api/locked.decorator';
 import { DEFAULT_CLIENT } from '../redlock.constants';
 import { LOCKED_UNKNOWN_CLIENT, SHARED_UNSUPPORTED } from './module.messages';

@@ -7,11 +7,11 @@ import {
 } from '@nestjs/common';
 import { APP_INTERCEPTOR, DiscoveryModule, DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { getRedlockToken, requestedRedlockNames } from './inject-redlock.decorator';
-import { LockClientRegistry } from './lock-client.registry';
+import { LockClientRegistry } from './lock-group.registry';
 import { LockExplorer } from './lock.explorer';
 import { bindToMessageHandlers } from './message-handler-binding';
 import { LockGroups } from '../api/lock-groups';
-import { LockInterceptor } from '../api/lock.interceptor';
+import { LockInterceptor } from '../api/error-mapping.interceptor';
 import { LockService } from '../api/lock.service';
 import {
   type ModuleOptionsOrigin,

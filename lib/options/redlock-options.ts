@@ -9,7 +9,7 @@ import type {
   RedlockModuleExtras,
   RedlockModuleOptions,
 } from '../interfaces';
-import { isRedisInstance } from '../redis/redis-node';
+import { isRedisInstance } from '../redis/protocol/redis-node';
 import { memoryBackend } from '../memory/memory-backend';
 import {
   DEFAULT_CLIENT,

@@ -1,5 +1,5 @@
-import type { LockNotifier } from './lock-notifier';
-import type { LockProtocol, ReplicaAcks, Taken } from './lock-protocol';
+import type { LockNotifier } from './protocol/lock-notifier';
+import type { LockProtocol, ReplicaAcks, Taken } from './protocol/lock-protocol';
 import type { EnginePolicies } from './engine-policies';
 import type { Grants } from './grants';
 import type { KeyLine } from './key-line';

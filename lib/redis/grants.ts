@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import type { Grant, KeySpace } from './key-space';
-import type { LockProtocol, Taken } from './lock-protocol';
+import type { Grant, KeySpace } from './protocol/key-space';
+import type { LockProtocol, Taken } from './protocol/lock-protocol';
 import type { KeyLines } from './key-lines';
 import type { RedisTaker } from './redis-lease';
 import type { LockCounts, Share } from '../core/lock-backend';

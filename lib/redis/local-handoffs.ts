@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import type { LockNotifier } from './lock-notifier';
-import type { LockProtocol } from './lock-protocol';
+import type { LockNotifier } from './protocol/lock-notifier';
+import type { LockProtocol } from './protocol/lock-protocol';
 import type { KeyLine as Line } from './key-line';
 import type { RedisLease, RedisLeases } from './redis-lease';
 import type { LockCounts } from '../core/lock-backend';

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { LockBackendError, LockNotAcquiredError } from '../errors';
-import type { Outcome, Taken } from './lock-protocol';
+import type { Outcome, Taken } from './protocol/lock-protocol';
 import type { RedisTaker, RedisLease } from './redis-lease';
 import { abortReason, FRESH_ANSWER_MS, outageRetryDelay, retryDelay } from '../core/wait-rules';
 import { WakeLatch } from './wake-latch';

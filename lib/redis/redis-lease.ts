@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { Lease, type LeaseTaker, Leases } from '../core/lease';
 import type { ReplicaAcks } from '../core/lock-backend';
-import type { Taken } from './acquire-round';
+import type { Taken } from './protocol/acquire-round';
 
 /**
  * A lease on Redis: the neutral lease, plus what the Redis engine keeps per hold to pass a key

@@ -1,5 +1,5 @@
 import { LockNotAcquiredError } from '../errors';
-import type { LockProtocol, ReplicaAcks, Taken } from './lock-protocol';
+import type { LockProtocol, ReplicaAcks, Taken } from './protocol/lock-protocol';
 import type { EnginePolicies } from './engine-policies';
 import { KeyCounts } from '../core/key-counts';
 import type { RedisLease, RedisTaker, RedisLeases } from './redis-lease';

@@ -1,6 +1,6 @@
 import { LockConfigError } from '../errors';
-import type { Grant } from './key-space';
-import type { LockProtocol, Outcome, SharedOutcome, Taken } from './lock-protocol';
+import type { Grant } from './protocol/key-space';
+import type { LockProtocol, Outcome, SharedOutcome, Taken } from './protocol/lock-protocol';
 import { MODE_MISMATCH, PERMITS_MISMATCH } from '../core/core.messages';
 import type { RedisLease, RedisTaker } from './redis-lease';
 import type { Share } from '../core/lock-backend';

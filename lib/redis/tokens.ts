@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { TOKEN_SEPARATOR } from './key-space';
+import { TOKEN_SEPARATOR } from './protocol/key-space';
 
 /**
  * Owner tokens of one client group: unique per acquisition, a random prefix per group (so two

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { LockBackendError, LockNotAcquiredError } from '../errors';
-import type { Outcome, ReplicaAcks, Taken } from './lock-protocol';
+import type { Outcome, ReplicaAcks, Taken } from './protocol/lock-protocol';
 import { type DeadlineListener, DeadlineTimer } from '../core/deadline-timer';
 import type { KeyLine } from './key-line';
 

@@ -1,5 +1,5 @@
-import { type KeySpace, RELEASED_MESSAGE } from './key-space';
-import type { LockNotifier } from './lock-notifier';
+import { type KeySpace, RELEASED_MESSAGE } from './protocol/key-space';
+import type { LockNotifier } from './protocol/lock-notifier';
 import type { LineListener } from './key-line';
 import type { LockCounts } from '../core/lock-backend';
 import type { ReleaseWatch } from './multi-key-wait';

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { LockService } from '../api/lock.service';
 import { LockConfigError } from '../errors';
 import { assertRawKey } from '../keys';
-import type { LockBackendFactory } from '../module/lock-client.registry';
+import type { LockBackendFactory } from '../module/lock-group.registry';
 import { InMemoryBackend } from '../memory/in-memory-backend';
 import { UNKNOWN_CLIENT } from '../module/module.messages';
 import { BAD_OPTION } from '../options/option.messages';

@@ -1,5 +1,5 @@
 import { type DynamicModule, Module } from '@nestjs/common';
-import { LOCK_BACKEND_FACTORY } from '../module/lock-client.registry';
+import { LOCK_BACKEND_FACTORY } from '../module/lock-group.registry';
 import { RedlockModule } from '../module/redlock.module';
 import { InMemoryBackends, RedlockTestingController } from './redlock-testing.controller';
 import { redlockOptionsForTest, type RedlockTestingModuleOptions } from './redlock-testing.options';

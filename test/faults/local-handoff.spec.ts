@@ -1,7 +1,7 @@
 import { type LockHandle, LockNotAcquiredError, LockService } from 'nest-locked';
 import { FaultFrame, outcome, releaseIfHeld, settle, uid } from '../support/faults';
 import { sleep, uniquePrefix, until, within } from '../support/lock-app';
-import { ACQUIRE, TRY } from '../../lib/redis/scripts';
+import { ACQUIRE, TRY } from '../../lib/redis/protocol/scripts';
 import { itWith } from '../support/policies';
 import {
   type RedisServerHandle,

@@ -12,7 +12,7 @@ import {
   type Settled,
   uid,
 } from '../support/faults';
-import { LockClientRegistry } from '../../lib/module/lock-client.registry';
+import { LockClientRegistry } from '../../lib/module/lock-group.registry';
 import { lockRedisKey, sleep, uniquePrefix, until, within } from '../support/lock-app';
 import type { RedisServerHandle } from '../support/redis-server';
 

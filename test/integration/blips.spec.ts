@@ -10,8 +10,8 @@ import {
   uniquePrefix,
 } from '../support/lock-app';
 import { type RedisServerHandle, startRedisServer } from '../support/redis-server';
-import type { LockClient } from '../../lib/redis/lock-client';
-import { LockClientRegistry } from '../../lib/module/lock-client.registry';
+import type { LockClient } from '../../lib/redis/redis-lock-backend';
+import { LockClientRegistry } from '../../lib/module/lock-group.registry';
 
 jest.setTimeout(30_000);
 

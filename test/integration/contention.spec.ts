@@ -14,8 +14,8 @@ import {
 } from '../support/lock-app';
 import { type RedisServerHandle, useRedis } from '../support/redis-server';
 import { killWorkers, spawnWorker } from '../support/workers';
-import type { LockClient } from '../../lib/redis/lock-client';
-import { LockClientRegistry } from '../../lib/module/lock-client.registry';
+import type { LockClient } from '../../lib/redis/redis-lock-backend';
+import { LockClientRegistry } from '../../lib/module/lock-group.registry';
 import { itWith } from '../support/policies';
 
 /**

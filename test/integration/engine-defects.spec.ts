@@ -13,8 +13,8 @@ import {
   LockService,
   type RedlockModuleOptions,
 } from '../../lib';
-import { LockClientRegistry } from '../../lib/module/lock-client.registry';
-import { ACQUIRE } from '../../lib/redis/scripts';
+import { LockClientRegistry } from '../../lib/module/lock-group.registry';
+import { ACQUIRE } from '../../lib/redis/protocol/scripts';
 import {
   describeOutcome,
   frozen,

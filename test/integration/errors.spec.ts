@@ -23,7 +23,7 @@ import {
 } from 'nest-locked';
 import request from 'supertest';
 import { uid } from '../support/faults';
-import { LockClientRegistry } from '../../lib/module/lock-client.registry';
+import { LockClientRegistry } from '../../lib/module/lock-group.registry';
 import { createLockApp, lockRedisKey, timed, uniquePrefix, until } from '../support/lock-app';
 import {
   type RedisServerHandle,

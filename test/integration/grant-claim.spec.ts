@@ -11,8 +11,8 @@ import {
   until,
 } from '../support/lock-app';
 import { redisForFile } from '../support/redis-for-file';
-import type { LockClient } from '../../lib/redis/lock-client';
-import { LockClientRegistry } from '../../lib/module/lock-client.registry';
+import type { LockClient } from '../../lib/redis/redis-lock-backend';
+import { LockClientRegistry } from '../../lib/module/lock-group.registry';
 import type { RedisServerHandle } from '../support/redis-server';
 
 /**

@@ -4,9 +4,9 @@ import { LockNotAcquiredError, LockService } from 'nest-locked';
 import { createLockApp, lockRedisKey, uniquePrefix, until, within } from '../support/lock-app';
 import { redisForFile } from '../support/redis-for-file';
 import type { RedisServerHandle } from '../support/redis-server';
-import type { LockClient } from '../../lib/redis/lock-client';
-import { GRANT_CLAIM_MS } from '../../lib/redis/script-constants';
-import { LockClientRegistry } from '../../lib/module/lock-client.registry';
+import type { LockClient } from '../../lib/redis/redis-lock-backend';
+import { GRANT_CLAIM_MS } from '../../lib/redis/protocol/script-constants';
+import { LockClientRegistry } from '../../lib/module/lock-group.registry';
 
 /**
  * A grant message is a hold only once its claim is confirmed: the claim (a renewal of the key

@@ -16,9 +16,9 @@ import {
 import { redisForFile } from '../support/redis-for-file';
 import type { RedisServerHandle } from '../support/redis-server';
 import { describeResult, spawnWorker } from '../support/workers';
-import { REFILL } from '../../lib/redis/scripts';
-import type { LockClient } from '../../lib/redis/lock-client';
-import { LockClientRegistry } from '../../lib/module/lock-client.registry';
+import { REFILL } from '../../lib/redis/protocol/scripts';
+import type { LockClient } from '../../lib/redis/redis-lock-backend';
+import { LockClientRegistry } from '../../lib/module/lock-group.registry';
 import { describeWith, itWith } from '../support/policies';
 
 /**

@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import type { INestApplication } from '@nestjs/common';
 import Redis from 'ioredis';
 import { LockService } from 'nest-locked';
-import type { LockClient } from '../../lib/redis/lock-client';
-import { LockClientRegistry } from '../../lib/module/lock-client.registry';
-import type { LockNotifier } from '../../lib/redis/lock-notifier';
+import type { LockClient } from '../../lib/redis/redis-lock-backend';
+import { LockClientRegistry } from '../../lib/module/lock-group.registry';
+import type { LockNotifier } from '../../lib/redis/protocol/lock-notifier';
 import {
   createLockApp,
   lockRedisKey,

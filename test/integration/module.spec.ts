@@ -11,8 +11,8 @@ import {
   LockService,
   RedlockModule,
 } from 'nest-locked';
-import type { LockClient } from '../../lib/redis/lock-client';
-import { LockClientRegistry } from '../../lib/module/lock-client.registry';
+import type { LockClient } from '../../lib/redis/redis-lock-backend';
+import { LockClientRegistry } from '../../lib/module/lock-group.registry';
 import { lockRedisKey, sleep, uniquePrefix, until } from '../support/lock-app';
 import { type RedisServerHandle, useRedis } from '../support/redis-server';
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Injectable, type INestApplication } from '@nestjs/common';
 import { LockContext, Locked, LockService } from 'nest-locked';
 import { describeOverlaps, findOverlaps, type Interval, now } from '../support/intervals';
-import { LockClientRegistry } from '../../lib/module/lock-client.registry';
+import { LockClientRegistry } from '../../lib/module/lock-group.registry';
 import { createLockApp, sleep, uniquePrefix, until, within } from '../support/lock-app';
 import { type RedisServerHandle, useRedis } from '../support/redis-server';
 

@@ -1,7 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import { Cluster, Redis } from 'ioredis';
 import { type LockHandle, LockLostError, LockService } from 'nest-locked';
-import { keySlot } from '../../lib/redis/key-slot';
+import { keySlot } from '../../lib/redis/protocol/key-slot';
 import { findOverlaps, type Interval, now } from '../support/intervals';
 import { createLockApp, lockRedisKey, sleep, uniquePrefix, until } from '../support/lock-app';
 import { redisForFile } from '../support/redis-for-file';

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import * as scripts from '../../lib/redis/scripts';
+import * as scripts from '../../lib/redis/protocol/scripts';
 import { redisForFile } from '../support/redis-for-file';
 
 /**

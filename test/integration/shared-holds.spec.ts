@@ -1,7 +1,7 @@
 import { Injectable, type INestApplication } from '@nestjs/common';
 import type { Redis } from 'ioredis';
-import type { LockClient } from '../../lib/redis/lock-client';
-import { LockClientRegistry } from '../../lib/module/lock-client.registry';
+import type { LockClient } from '../../lib/redis/redis-lock-backend';
+import { LockClientRegistry } from '../../lib/module/lock-group.registry';
 import {
   LockConfigError,
   LockContext,

@@ -1,5 +1,5 @@
-import type { RedisNode } from '../../lib/redis/redis-node';
-import { RELEASE, TRY } from '../../lib/redis/scripts';
+import type { RedisNode } from '../../lib/redis/protocol/redis-node';
+import { RELEASE, TRY } from '../../lib/redis/protocol/scripts';
 
 /** Lets every pending promise callback and tick run. */
 export const flush = () => new Promise<void>((resolve) => setImmediate(resolve));

@@ -3,7 +3,7 @@ import {
   KEYS_PER_LOCK,
   KeySpace,
   RELEASE_CHANNEL_SUFFIX,
-} from '../../lib/redis/key-space';
+} from '../../lib/redis/protocol/key-space';
 
 describe('KeySpace', () => {
   const space = new KeySpace('locks:', false);

@@ -1,5 +1,5 @@
 import { Leases } from '../../lib/core/lease';
-import type { Taken } from '../../lib/redis/lock-protocol';
+import type { Taken } from '../../lib/redis/protocol/lock-protocol';
 import { RedisLease, RedisLeases, type RedisTaker } from '../../lib/redis/redis-lease';
 import { type ManualClock, manualPerformanceNow } from './support/clock';
 

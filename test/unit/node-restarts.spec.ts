@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { ReplyError } from 'ioredis';
-import { NodeRestarts } from '../../lib/redis/node-restarts';
-import type { RedisNode } from '../../lib/redis/redis-node';
+import { NodeRestarts } from '../../lib/redis/protocol/node-restarts';
+import type { RedisNode } from '../../lib/redis/protocol/redis-node';
 import { until } from '../support/lock-app';
 
 /** A node's connection as NodeRestarts follows it: ready and close events, INFO server. */

@@ -1,4 +1,4 @@
-import { Quorum } from '../../lib/redis/quorum';
+import { Quorum } from '../../lib/redis/protocol/quorum';
 
 /** Lets every pending promise callback run. */
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));

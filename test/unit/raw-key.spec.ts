@@ -3,7 +3,7 @@ import { LockService } from '../../lib/api/lock.service';
 import { LockKeyError } from '../../lib/errors';
 import { MAX_KEY_BYTES } from '../../lib/keys/key-length';
 import { rawKeys } from '../../lib/keys/raw-key';
-import type { LockClientRegistry } from '../../lib/module/lock-client.registry';
+import type { LockClientRegistry } from '../../lib/module/lock-group.registry';
 import type { ResolvedRedlockOptions } from '../../lib/options/redlock-options';
 import { keyError } from '../support/key-error';
 

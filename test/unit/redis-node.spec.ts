@@ -1,5 +1,5 @@
 import { Cluster, Redis } from 'ioredis';
-import { isCluster, isRedisInstance } from '../../lib/redis/redis-node';
+import { isCluster, isRedisInstance } from '../../lib/redis/protocol/redis-node';
 
 describe('redis-node', () => {
   const redis = new Redis({ lazyConnect: true });

@@ -1,8 +1,8 @@
-import { RENEW_MANY } from '../../lib/redis/scripts';
-import type { RedisNode } from '../../lib/redis/redis-node';
-import { RenewalBatcher } from '../../lib/redis/renewal-batcher';
-import type { ScriptCallback, ScriptRunner } from '../../lib/redis/script-runner';
-import type { ExtendReply } from '../../lib/redis/scripts';
+import { RENEW_MANY } from '../../lib/redis/protocol/scripts';
+import type { RedisNode } from '../../lib/redis/protocol/redis-node';
+import { RenewalBatcher } from '../../lib/redis/protocol/renewal-batcher';
+import type { ScriptCallback, ScriptRunner } from '../../lib/redis/protocol/script-runner';
+import type { ExtendReply } from '../../lib/redis/protocol/scripts';
 import { fakeTimersWithPerformance } from './support/clock';
 
 /** The calls a batcher makes, answered by hand (the script itself runs in the integration tests). */

@@ -1,4 +1,4 @@
-import { ReplicaAckGate } from '../../lib/redis/replica-ack-gate';
+import { ReplicaAckGate } from '../../lib/redis/protocol/replica-ack-gate';
 
 describe('ReplicaAckGate', () => {
   it('lets every write go while acknowledgements come', () => {

@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { LUA_DIR, loadScript, ScriptLoadError } from '../../lib/redis/script-loader';
+import { LUA_DIR, loadScript, ScriptLoadError } from '../../lib/redis/protocol/script-loader';
 
 describe('loadScript', () => {
   let dir: string;
@@ -56,6 +56,6 @@ describe('loadScript', () => {
 
   it('the lock scripts are where the loader looks, beside it (lib/ or dist/)', () => {
     expect(() => loadScript('try', { FENCE_COUNTER_LIFETIME_MS: 1 })).not.toThrow();
-    expect(LUA_DIR).toBe(path.join(__dirname, '../../lib/redis/lua'));
+    expect(LUA_DIR).toBe(path.join(__dirname, '../../lib/redis/protocol/lua'));
   });
 });

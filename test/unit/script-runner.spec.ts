@@ -1,6 +1,6 @@
-import type { RedisNode } from '../../lib/redis/redis-node';
-import { ScriptRunner } from '../../lib/redis/script-runner';
-import { RELEASE } from '../../lib/redis/scripts';
+import type { RedisNode } from '../../lib/redis/protocol/redis-node';
+import { ScriptRunner } from '../../lib/redis/protocol/script-runner';
+import { RELEASE } from '../../lib/redis/protocol/scripts';
 import { fakeNode, flush } from '../support/fake-redis-node';
 
 /** RELEASE's answer as the fake node gives it (1: one key freed, its waiters woken). */

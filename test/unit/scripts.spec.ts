@@ -9,8 +9,8 @@ import {
   REFILL,
   TAKE_ANY,
   TRY,
-} from '../../lib/redis/scripts';
-import * as scripts from '../../lib/redis/scripts';
+} from '../../lib/redis/protocol/scripts';
+import * as scripts from '../../lib/redis/protocol/scripts';
 
 describe('scripts', () => {
   // Every script the module defines: a new one is checked without being listed here.

@@ -8,7 +8,7 @@ import {
   type SharedWaitEngine,
   type SharedWaitOwner,
 } from '../../lib/redis/shared-wait';
-import type { SharedOutcome, Taken } from '../../lib/redis/lock-protocol';
+import type { SharedOutcome, Taken } from '../../lib/redis/protocol/lock-protocol';
 
 /**
  * A shared wait queued in Redis (single node, one key) has one round at a time for its token,

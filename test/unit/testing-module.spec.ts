@@ -20,7 +20,7 @@ import {
 } from 'nest-locked';
 import { RedlockTestingController, RedlockTestingModule } from 'nest-locked/testing';
 import { type Observable, Subject } from 'rxjs';
-import { LockClientRegistry } from '../../lib/module/lock-client.registry';
+import { LockClientRegistry } from '../../lib/module/lock-group.registry';
 import { FIRST_BUSY_RETRY_MS } from '../../lib/api/hold-times';
 
 /**

@@ -3,7 +3,7 @@ import { LockNotAcquiredError } from '../../lib/errors';
 import { KeyLine } from '../../lib/redis/key-line';
 import { RedisLease, type RedisTaker } from '../../lib/redis/redis-lease';
 import { type GrantedKey, type LineWaitContext, Waiter } from '../../lib/redis/waiter';
-import type { Outcome, Taken } from '../../lib/redis/lock-protocol';
+import type { Outcome, Taken } from '../../lib/redis/protocol/lock-protocol';
 
 /**
  * A waiter behind its line's head keeps no loop of its own until something nudges it (a long

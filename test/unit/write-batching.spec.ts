@@ -1,6 +1,6 @@
-import { ScriptRunner } from '../../lib/redis/script-runner';
-import { CORK_BATCH, WriteBatching } from '../../lib/redis/write-batching';
-import { RELEASE, TRY } from '../../lib/redis/scripts';
+import { ScriptRunner } from '../../lib/redis/protocol/script-runner';
+import { CORK_BATCH, WriteBatching } from '../../lib/redis/protocol/write-batching';
+import { RELEASE, TRY } from '../../lib/redis/protocol/scripts';
 import { fakeNode, flush } from '../support/fake-redis-node';
 
 /** RELEASE's answer as the fake node gives it (1: one key freed, its waiters woken). */

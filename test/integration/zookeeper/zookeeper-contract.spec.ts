@@ -14,7 +14,7 @@ import {
   RedlockHealthModule,
 } from 'nest-locked/health';
 import { zookeeperBackend } from 'nest-locked/zookeeper';
-import { LockClientRegistry } from '../../../lib/module/lock-client.registry';
+import { LockClientRegistry } from '../../../lib/module/lock-group.registry';
 import { createLockApp, uniquePrefix, within } from '../../support/lock-app';
 import { closedPort } from '../../support/redis-server';
 import {

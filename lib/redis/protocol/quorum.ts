@@ -1,4 +1,4 @@
-import { LockBackendError } from '../errors';
+import { LockBackendError } from '../../errors';
 
 /** Where a vote's conclusion goes: `error` undefined when it concluded `result`. */
 export type VoteDone<R> = (error: unknown, result?: R) => void;

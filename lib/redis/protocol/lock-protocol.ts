@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import { LockBackendError } from '../errors';
-import { promiseFrom } from '../settle-to';
+import { LockBackendError } from '../../errors';
+import { promiseFrom } from '../../settle-to';
 import { type AcquireRound, runAcquire, settleFences, type SharedOutcome } from './acquire-round';
 import type { Outcome, Taken } from './acquire-round';
 import { type Renewal, runExtend } from './extend-round';

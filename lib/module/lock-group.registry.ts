@@ -12,12 +12,12 @@ import { LockConfigError } from '../errors';
 import type { LockBackend } from '../core/lock-backend';
 import type { LockBackendDefinition, Redlock } from '../interfaces';
 import { policiesFromEnv } from '../redis/engine-policies';
-import { LockClient } from '../redis/lock-client';
-import { evictionPolicy } from '../redis/eviction-policy';
+import { LockClient } from '../redis/redis-lock-backend';
+import { evictionPolicy } from '../redis/protocol/eviction-policy';
 import type { LockGroups } from '../api/lock-groups';
-import { explainAuthFailure } from '../redis/auth-failure';
-import { closeConnection, reviveWhenEnded } from '../redis/redis-connection';
-import { isCluster, isRedisInstance, type RedisNode } from '../redis/redis-node';
+import { explainAuthFailure } from '../redis/protocol/auth-failure';
+import { closeConnection, reviveWhenEnded } from '../redis/protocol/redis-connection';
+import { isCluster, isRedisInstance, type RedisNode } from '../redis/protocol/redis-node';
 import type { ResolvedRedlockOptions } from '../options/redlock-options';
 import { RESOLVED_OPTIONS } from '../redlock.constants';
 import {

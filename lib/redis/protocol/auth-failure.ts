@@ -1,4 +1,4 @@
-import { DescribedFailure } from '../errors/failure-hint';
+import { DescribedFailure } from '../../errors/failure-hint';
 import { nodeName, type RedisNode } from './redis-node';
 import { REDIS_PASSWORD_MISSING, REDIS_WRONG_PASSWORD } from './redis.messages';
 

@@ -1,5 +1,5 @@
-import { Chain } from '../chain';
-import type { ReplicaAcks } from '../core/lock-backend';
+import { Chain } from '../../chain';
+import type { ReplicaAcks } from '../../core/lock-backend';
 import type { Redis } from 'ioredis';
 import type { RedisNode } from './redis-node';
 import { NO_ANSWER_IN_TIME, REPLICAS_DID_NOT_ACK, REPLICAS_NOT_ANSWERING } from './redis.messages';
@@ -7,7 +7,7 @@ import { ReplicaAckGate } from './replica-ack-gate';
 import type { Script, ScriptArgs } from './scripts';
 import type { WriteBatching } from './write-batching';
 
-export type { ReplicaAcks } from '../core/lock-backend';
+export type { ReplicaAcks } from '../../core/lock-backend';
 
 /** EVALSHA and EVAL with their arguments in one array (ioredis flattens array arguments). */
 interface ArgvCommands {

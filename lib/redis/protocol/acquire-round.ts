@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { LockBackendError } from '../errors';
+import { LockBackendError } from '../../errors';
 import type { LockNodes } from './lock-nodes';
 import type { VoteDone } from './quorum';
 import type { RedisNode } from './redis-node';

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import type { BackendNodeHealth } from '../core/lock-backend';
-import { HEALTH_PING_TIMED_OUT } from '../redlock.messages';
+import type { BackendNodeHealth } from '../../core/lock-backend';
+import { HEALTH_PING_TIMED_OUT } from '../../redlock.messages';
 import { nodeName, type RedisNode } from './redis-node';
 
 /**

@@ -9,7 +9,7 @@
  * runs, 8% slower); with this file 0.70 (6 runs).
  */
 
-import { LockBackendError } from '../errors';
+import { LockBackendError } from '../../errors';
 import { type AcquireRound, oneNodeOutcome, type SharedOutcome } from './acquire-round';
 import type { LockNodes } from './lock-nodes';
 import type { VoteDone } from './quorum';

@@ -1,12 +1,12 @@
 import { setMaxListeners } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { LockNotAcquiredError } from '../errors';
-import { KeySpace } from './key-space';
-import { LockNotifier } from './lock-notifier';
-import { LockProtocol, type ReplicaAcks, type Taken } from './lock-protocol';
-import { isCluster, type RedisNode } from './redis-node';
-import { ScriptRunner } from './script-runner';
-import { WriteBatching } from './write-batching';
+import { KeySpace } from './protocol/key-space';
+import { LockNotifier } from './protocol/lock-notifier';
+import { LockProtocol, type ReplicaAcks, type Taken } from './protocol/lock-protocol';
+import { isCluster, type RedisNode } from './protocol/redis-node';
+import { ScriptRunner } from './protocol/script-runner';
+import { WriteBatching } from './protocol/write-batching';
 import { promiseFrom, settleTo } from '../settle-to';
 import { Grants } from './grants';
 import type { KeyLine } from './key-line';
@@ -36,7 +36,7 @@ import { type LineWaitContext, Waiter } from './waiter';
 import { WakeUps } from './wake-ups';
 
 export type { RedisLease } from './redis-lease';
-export type { RedisNode } from './redis-node';
+export type { RedisNode } from './protocol/redis-node';
 
 /** @internal */
 export interface LockClientSettings {
