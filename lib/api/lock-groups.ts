@@ -2,7 +2,7 @@ import type { LockBackend } from '../core/lock-backend';
 
 /**
  * The lock client groups `LockService` calls, by name: what `api/` needs of the module's
- * `LockClientRegistry`, which provides it. It lives here so that `module/` depends on `api/`
+ * `LockGroupRegistry`, which provides it. It lives here so that `module/` depends on `api/`
  * and not the reverse.
  * @internal
  */

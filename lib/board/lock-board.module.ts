@@ -9,7 +9,7 @@ import {
 } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { LockService } from '../api/lock.service';
-import { LockClientRegistry } from '../module/lock-group.registry';
+import { LockGroupRegistry } from '../module/lock-group.registry';
 import type { ResolvedRedlockOptions } from '../options/redlock-options';
 import { RESOLVED_OPTIONS } from '../redlock.constants';
 import { BOARD_NO_HTTP, BOARD_PUBLIC } from './board.messages';
@@ -29,7 +29,7 @@ export class LockBoardMount implements OnModuleInit, BeforeApplicationShutdown {
     @Inject(LOCK_BOARD_OPTIONS) private readonly options: ResolvedLockBoardOptions,
     @Inject(RESOLVED_OPTIONS) lockOptions: ResolvedRedlockOptions,
     locks: LockService,
-    registry: LockClientRegistry,
+    registry: LockGroupRegistry,
     private readonly adapterHost: HttpAdapterHost,
   ) {
     this.board = new LockBoardService(options, locks, registry, lockOptions.keyPrefix);

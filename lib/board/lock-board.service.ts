@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import type { LockService } from '../api/lock.service';
-import type { LockClientRegistry } from '../module/lock-group.registry';
+import type { LockGroupRegistry } from '../module/lock-group.registry';
 import { evictionPolicy } from '../redis/protocol/eviction-policy';
 import { KeySpace } from '../redis/protocol/key-space';
 import { pingNode } from '../redis/protocol/node-ping';
@@ -86,7 +86,7 @@ export class LockBoardService {
   constructor(
     readonly options: ResolvedLockBoardOptions,
     locks: LockService,
-    private readonly registry: LockClientRegistry,
+    private readonly registry: LockGroupRegistry,
     keyPrefix: string,
   ) {
     this.recorder = new BoardRecorder(locks, options.instance);

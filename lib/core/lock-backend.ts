@@ -99,7 +99,7 @@ export interface LocalWait {
 
 /**
  * What `LockService` (and the watchdog) need of the lock engine of one client group. The
- * implementations: `LockClient` (Redis), the in-process backend (`backend: 'memory'` and
+ * implementations: `RedisLockBackend` (Redis), the in-process backend (`backend: 'memory'` and
  * `nest-locked/testing`), and the backends of the other entry points (`nest-locked/postgres`,
  * ...), each built by a `LockBackendDefinition`.
  *

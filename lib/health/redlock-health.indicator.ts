@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { type HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
 import type { LockBackend } from '../core/lock-backend';
-import type { LockClient } from '../redis/redis-lock-backend';
-import { LockClientRegistry } from '../module/lock-group.registry';
+import type { RedisLockBackend } from '../redis/redis-lock-backend';
+import { LockGroupRegistry } from '../module/lock-group.registry';
 import type { ResolvedRedlockOptions } from '../options/redlock-options';
 import { pingNode } from '../redis/protocol/node-ping';
 import type { RedisNode } from '../redis/protocol/redis-node';
@@ -78,7 +78,7 @@ export interface RedlockHealthCheckOptions {
 export class RedlockHealthIndicator {
   constructor(
     private readonly indicators: HealthIndicatorService,
-    private readonly registry: LockClientRegistry,
+    private readonly registry: LockGroupRegistry,
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedRedlockOptions,
   ) {}
 
@@ -110,7 +110,7 @@ export class RedlockHealthIndicator {
 }
 
 async function checkGroup(
-  client: LockClient,
+  client: RedisLockBackend,
   timeout: number,
   connectionError: (node: RedisNode) => Error | undefined,
 ): Promise<RedlockGroupHealth> {

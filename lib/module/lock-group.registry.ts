@@ -12,7 +12,7 @@ import { LockConfigError } from '../errors';
 import type { LockBackend } from '../core/lock-backend';
 import type { LockBackendDefinition, Redlock } from '../interfaces';
 import { policiesFromEnv } from '../redis/engine-policies';
-import { LockClient } from '../redis/redis-lock-backend';
+import { RedisLockBackend } from '../redis/redis-lock-backend';
 import { evictionPolicy } from '../redis/protocol/eviction-policy';
 import type { LockGroups } from '../api/lock-groups';
 import { explainAuthFailure } from '../redis/protocol/auth-failure';
@@ -74,7 +74,7 @@ function missingRedlock(name: string, why: string): Redlock {
  * @internal
  */
 @Injectable()
-export class LockClientRegistry implements LockGroups, OnModuleInit, OnApplicationShutdown {
+export class LockGroupRegistry implements LockGroups, OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('nest-locked');
   private readonly groups = new Map<string, Group>();
   private closed = false;
@@ -129,7 +129,7 @@ export class LockClientRegistry implements LockGroups, OnModuleInit, OnApplicati
         owned.push(redis);
         return redis;
       });
-      const client = new LockClient(
+      const client = new RedisLockBackend(
         name,
         nodes,
         {
@@ -168,10 +168,10 @@ export class LockClientRegistry implements LockGroups, OnModuleInit, OnApplicati
   }
 
   /** Every Redis group's lock client, by name (for the health indicator). */
-  clients(): ReadonlyMap<string, LockClient> {
-    const clients = new Map<string, LockClient>();
+  clients(): ReadonlyMap<string, RedisLockBackend> {
+    const clients = new Map<string, RedisLockBackend>();
     for (const [name, group] of this.groups) {
-      if (group.client instanceof LockClient) clients.set(name, group.client);
+      if (group.client instanceof RedisLockBackend) clients.set(name, group.client);
     }
     return clients;
   }
@@ -188,7 +188,7 @@ export class LockClientRegistry implements LockGroups, OnModuleInit, OnApplicati
   backends(): ReadonlyMap<string, { client: LockBackend; kind: string }> {
     const backends = new Map<string, { client: LockBackend; kind: string }>();
     for (const [name, group] of this.groups) {
-      if (!(group.client instanceof LockClient)) backends.set(name, group);
+      if (!(group.client instanceof RedisLockBackend)) backends.set(name, group);
     }
     return backends;
   }

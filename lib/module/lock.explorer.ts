@@ -1,7 +1,7 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { LockConfigError } from '../errors';
-import { LockClientRegistry } from './lock-group.registry';
+import { LockGroupRegistry } from './lock-group.registry';
 import { getLockedMethod } from '../api/locked.decorator';
 import { DEFAULT_CLIENT } from '../redlock.constants';
 import { LOCKED_UNKNOWN_CLIENT, SHARED_UNSUPPORTED } from './module.messages';
@@ -19,7 +19,7 @@ export class LockExplorer implements OnModuleInit {
   constructor(
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
-    private readonly registry: LockClientRegistry,
+    private readonly registry: LockGroupRegistry,
   ) {}
 
   onModuleInit(): void {

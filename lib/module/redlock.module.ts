@@ -7,7 +7,7 @@ import {
 } from '@nestjs/common';
 import { APP_INTERCEPTOR, DiscoveryModule, DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { getRedlockToken, requestedRedlockNames } from './inject-redlock.decorator';
-import { LockClientRegistry } from './lock-group.registry';
+import { LockGroupRegistry } from './lock-group.registry';
 import { LockExplorer } from './lock.explorer';
 import { bindToMessageHandlers } from './message-handler-binding';
 import { LockGroups } from '../api/lock-groups';
@@ -48,13 +48,13 @@ const passThrough: NestInterceptor = { intercept: (_ctx, next: CallHandler) => n
 @Module({
   imports: [DiscoveryModule],
   providers: [
-    LockClientRegistry,
-    { provide: LockGroups, useExisting: LockClientRegistry },
+    LockGroupRegistry,
+    { provide: LockGroups, useExisting: LockGroupRegistry },
     LockService,
     LockExplorer,
   ],
   // The registry for nest-locked/health (RedlockHealthIndicator); not part of the public API.
-  exports: [LockService, RESOLVED_OPTIONS, LockClientRegistry],
+  exports: [LockService, RESOLVED_OPTIONS, LockGroupRegistry],
 })
 export class RedlockModule extends ConfigurableModuleClass {
   static override forRoot(options: typeof OPTIONS_TYPE = {}): DynamicModule {
@@ -76,8 +76,8 @@ export class RedlockModule extends ConfigurableModuleClass {
   ): DynamicModule {
     const redlocks: Provider[] = requestedRedlockNames().map((name) => ({
       provide: getRedlockToken(name),
-      useFactory: (registry: LockClientRegistry) => registry.redlock(name),
-      inject: [LockClientRegistry],
+      useFactory: (registry: LockGroupRegistry) => registry.redlock(name),
+      inject: [LockGroupRegistry],
     }));
     return {
       ...module,

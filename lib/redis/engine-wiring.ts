@@ -14,7 +14,7 @@ import type { LineWaitContext, Waiter } from './waiter';
 import { RESOLVED, type WakeUps } from './wake-ups';
 
 /**
- * One engine's parts and own steps, as `LockClient` gives them once: what each of the parts it
+ * One engine's parts and own steps, as `RedisLockBackend` gives them once: what each of the parts it
  * coordinates (the waits, the local handoffs, the shared holds) is wired from here, each given
  * only what it needs.
  * @internal

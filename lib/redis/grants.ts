@@ -9,7 +9,7 @@ import { shareArg } from './shared-wait';
 import type { Tokens } from './tokens';
 import type { GrantedKey, Waiter } from './waiter';
 
-/** What the grants take of the engine that owns them (`LockClient`). @internal */
+/** What the grants take of the engine that owns them (`RedisLockBackend`). @internal */
 export interface GrantsEngine {
   readonly space: Pick<KeySpace, 'parseGrant' | 'parseWriterNotice'>;
   readonly protocol: Pick<LockProtocol, 'extend' | 'abandon'>;

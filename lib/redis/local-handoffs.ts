@@ -10,7 +10,7 @@ import type { Waiter } from './waiter';
 type KeyLine = Line<Waiter>;
 
 /**
- * What passing a key on needs of the engine that owns the lines (`LockClient`): its parts, and
+ * What passing a key on needs of the engine that owns the lines (`RedisLockBackend`): its parts, and
  * its own ways of ending a hold, so that a pass and a release end one the same way.
  * @internal
  */
@@ -39,7 +39,7 @@ export interface HandoffEngine {
  * How a freed exclusive key goes to the next caller of this process waiting for it: in memory
  * with a spare fence, by HANDOFF, or past its turn to the oldest waiter of another process
  * (RELEASE_TO), and the REFILL of spare fences that keeps a hot key's passes in memory.
- * `LockClient` owns one and hands it every release with a caller of this process waiting.
+ * `RedisLockBackend` owns one and hands it every release with a caller of this process waiting.
  * @internal
  */
 export class LocalHandoffs {

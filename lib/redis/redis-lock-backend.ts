@@ -39,7 +39,7 @@ export type { RedisLease } from './redis-lease';
 export type { RedisNode } from './protocol/redis-node';
 
 /** @internal */
-export interface LockClientSettings {
+export interface RedisBackendSettings {
   keyPrefix: string;
   driftFactor: number;
   localHandoffs: number;
@@ -69,7 +69,7 @@ export interface LockClientSettings {
  * process when one waits (at most `localHandoffs` times in a row), in memory when it can.
  * @internal
  */
-export class LockClient implements LockBackend<RedisLease> {
+export class RedisLockBackend implements LockBackend<RedisLease> {
   readonly stats: LockCounts = noCounts();
   readonly notifier: LockNotifier;
   private readonly space: KeySpace;
@@ -99,7 +99,7 @@ export class LockClient implements LockBackend<RedisLease> {
   constructor(
     readonly name: string,
     readonly nodes: readonly RedisNode[],
-    private readonly settings: LockClientSettings,
+    private readonly settings: RedisBackendSettings,
     onSubscriberError: (error: Error) => void,
   ) {
     this.fair = nodes.length === 1;

@@ -17,7 +17,7 @@ import {
 import type { Tokens } from './tokens';
 
 /**
- * What the shared holds need of the engine that owns them (`LockClient`): its parts, read only,
+ * What the shared holds need of the engine that owns them (`RedisLockBackend`): its parts, read only,
  * and the few steps of its own that a shared hold takes as an exclusive one does (a token, a
  * claim, a release), beside what each of their waits needs (`SharedWaitEngine`). Kept narrow so
  * that the shared holds never reach into the exclusive lines.
@@ -42,7 +42,7 @@ export interface SharedHoldsEngine extends SharedWaitEngine {
 }
 
 /**
- * The read holds and permits of one client group (`LockClient` owns one and hands it every
+ * The read holds and permits of one client group (`RedisLockBackend` owns one and hands it every
  * shared `acquire` and release). No local line: shared holders do not exclude each other, and a
  * local handoff would skip the Redis queue that keeps a waiting writer ahead of later readers.
  * Each reader holds a share of its own (readers joining one share of their process gained nothing
@@ -143,7 +143,7 @@ export class SharedHolds implements SharedWaitOwner {
     return this.giveBack(lease);
   }
 
-  /** `LockClient.releaseByExpiry` of a share: it stays locked `ms` more. */
+  /** `RedisLockBackend.releaseByExpiry` of a share: it stays locked `ms` more. */
   releaseByExpiry(lease: RedisLease, ms: number): Promise<void> {
     this.done(lease.keys);
     return this.letExpire(lease, ms);

@@ -12,7 +12,7 @@ import {
   type Settled,
   uid,
 } from '../support/faults';
-import { LockClientRegistry } from '../../lib/module/lock-group.registry';
+import { LockGroupRegistry } from '../../lib/module/lock-group.registry';
 import { lockRedisKey, sleep, uniquePrefix, until, within } from '../support/lock-app';
 import type { RedisServerHandle } from '../support/redis-server';
 
@@ -39,7 +39,7 @@ const lockKey = (key: string) => lockRedisKey(keyPrefix, key);
 const queuedInRedis = (key: string) => raw.zcard(`${lockKey(key)}:q`);
 /** Callers of `others` waiting for `key` (the head and those behind it in its line). */
 const othersQueued = (key: string) =>
-  frame.apps[1].get(LockClientRegistry).get('default').queued(key);
+  frame.apps[1].get(LockGroupRegistry).get('default').queued(key);
 
 beforeAll(async () => {
   ({
@@ -257,7 +257,7 @@ describe('a locked call whose release meets a stalled Redis', () => {
     const commandTimeout = 3_000;
     const app = await frame.app({ clients: [server.url], keyPrefix, commandTimeout });
     const slow = app.get(LockService);
-    const slowClient = app.get(LockClientRegistry).get('default');
+    const slowClient = app.get(LockGroupRegistry).get('default');
     await slow.using(`warm:${uid()}`, () => undefined);
     const key = `stalled:${uid()}`;
     let stoppedAt = 0;

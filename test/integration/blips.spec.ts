@@ -10,8 +10,8 @@ import {
   uniquePrefix,
 } from '../support/lock-app';
 import { type RedisServerHandle, startRedisServer } from '../support/redis-server';
-import type { LockClient } from '../../lib/redis/redis-lock-backend';
-import { LockClientRegistry } from '../../lib/module/lock-group.registry';
+import type { RedisLockBackend } from '../../lib/redis/redis-lock-backend';
+import { LockGroupRegistry } from '../../lib/module/lock-group.registry';
 
 jest.setTimeout(30_000);
 
@@ -85,8 +85,8 @@ describe('a connection ioredis gave up on (status "end")', () => {
   it('the lock connection and the subscriber are connected again: locks work and grants are heard within seconds', async () => {
     const locks = app.get(LockService);
     await locks.using('ended:warm', () => undefined);
-    const registry = app.get(LockClientRegistry);
-    const client = registry.get('default') as LockClient;
+    const registry = app.get(LockGroupRegistry);
+    const client = registry.get('default') as RedisLockBackend;
     await client.notifier.ready();
     const node = (registry as unknown as { groups: Map<string, { owned: Redis[] }> }).groups.get(
       'default',

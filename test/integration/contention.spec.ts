@@ -14,8 +14,8 @@ import {
 } from '../support/lock-app';
 import { type RedisServerHandle, useRedis } from '../support/redis-server';
 import { killWorkers, spawnWorker } from '../support/workers';
-import type { LockClient } from '../../lib/redis/redis-lock-backend';
-import { LockClientRegistry } from '../../lib/module/lock-group.registry';
+import type { RedisLockBackend } from '../../lib/redis/redis-lock-backend';
+import { LockGroupRegistry } from '../../lib/module/lock-group.registry';
 import { itWith } from '../support/policies';
 
 /**
@@ -50,7 +50,7 @@ afterAll(async () => {
  * arguments just after it was sent. Returns the undo.
  */
 function onEvalsha(see: (keys: string[], argv: unknown[]) => void): () => void {
-  const node = (app.get(LockClientRegistry).get('default') as LockClient).nodes[0] as Redis;
+  const node = (app.get(LockGroupRegistry).get('default') as RedisLockBackend).nodes[0] as Redis;
   const evalsha = node.evalsha.bind(node);
   const watching = (...args: Parameters<Redis['evalsha']>) => {
     const reply = evalsha(...args);
@@ -80,7 +80,7 @@ async function abortedWait(
     if (keys[0] === key && when(keys, argv)) stop.abort(new Error('caller gone'));
   });
   try {
-    const client = app.get(LockClientRegistry).get('default');
+    const client = app.get(LockGroupRegistry).get('default');
     await expect(
       client.acquire([name], { ttl: 1_000, waitTimeout: 5_000, signal: stop.signal }),
     ).rejects.toThrow('caller gone');
@@ -255,7 +255,7 @@ it('with localHandoffs 0, a caller its process queued behind another process (RE
     const other = locks.using('job:rt0', section('other process'), { waitTimeout: 5_000 });
     await queuedInRedis(redis, prefix, 'job:rt0', 1);
     const own = service.using('job:rt0', section('own next caller'), { waitTimeout: 5_000 });
-    const passerClient = passer.get(LockClientRegistry).get('default');
+    const passerClient = passer.get(LockGroupRegistry).get('default');
     await until(() => passerClient.queued('job:rt0') === 1, "waits in its process's line");
     // Granted to the other process; the next caller of this one queued behind it.
     await held.release();
@@ -434,7 +434,7 @@ it('queues a segmented call in Redis right after a busy sweep, without another f
 });
 
 it('leaves no local queue behind when the wait is aborted during the first try', async () => {
-  const client = app.get(LockClientRegistry).get('default');
+  const client = app.get(LockGroupRegistry).get('default');
   const queues = client.queueCount;
   // Aborted as soon as the first try is sent.
   await redis.del(await abortedWait('job:abort-first', () => true));
@@ -463,7 +463,7 @@ describe('waiters behind the head (they sleep with no timer of their own)', () =
         await sleep(5);
         return h;
       });
-    const client = app.get(LockClientRegistry).get('default');
+    const client = app.get(LockGroupRegistry).get('default');
     const head = outcome(wait(0, 10_000));
     await queuedInRedis(redis, prefix, name, 1);
     const aborted = outcome(wait(1, 10_000, stop.signal));
@@ -499,7 +499,7 @@ describe('waiters behind the head (they sleep with no timer of their own)', () =
   it('one that becomes the head while the key is held here takes it when the lease runs out unannounced', async () => {
     // The engine alone: no watchdog reports the lease's end, no release is sent. The new head
     // must learn it is the head and sleep on its own timer until the hold's end.
-    const client = app.get(LockClientRegistry).get('default');
+    const client = app.get(LockGroupRegistry).get('default');
     const name = 'line:behind-expired-here';
     const held = await client.acquire([name], { ttl: 1_000, waitTimeout: 0 });
     const first = client.acquire([name], { ttl: 1_000, waitTimeout: 200 });

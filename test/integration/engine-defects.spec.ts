@@ -13,7 +13,7 @@ import {
   LockService,
   type RedlockModuleOptions,
 } from '../../lib';
-import { LockClientRegistry } from '../../lib/module/lock-group.registry';
+import { LockGroupRegistry } from '../../lib/module/lock-group.registry';
 import { ACQUIRE } from '../../lib/redis/protocol/scripts';
 import {
   describeOutcome,
@@ -228,7 +228,7 @@ describe('defect 3: quorum wake-ups do not hang on the first node', () => {
       const held = await locks.acquire(key, { waitTimeout: 0 });
       await Promise.all([nodes[0].stop(), nodes[1].stop()]);
       const waiting = settle(() => locks.acquire(key, { waitTimeout: 1_500 }));
-      const client = app.get(LockClientRegistry).get('default');
+      const client = app.get(LockGroupRegistry).get('default');
       await until(() => client.queued(key) === 1, 'the caller queued behind the hold');
       await held.release(); // fails in Redis (no quorum): logged, never thrown
       const r = await waiting;

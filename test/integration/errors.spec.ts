@@ -23,7 +23,7 @@ import {
 } from 'nest-locked';
 import request from 'supertest';
 import { uid } from '../support/faults';
-import { LockClientRegistry } from '../../lib/module/lock-group.registry';
+import { LockGroupRegistry } from '../../lib/module/lock-group.registry';
 import { createLockApp, lockRedisKey, timed, uniquePrefix, until } from '../support/lock-app';
 import {
   type RedisServerHandle,
@@ -145,7 +145,7 @@ describe('LockBackendError: Redis stopped', () => {
     const id = uid();
     const holder = await holderApp.get(LockService).acquire(`job:${id}`);
     const waiting = timed(jobs.patient(id));
-    const client = app.get(LockClientRegistry).get('default');
+    const client = app.get(LockGroupRegistry).get('default');
     await until(() => client.queued(`job:${id}`) === 1, 'the caller waiting');
     await lonely.stop();
     const w = await waiting;

@@ -11,8 +11,8 @@ import {
   until,
 } from '../support/lock-app';
 import { redisForFile } from '../support/redis-for-file';
-import type { LockClient } from '../../lib/redis/redis-lock-backend';
-import { LockClientRegistry } from '../../lib/module/lock-group.registry';
+import type { RedisLockBackend } from '../../lib/redis/redis-lock-backend';
+import { LockGroupRegistry } from '../../lib/module/lock-group.registry';
 import type { RedisServerHandle } from '../support/redis-server';
 
 /**
@@ -90,7 +90,7 @@ it('a granted holder that runs past the 1 s claim window keeps its key', async (
   );
   await queuedInRedis(redis, keyPrefix, key, 1);
   // And b listens for its grant (the release publishes it).
-  const bClient = apps[1].get(LockClientRegistry).get('default') as LockClient;
+  const bClient = apps[1].get(LockGroupRegistry).get('default') as RedisLockBackend;
   await until(() => bClient.notifier.listening, "b's grant channel subscribed");
   await first.release();
   await sleep(1_200); // past the claim window, inside b's section

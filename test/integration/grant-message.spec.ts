@@ -4,9 +4,9 @@ import { LockNotAcquiredError, LockService } from 'nest-locked';
 import { createLockApp, lockRedisKey, uniquePrefix, until, within } from '../support/lock-app';
 import { redisForFile } from '../support/redis-for-file';
 import type { RedisServerHandle } from '../support/redis-server';
-import type { LockClient } from '../../lib/redis/redis-lock-backend';
+import type { RedisLockBackend } from '../../lib/redis/redis-lock-backend';
 import { GRANT_CLAIM_MS } from '../../lib/redis/protocol/script-constants';
-import { LockClientRegistry } from '../../lib/module/lock-group.registry';
+import { LockGroupRegistry } from '../../lib/module/lock-group.registry';
 
 /**
  * A grant message is a hold only once its claim is confirmed: the claim (a renewal of the key
@@ -37,7 +37,7 @@ afterAll(() => app?.close());
 
 /** Records, in order, each reply to this app's EVALSHAs (the claim's among them). */
 function onReplies(log: string[]): () => void {
-  const node = (app.get(LockClientRegistry).get('default') as LockClient).nodes[0] as Redis;
+  const node = (app.get(LockGroupRegistry).get('default') as RedisLockBackend).nodes[0] as Redis;
   const evalsha = node.evalsha.bind(node);
   node.evalsha = ((...args: Parameters<Redis['evalsha']>) => {
     const reply = evalsha(...args);

@@ -17,8 +17,8 @@ import { redisForFile } from '../support/redis-for-file';
 import type { RedisServerHandle } from '../support/redis-server';
 import { describeResult, spawnWorker } from '../support/workers';
 import { REFILL } from '../../lib/redis/protocol/scripts';
-import type { LockClient } from '../../lib/redis/redis-lock-backend';
-import { LockClientRegistry } from '../../lib/module/lock-group.registry';
+import type { RedisLockBackend } from '../../lib/redis/redis-lock-backend';
+import { LockGroupRegistry } from '../../lib/module/lock-group.registry';
 import { describeWith, itWith } from '../support/policies';
 
 /**
@@ -94,7 +94,7 @@ describeWith('localHandoff')('one process alone on a hot key', () => {
     });
     // Listening for other processes' notices already (a process that is not stays bounded by
     // localHandoffs until it is: see KeyLine.quietSince).
-    await (app.get(LockClientRegistry).get('default') as LockClient).notifier.ready();
+    await (app.get(LockGroupRegistry).get('default') as RedisLockBackend).notifier.ready();
   });
   afterAll(() => app?.close());
 
@@ -149,7 +149,7 @@ describeWith('localHandoff')('one process alone on a hot key', () => {
         ),
       ),
     );
-    const client = app.get(LockClientRegistry).get('default');
+    const client = app.get(LockGroupRegistry).get('default');
     await until(() => client.queued('job:quick') === calls, `${calls} waiting for the holder`);
     await holder.release();
     await all;
@@ -184,7 +184,7 @@ describe('a waiter of another client group', () => {
 
   /** Waits until `count` callers of this group wait in its line for `key`. */
   const inLine = (key: string, count: number) => {
-    const client = apps[0].get(LockClientRegistry).get('default');
+    const client = apps[0].get(LockGroupRegistry).get('default');
     return until(() => client.queued(key) === count, `${count} waiting here for ${key}`);
   };
 
@@ -385,7 +385,7 @@ describeWith('localHandoff')('REFILL', () => {
           )
           .catch(() => undefined),
       );
-      const client = app.get(LockClientRegistry).get('default');
+      const client = app.get(LockGroupRegistry).get('default');
       await until(() => client.queued(key) === 24, 'the callers waiting for the first');
       await first.release();
       await within(Promise.all(callers), 30_000, 'the callers');

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { INestApplication } from '@nestjs/common';
 import Redis from 'ioredis';
 import { LockService } from 'nest-locked';
-import type { LockClient } from '../../lib/redis/redis-lock-backend';
-import { LockClientRegistry } from '../../lib/module/lock-group.registry';
+import type { RedisLockBackend } from '../../lib/redis/redis-lock-backend';
+import { LockGroupRegistry } from '../../lib/module/lock-group.registry';
 import type { LockNotifier } from '../../lib/redis/protocol/lock-notifier';
 import {
   createLockApp,
@@ -57,7 +57,7 @@ async function quorumApp(keyPrefix = uniquePrefix('notifier')): Promise<INestApp
 }
 
 const notifierOf = (app: INestApplication): LockNotifier =>
-  (app.get(LockClientRegistry).get('default') as LockClient).notifier;
+  (app.get(LockGroupRegistry).get('default') as RedisLockBackend).notifier;
 
 const channelName = () => `t:notifier:${randomBytes(4).toString('hex')}:rel`;
 

@@ -11,8 +11,8 @@ import {
   LockService,
   RedlockModule,
 } from 'nest-locked';
-import type { LockClient } from '../../lib/redis/redis-lock-backend';
-import { LockClientRegistry } from '../../lib/module/lock-group.registry';
+import type { RedisLockBackend } from '../../lib/redis/redis-lock-backend';
+import { LockGroupRegistry } from '../../lib/module/lock-group.registry';
 import { lockRedisKey, sleep, uniquePrefix, until } from '../support/lock-app';
 import { type RedisServerHandle, useRedis } from '../support/redis-server';
 
@@ -77,9 +77,9 @@ it('forRootAsync with named groups; shutdown releases held locks and closes only
   expect(app.get(getRedlockToken('reports'))).toBe(jobs.redlock);
   expect(typeof jobs.redlock.acquire).toBe('function');
 
-  const registry = app.get(LockClientRegistry);
-  const owned = (registry.get('reports') as LockClient).nodes[0] as Redis;
-  expect((registry.get('default') as LockClient).nodes[0]).toBe(mine);
+  const registry = app.get(LockGroupRegistry);
+  const owned = (registry.get('reports') as RedisLockBackend).nodes[0] as Redis;
+  expect((registry.get('default') as RedisLockBackend).nodes[0]).toBe(mine);
 
   const running = jobs.long('7');
   await until(async () => (await probe.exists(lockRedisKey(prefix, 'job:7'))) === 1, 'job 7 held');
@@ -143,7 +143,7 @@ it('ends waits in progress at shutdown instead of holding it up until waitTimeou
     const settled = Promise.all([outcome(single), outcome(behind), outcome(multi)]);
     // All three wait: the single ones in the waiter's line, its head in the Redis queue; the
     // multi-key one racing, subscribed to its keys' channels.
-    const waiting = waiter.get(LockClientRegistry).get('default');
+    const waiting = waiter.get(LockGroupRegistry).get('default');
     await until(
       async () =>
         waiting.queued('busy') >= 2 &&

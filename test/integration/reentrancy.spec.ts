@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Injectable, type INestApplication } from '@nestjs/common';
 import { LockContext, Locked, LockService } from 'nest-locked';
 import { describeOverlaps, findOverlaps, type Interval, now } from '../support/intervals';
-import { LockClientRegistry } from '../../lib/module/lock-group.registry';
+import { LockGroupRegistry } from '../../lib/module/lock-group.registry';
 import { createLockApp, sleep, uniquePrefix, until, within } from '../support/lock-app';
 import { type RedisServerHandle, useRedis } from '../support/redis-server';
 
@@ -120,7 +120,7 @@ describe('reentrancy', () => {
     const call = tree.check(id, 0, []).finally(() => (settled = true));
     try {
       // The handle's hold is not this call's: it waits (in line here, not inside the hold).
-      const client = app.get(LockClientRegistry).get('default');
+      const client = app.get(LockGroupRegistry).get('default');
       await until(() => client.queued(`tree:${id}`) === 1, 'the call waiting');
       expect(settled).toBe(false);
     } finally {

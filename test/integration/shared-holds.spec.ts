@@ -1,7 +1,7 @@
 import { Injectable, type INestApplication } from '@nestjs/common';
 import type { Redis } from 'ioredis';
-import type { LockClient } from '../../lib/redis/redis-lock-backend';
-import { LockClientRegistry } from '../../lib/module/lock-group.registry';
+import type { RedisLockBackend } from '../../lib/redis/redis-lock-backend';
+import { LockGroupRegistry } from '../../lib/module/lock-group.registry';
 import {
   LockConfigError,
   LockContext,
@@ -83,13 +83,13 @@ afterEach(async () => {
 const read = { mode: 'read' as const };
 
 const clientOf = (app: INestApplication) =>
-  app.get(LockClientRegistry).get('default') as LockClient;
+  app.get(LockGroupRegistry).get('default') as RedisLockBackend;
 
 /**
  * Waits until `count` permit waits of `app` for `key` have no attempt on the way. Once they are
  * in the Redis queue (`queuedInRedis` first), this says their process heard so: only then may a
  * freed permit pass to them in memory. Read from the engine's own record
- * (`SharedHolds.permitWaits`, of `LockClient.shared`): nothing public says it.
+ * (`SharedHolds.permitWaits`, of `RedisLockBackend.shared`): nothing public says it.
  */
 async function permitWaitsQueued(app: INestApplication, key: string, count: number) {
   type Waits = Map<string, Set<{ attempting(): boolean }>>;

@@ -3,7 +3,7 @@ import { LockService } from '../../lib/api/lock.service';
 import { LockKeyError } from '../../lib/errors';
 import { MAX_KEY_BYTES } from '../../lib/keys/key-length';
 import { rawKeys } from '../../lib/keys/raw-key';
-import type { LockClientRegistry } from '../../lib/module/lock-group.registry';
+import type { LockGroupRegistry } from '../../lib/module/lock-group.registry';
 import type { ResolvedRedlockOptions } from '../../lib/options/redlock-options';
 import { keyError } from '../support/key-error';
 
@@ -66,7 +66,7 @@ describe('rawKeys', () => {
 
 describe('LockService.using and acquire check their keys before anything else', () => {
   // Neither the options nor the registry is reached: the keys fail first.
-  const service = new LockService({} as ResolvedRedlockOptions, {} as LockClientRegistry);
+  const service = new LockService({} as ResolvedRedlockOptions, {} as LockGroupRegistry);
   const fn = () => 'ran';
 
   it.each<[string, unknown, string]>([

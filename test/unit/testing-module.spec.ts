@@ -20,7 +20,7 @@ import {
 } from 'nest-locked';
 import { RedlockTestingController, RedlockTestingModule } from 'nest-locked/testing';
 import { type Observable, Subject } from 'rxjs';
-import { LockClientRegistry } from '../../lib/module/lock-group.registry';
+import { LockGroupRegistry } from '../../lib/module/lock-group.registry';
 import { FIRST_BUSY_RETRY_MS } from '../../lib/api/hold-times';
 
 /**
@@ -331,7 +331,7 @@ describe('RedlockTestingModule', () => {
     });
 
     /** Callers waiting for `key` in the default group's backend. */
-    const queued = (key: string) => moduleRef.get(LockClientRegistry).get('default').queued(key);
+    const queued = (key: string) => moduleRef.get(LockGroupRegistry).get('default').queued(key);
   });
 
   describe('controls', () => {

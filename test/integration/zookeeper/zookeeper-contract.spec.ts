@@ -14,7 +14,7 @@ import {
   RedlockHealthModule,
 } from 'nest-locked/health';
 import { zookeeperBackend } from 'nest-locked/zookeeper';
-import { LockClientRegistry } from '../../../lib/module/lock-group.registry';
+import { LockGroupRegistry } from '../../../lib/module/lock-group.registry';
 import { createLockApp, uniquePrefix, within } from '../../support/lock-app';
 import { closedPort } from '../../support/redis-server';
 import {
@@ -213,9 +213,9 @@ describe('zookeeper backend', () => {
   it("never takes another session's node for one of its own, even under the same token", async () => {
     const root = rootOf('same-token');
     const a = await app(root);
-    const first = apps[apps.length - 1].get(LockClientRegistry).get('default');
+    const first = apps[apps.length - 1].get(LockGroupRegistry).get('default');
     const b = await app(root);
-    const second = apps[apps.length - 1].get(LockClientRegistry).get('default');
+    const second = apps[apps.length - 1].get(LockGroupRegistry).get('default');
     // Two processes whose random instance ids collide: the same tokens, call for call.
     const { instance } = first as unknown as { instance: string };
     Object.assign(second, { instance, tokens: 0 });
