@@ -91,7 +91,7 @@ export class LockBoardService {
   ) {
     this.recorder = new BoardRecorder(locks, options.instance);
     this.views = new InstanceViews(this.id, options.instance, locks, this.recorder);
-    for (const [name, client] of registry.clients()) {
+    for (const [name, client] of registry.redisBackends()) {
       const node = client.nodes[0];
       const space = new KeySpace(keyPrefix, client.nodes.some(isCluster));
       this.groups.push({
@@ -359,7 +359,7 @@ export class LockBoardService {
     if (this.nodes && Date.now() - this.nodes.at < NODES_TTL) return this.nodes.value;
     const timeout = 1_000;
     const value = Promise.all([
-      ...[...this.registry.clients()].flatMap(([group, client]) =>
+      ...[...this.registry.redisBackends()].flatMap(([group, client]) =>
         client.nodes.map(async (node): Promise<BoardNode> => {
           const health = await pingNode(node, timeout);
           if (health.status === 'down' || isCluster(node)) {

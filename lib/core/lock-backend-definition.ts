@@ -24,9 +24,10 @@ export interface LockBackendSupports {
 }
 
 /**
- * A lock backend other than Redis, as a backend factory builds it (`postgresBackend(...)` from
+ * A lock backend, as a backend factory builds it (`postgresBackend(...)` from
  * `nest-locked/postgres`, `mysqlBackend(...)`, `etcdBackend(...)`, `zookeeperBackend(...)`), or
- * the module's own `'memory'`. Give it as a group's `backend`:
+ * the module's own `'memory'`; Redis groups (`clients`) are built into one too. Give it as a
+ * group's `backend`:
  *
  * @example
  * ```ts

@@ -98,10 +98,10 @@ export interface LocalWait {
 }
 
 /**
- * What `LockService` (and the watchdog) need of the lock engine of one client group. The
- * implementations: `RedisLockBackend` (Redis), the in-process backend (`backend: 'memory'` and
- * `nest-locked/testing`), and the backends of the other entry points (`nest-locked/postgres`,
- * ...), each built by a `LockBackendDefinition`.
+ * What `LockService` (and the watchdog) need of the lock backend of one group. Each is built by
+ * a `LockBackendDefinition`: Redis (`redisBackend`, from the `clients` option), the in-process
+ * backend (`backend: 'memory'` and `nest-locked/testing`), and the backends of the other entry
+ * points (`nest-locked/postgres`, ...).
  *
  * The contract, whatever the implementation:
  * - exclusion per key; several keys are taken all or nothing;
@@ -177,6 +177,23 @@ export interface LockBackend<L extends Lease = Lease> {
    * 1 s), so the backend's own error, which names the servers, is the one logged.
    */
   readonly startTimeout?: number;
+  /**
+   * Calls work before `start` (nothing to connect first: every connection was passed in by the
+   * app). Absent: a backend with `start` is usable once it ran.
+   */
+  readonly usableBeforeStart?: boolean;
+  /**
+   * `listener` is told each time a connection to a server is ready again after it was lost: the
+   * holds on it may have been lost while it was away (a restart without persistence), and are
+   * renewed at once to find out.
+   */
+  onReconnect?(listener: () => void): void;
+  /**
+   * Told, before any call, each lease length the app's methods declare (`ttl`, `minHold`), for a
+   * backend whose rules depend on the longest lease in use (Redis: a restarted node votes again
+   * once it has passed).
+   */
+  leaseInUse?(ttl: number): void;
   /** Checks every server of the group within `timeout` ms (`RedlockHealthIndicator`). */
   health?(timeout: number): Promise<BackendHealth>;
   /**

@@ -1,14 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { type HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
 import type { LockBackend } from '../core/lock-backend';
-import type { RedisLockBackend } from '../redis/redis-lock-backend';
 import { LockGroupRegistry } from '../module/lock-group.registry';
 import type { ResolvedRedlockOptions } from '../options/redlock-options';
-import { pingNode } from '../redis/protocol/node-ping';
-import type { RedisNode } from '../redis/protocol/redis-node';
 import { RESOLVED_OPTIONS } from '../redlock.constants';
 
-/** One Redis node of a group, as the health check found it. */
+/** One server (node) of a group, as the health check found it. */
 export interface RedlockNodeHealth {
   /** `host:port`, the socket path, `sentinel:<master name>` or `cluster` (no credentials). */
   readonly node: string;
@@ -89,19 +86,12 @@ export class RedlockHealthIndicator {
   ): Promise<HealthIndicatorResult<Key, 'up' | 'down', RedlockHealthDetails>> {
     const session = this.indicators.check(key);
     const timeout = options.timeout ?? this.options.commandTimeout;
-    const checked = await Promise.all([
-      ...[...this.registry.clients()].map(
-        async ([name, client]) =>
-          [
-            name,
-            await checkGroup(client, timeout, (node) => this.registry.connectionError(node)),
-          ] as const,
-      ),
-      ...[...this.registry.backends()].map(
+    const checked = await Promise.all(
+      [...this.registry.all()].map(
         async ([name, { client, kind }]) =>
-          [name, await checkBackend(client, kind, timeout)] as const,
+          [name, await checkGroup(client, kind, timeout)] as const,
       ),
-    ]);
+    );
     const details: RedlockHealthDetails = { groups: Object.fromEntries(checked) };
     return checked.every(([, group]) => group.status === 'up')
       ? session.up(details)
@@ -109,27 +99,8 @@ export class RedlockHealthIndicator {
   }
 }
 
+/** A group: its backend's own check (the memory backend has no server: always up). */
 async function checkGroup(
-  client: RedisLockBackend,
-  timeout: number,
-  connectionError: (node: RedisNode) => Error | undefined,
-): Promise<RedlockGroupHealth> {
-  const nodes = await Promise.all(
-    client.nodes.map((node) => pingNode(node, timeout, connectionError)),
-  );
-  const reachable = nodes.filter((n) => n.status === 'up').length;
-  const quorum = client.quorum;
-  return {
-    status: reachable >= quorum ? 'up' : 'down',
-    backend: 'redis',
-    quorum,
-    reachable,
-    nodes,
-  };
-}
-
-/** A group of another backend: its own check (the memory backend has no server: always up). */
-async function checkBackend(
   client: LockBackend,
   backend: string,
   timeout: number,

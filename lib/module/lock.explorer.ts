@@ -9,9 +9,9 @@ import { LOCKED_UNKNOWN_CLIENT, SHARED_UNSUPPORTED } from './module.messages';
 /**
  * Checks every `@Locked` method at startup against the module's options (a `client` group that
  * does not exist, or a read lock or permits on a backend without them, fails startup, not the
- * first call), and tells each Redis group the leases its methods declare (a quorum's restarted
- * nodes wait out the longest lease in use, even one no call asked for yet). It validates; it
- * never patches methods.
+ * first call), and tells each group the leases its methods declare (on Redis, a quorum's
+ * restarted nodes wait out the longest lease in use, even one no call asked for yet). It
+ * validates; it never patches methods.
  * @internal
  */
 @Injectable()
@@ -39,15 +39,16 @@ export class LockExplorer implements OnModuleInit {
           );
         }
         const shared = mode === 'read' ? 'read' : permits > 1 ? 'permits' : undefined;
-        const backend = this.registry.supports(client);
+        const backend = this.registry.definition(client);
         if (shared && backend && !backend.supports[shared]) {
           throw new LockConfigError(
             SHARED_UNSUPPORTED(method.where, client, backend.kind, shared),
             `@Locked on ${method.where}.${shared === 'read' ? 'mode' : 'permits'}`,
           );
         }
-        const redis = this.registry.clients().get(client);
-        for (const lease of [ttl, minHold]) if (lease !== undefined) redis?.leaseInUse(lease);
+        for (const lease of [ttl, minHold]) {
+          if (lease !== undefined) this.registry.leaseInUse(client, lease);
+        }
       }
     }
   }

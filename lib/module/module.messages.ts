@@ -32,23 +32,6 @@ export const BACKEND_UNREACHABLE_AT_START = (group: string, kind: string, reason
   `Lock group "${group}" (${kind}) is not reachable at startup: ${sentence(reason)} Locks fail with ` +
   'LockBackendError until it answers.';
 
-export const REDIS_UNREACHABLE_AT_START = (group: string, reason: string) =>
-  `Lock group "${group}": not connected to Redis yet: ${sentence(reason)} Calls fail with ` +
-  `LockBackendError until it answers.`;
-
-export const REDIS_CONNECTION_LOST = (group: string, reason: string) =>
-  `Lock group "${group}": lost the connection to Redis (${reason}); reconnecting. Calls fail ` +
-  `with LockBackendError, callers already waiting keep waiting, until it is back.`;
-
-export const REDIS_CONNECTION_BACK = (group: string) =>
-  `Lock group "${group}": connected to Redis again.`;
-
-export const EVICTION_POLICY_UNSAFE = (group: string, policy: string) =>
-  `Lock group "${group}": Redis has a maxmemory limit with maxmemory-policy ${policy}, which can ` +
-  `evict a held lock under memory pressure (another caller could then take it; the holder ` +
-  `learns at its next renewal, and fences still increase). Use maxmemory-policy noeviction on ` +
-  `lock servers.`;
-
 export const APP_NOT_INITIALISED = (group: string) =>
   `Lock group "${group}" is not connected: the Nest application was not initialised; call ` +
   `app.init() (or app.listen(), or init() on a testing module) before taking locks. ` +

@@ -1,4 +1,3 @@
-import { parseURL } from 'ioredis/built/utils';
 import { LockConfigError } from '../errors';
 import type {
   LockBackendDefinition,
@@ -9,6 +8,7 @@ import type {
   RedlockModuleExtras,
   RedlockModuleOptions,
 } from '../interfaces';
+import { loadRedisDriver } from '../redis/protocol/redis-driver';
 import { isRedisInstance } from '../redis/protocol/redis-node';
 import { memoryBackend } from '../memory/memory-backend';
 import {
@@ -395,7 +395,7 @@ function checkGroup(entries: unknown, field: string, fromEnv: boolean): RedlockC
 
 function checkNode(entry: unknown, field: string, fromEnv: boolean): void {
   if (typeof entry === 'string') {
-    const problem = nodeUrlProblem(entry);
+    const problem = nodeUrlProblem(entry, loadRedisDriver(field).parseURL);
     if (problem !== undefined)
       throw new LockConfigError(BAD_NODE_URL(field, entry, problem, fromEnv), field);
     return;
@@ -428,7 +428,10 @@ function checkNode(entry: unknown, field: string, fromEnv: boolean): void {
  * database that is not a number, a Unix socket path the string did not give as one (`host/2`,
  * `http://host`), or TLS asked for in a way ioredis does not see.
  */
-function nodeUrlProblem(url: string): string | undefined {
+function nodeUrlProblem(
+  url: string,
+  parseURL: (url: string) => Record<string, unknown>,
+): string | undefined {
   const p = NODE_URL_PROBLEM;
   if (url === '') return p.empty;
   let read: Record<string, unknown>;

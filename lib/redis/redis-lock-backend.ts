@@ -1,5 +1,9 @@
 import { setMaxListeners } from 'node:events';
 import { performance } from 'node:perf_hooks';
+import NodeRedlock from 'redlock';
+import type { Redlock } from '../interfaces/redlock.interface';
+import { pingNode } from './protocol/node-ping';
+import type { RedisConnections } from './protocol/redis-connections';
 import { LockNotAcquiredError } from '../errors';
 import { KeySpace } from './protocol/key-space';
 import { LockNotifier } from './protocol/lock-notifier';
@@ -27,6 +31,7 @@ import { shareArg } from './shared-wait';
 import { Tokens } from './tokens';
 import {
   type AcquireRequest,
+  type BackendHealth,
   type LocalWait,
   type LockBackend,
   type LockCounts,
@@ -50,11 +55,17 @@ export interface RedisBackendSettings {
   policies?: EnginePolicies;
   /** Why a node cannot be used, when known better than by a command's error (see ScriptRunner). */
   connectionError?: (node: RedisNode) => Error | undefined;
+  /**
+   * The group's connections, when the backend was built from the options (`redisBackend`): it
+   * opens them at `start`, checks them in `health` and closes the ones it opened in `close`.
+   * Absent when the caller manages the nodes itself.
+   */
+  connections?: RedisConnections;
 }
 
 /**
- * The lock engine of one client group, as the rest of the library sees it: take, renew and give
- * back leases. It coordinates; the parts do the work:
+ * The Redis backend of one lock group: take, renew and give back leases on one node or a
+ * Redlock quorum. It coordinates; the parts do the work:
  * - `KeyLine` (per key: local holds, the FIFO of waiting callers, first tries in flight),
  *   `Waiter` / `waitForKeys` (one caller's wait), `RedisLeases` (lease arithmetic), `Tokens`;
  * - `Grants` (a grant reaching its waiter, which claims it),
@@ -95,6 +106,8 @@ export class RedisLockBackend implements LockBackend<RedisLease> {
   private readonly policies: EnginePolicies;
   /** Where a grant goes: to its waiter, which claims it. */
   private readonly grants: Grants;
+  /** The node-redlock instance of `redlock()`, once asked for. */
+  private redlocks?: Redlock;
 
   constructor(
     readonly name: string,
@@ -150,6 +163,51 @@ export class RedisLockBackend implements LockBackend<RedisLease> {
   /** Nodes whose majority decides. */
   get quorum(): number {
     return this.protocol.quorum.size;
+  }
+
+  /**
+   * `start` bounds each of its steps itself (connect, reading the nodes' servers, the eviction
+   * check), and logs each node it cannot reach: the module does not bound it again.
+   */
+  readonly startTimeout = Infinity;
+
+  /** Usable before `start` when every node is an instance the app passed in (connected by it). */
+  get usableBeforeStart(): boolean {
+    return !this.settings.connections?.ownsAny;
+  }
+
+  /**
+   * Opens the connections (each within 2 x commandTimeout, at least 1 s), then reads the
+   * nodes' servers, so a quorum's nodes vote from the first lock (Redlock's restart rule; each
+   * read is bounded by commandTimeout), and warns about a node that may evict keys.
+   */
+  async start(): Promise<void> {
+    const connections = this.settings.connections;
+    await connections?.open(Math.max(1_000, 2 * this.settings.commandTimeout));
+    await this.nodesConfirmed();
+    await connections?.warnIfEvicting();
+  }
+
+  /** Every node's PING within `timeout` ms; a majority of the nodes must answer. */
+  async health(timeout: number): Promise<BackendHealth> {
+    const connections = this.settings.connections;
+    const nodes = await Promise.all(
+      this.nodes.map((node) =>
+        pingNode(node, timeout, connections && ((n) => connections.connectionError(n))),
+      ),
+    );
+    return { quorum: this.quorum, nodes };
+  }
+
+  /** `listener` is told each time a connection to a node is ready again. */
+  onReconnect(listener: () => void): void {
+    this.settings.connections?.onReady(listener);
+  }
+
+  /** The group's node-redlock instance over its nodes (`@InjectRedlock`), built on first use. */
+  redlock(): Redlock {
+    this.redlocks ??= new NodeRedlock([...this.nodes]);
+    return this.redlocks;
   }
 
   /** Release channels listened to right now. */
@@ -439,10 +497,12 @@ export class RedisLockBackend implements LockBackend<RedisLease> {
   }
 
   async close(): Promise<void> {
+    this.settings.connections?.closing();
     this.abortWaits();
     this.protocol.close();
     this.runner.close();
     await this.notifier.close();
+    await this.settings.connections?.close();
   }
 
   // ---------------------------------------------------------------- holding and giving back

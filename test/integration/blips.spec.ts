@@ -88,9 +88,8 @@ describe('a connection ioredis gave up on (status "end")', () => {
     const registry = app.get(LockGroupRegistry);
     const client = registry.get('default') as RedisLockBackend;
     await client.notifier.ready();
-    const node = (registry as unknown as { groups: Map<string, { owned: Redis[] }> }).groups.get(
-      'default',
-    )!.owned[0];
+    // Opened from the URL the module was given: a connection the group owns.
+    const node = client.nodes[0] as Redis;
     const subscriber = (client.notifier as unknown as { subs: { conn: Redis }[] }).subs[0].conn;
     const ended = Promise.all([node, subscriber].map((c) => new Promise((r) => c.once('end', r))));
     node.disconnect();

@@ -1,5 +1,4 @@
 import { performance } from 'node:perf_hooks';
-import { ReplyError } from 'ioredis';
 import { isCluster, nodeName, type RedisNode } from './redis-node';
 import { NODE_BACK_UNCONFIRMED, NODE_RESTARTED, RESTARTED_NODES_BARRED } from './redis.messages';
 
@@ -184,7 +183,8 @@ export class NodeRestarts {
       (error: unknown) => {
         if (this.closed || state.epoch !== epoch) return;
         // Refused (INFO not allowed to this user): its restarts cannot be told, it votes.
-        if (error instanceof ReplyError) return this.unreadable(state);
+        // (ioredis's ReplyError, told by name: any copy of ioredis, and none loaded here.)
+        if ((error as Error | undefined)?.name === 'ReplyError') return this.unreadable(state);
         if (node.status !== 'ready') return;
         setTimeout(() => {
           if (!this.closed && state.epoch === epoch) this.read(state);

@@ -1,4 +1,4 @@
-import { Cluster, Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 
 /**
  * One server (or one Cluster) a lock group talks to. Lives in a file of its own, importing
@@ -8,13 +8,12 @@ import { Cluster, Redis } from 'ioredis';
 export type RedisNode = Redis | Cluster;
 
 /**
- * Whether `value` is an ioredis `Redis` or `Cluster` instance. `instanceof` alone misses an
- * instance built by another copy of ioredis (the application's own, when versions differ), so
- * the commands the engine calls are checked instead.
+ * Whether `value` is an ioredis `Redis` or `Cluster` instance: the commands the engine calls are
+ * checked, not `instanceof`, which misses an instance built by another copy of ioredis (the
+ * application's own, when versions differ) and would load ioredis for an app without Redis.
  * @internal
  */
 export function isRedisInstance(value: unknown): value is RedisNode {
-  if (value instanceof Redis || value instanceof Cluster) return true;
   if (value === null || typeof value !== 'object') return false;
   const node = value as Partial<Record<'evalsha' | 'duplicate', unknown>>;
   return typeof node.evalsha === 'function' && typeof node.duplicate === 'function';

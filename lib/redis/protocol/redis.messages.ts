@@ -1,4 +1,5 @@
 /** The messages of the Redis protocol (`redis/`). */
+import { sentence } from '../../redlock.messages';
 
 export const REPLICAS_DID_NOT_ACK = (acked: number, wanted: number, timeout: number) =>
   `only ${acked} of ${wanted} replicas acknowledged the lock within ${timeout} ms ` +
@@ -31,3 +32,24 @@ export const RESTARTED_NODES_BARRED = (nodes: readonly string[], longestMs: numb
   `persistence forgot the locks it granted, so it counts toward no new lock until the longest ` +
   `lease in use (${longestMs} ms) has passed since its start (Redlock's restart rule); ` +
   `waiting callers wait for it`;
+
+export const REDIS_UNREACHABLE_AT_START = (group: string, reason: string) =>
+  `Lock group "${group}": not connected to Redis yet: ${sentence(reason)} Calls fail with ` +
+  `LockBackendError until it answers.`;
+
+export const REDIS_CONNECTION_LOST = (group: string, reason: string) =>
+  `Lock group "${group}": lost the connection to Redis (${reason}); reconnecting. Calls fail ` +
+  `with LockBackendError, callers already waiting keep waiting, until it is back.`;
+
+export const REDIS_CONNECTION_BACK = (group: string) =>
+  `Lock group "${group}": connected to Redis again.`;
+
+export const EVICTION_POLICY_UNSAFE = (group: string, policy: string) =>
+  `Lock group "${group}": Redis has a maxmemory limit with maxmemory-policy ${policy}, which can ` +
+  `evict a held lock under memory pressure (another caller could then take it; the holder ` +
+  `learns at its next renewal, and fences still increase). Use maxmemory-policy noeviction on ` +
+  `lock servers.`;
+
+export const REDIS_PEER_MISSING = (field: string) =>
+  `${field} names a Redis node, which needs the "ioredis" package: install it (npm install ` +
+  `ioredis), or give the group another backend.`;
