@@ -1,5 +1,40 @@
-import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { LockBackendDefinition } from '../core/lock-backend-definition';
+
+/**
+ * An ioredis `Redis` or `Cluster` instance, described by what the library calls on it, so that
+ * this package's types compile without ioredis installed (an app on another backend needs none).
+ * Any ioredis 5 or 6 instance is one.
+ */
+export interface RedisInstance {
+  duplicate(...args: never[]): unknown;
+  evalsha(...args: never[]): unknown;
+}
+
+/**
+ * ioredis `RedisOptions` (Sentinel options `{ sentinels, name }` included), described by the
+ * fields the module checks; ioredis checks the rest when it connects. Declared here rather than
+ * imported so that this package's types compile without ioredis installed; a value typed
+ * `RedisOptions` is one.
+ */
+export interface RedisNodeOptions {
+  readonly host?: string;
+  readonly port?: number;
+  /** A Unix socket. */
+  readonly path?: string;
+  readonly username?: string;
+  readonly password?: string;
+  readonly db?: number;
+  /** Sentinel: the sentinels to ask for the primary named `name`. */
+  readonly sentinels?: readonly object[];
+  readonly name?: string;
+  /** TLS options (`tls.ConnectionOptions`). */
+  readonly tls?: object;
+  /** Any other ioredis option, passed to ioredis as it is. */
+  // `any`, not `unknown`: a value typed with ioredis's own `RedisOptions` (an interface, without
+  // an index signature) is assignable to an `any` index signature only.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  readonly [option: string]: any;
+}
 
 /**
  * One Redis node of a lock group: a string, ioredis `RedisOptions` (Sentinel options
@@ -13,7 +48,7 @@ import type { LockBackendDefinition } from '../core/lock-backend-definition';
  * on localhost), and the path of a Unix socket (`/run/redis/redis.sock[?db=2]`). Anything else
  * fails startup with a `LockConfigError` naming the entry (`clients.default[0]`).
  */
-export type RedlockClientEntry = string | RedisOptions | Redis | Cluster;
+export type RedlockClientEntry = string | RedisNodeOptions | RedisInstance;
 
 /**
  * Lock client groups. An array is one group named `default`; a record names several groups

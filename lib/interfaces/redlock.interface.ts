@@ -1,5 +1,5 @@
 import type { EventEmitter } from 'node:events';
-import type { Cluster, Redis } from 'ioredis';
+import type { RedisInstance } from './redlock-module-options.interface';
 
 /*
  * The public surface of node-redlock 5.0.0-beta.2 (the version nest-locked pins), declared here
@@ -22,8 +22,8 @@ export interface RedlockSettings {
 export interface RedlockExecutionStats {
   readonly membershipSize: number;
   readonly quorumSize: number;
-  readonly votesFor: Set<Redis | Cluster>;
-  readonly votesAgainst: Map<Redis | Cluster, Error>;
+  readonly votesFor: Set<RedisInstance>;
+  readonly votesAgainst: Map<RedisInstance, Error>;
 }
 
 /** The attempts of one node-redlock operation. */
@@ -69,7 +69,7 @@ export type RedlockAbortSignal = AbortSignal & { error?: Error };
  * @publicApi
  */
 export interface Redlock extends EventEmitter {
-  readonly clients: Set<Redis | Cluster>;
+  readonly clients: Set<RedisInstance>;
   readonly settings: RedlockSettings;
   /** Closes every connection of the group, the module's too: leave that to the app's shutdown. */
   quit(): Promise<void>;
