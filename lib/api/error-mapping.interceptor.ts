@@ -81,8 +81,9 @@ const graphQLError = lazyPeer(
 /* eslint-enable @typescript-eslint/no-require-imports */
 
 /**
- * Maps nest-locked errors thrown by handlers to transport errors: HTTP `busyStatus` (409) with
- * `Retry-After` for a busy lock, 409 when all segments are exhausted, 503 when Redis fails, 400
+ * The error mapper (public name `LockInterceptor`): maps nest-locked errors thrown by handlers
+ * to transport errors, and does nothing else. HTTP `busyStatus` (409) with `Retry-After` for a
+ * busy lock, 409 when all segments are exhausted, 503 when the lock backend fails, 400
  * for a key that cannot be built; RPC, WebSocket (`WsException`) and GraphQL errors carry the
  * same `code`. The client is told what happened in the terms of its request, never a lock key
  * or a Redis error: those stay on the error (the `cause` of the `HttpException`, the
