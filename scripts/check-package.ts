@@ -6,7 +6,7 @@
  *    nothing else, and every source map's sources inside the package; and its README and docs:
  *    every relative link or image names a shipped file (and heading), so they work offline.
  * 2. publint and are-the-types-wrong (`attw`) on that tarball.
- * 3. Two smoke apps, each in a temporary directory with its dependencies installed from the npm
+ * 3. Three smoke apps, each in a temporary directory with its dependencies installed from the npm
  *    registry and nest-locked from the tarball, against a redis-server started here on a free
  *    loopback port:
  *    - Nest 12 as plain Node ESM: an application context, a @Locked method, health through
@@ -16,7 +16,9 @@
  *      shipped declaration is checked too). Skipped, with a message, on a Node
  *      without require(esm) (before 20.19, or 22.0 to 22.11), where that combination cannot run.
  *    - Nest 11 on Fastify (CommonJS): one HTTP request to a @Locked route.
- *    Both also compile the README's quick start as pasted into one file (as ESM under nodenext,
+ *    - An app without ioredis (Nest 11, CommonJS, pg installed): its types compile without
+ *      skipLibCheck (a PostgreSQL group type-checked), and it starts and locks (memory backend).
+ *    The first two also compile the README's quick start as pasted into one file (as ESM under nodenext,
  *    and as CommonJS) and run it: it must sell exactly the stock.
  * 4. The README itself, run as a reader follows it (`scripts/readme-blocks.ts` finds its marked
  *    blocks): in an empty directory, the quick start's files and the exact commands it gives
@@ -340,6 +342,43 @@ function smokeApps(tarball: string): SmokeApp[] {
         `Nest 12 needs Node ^20.19.0 or >= 22.12.0.`,
     );
   }
+  apps.push({
+    name: 'no-ioredis',
+    packageJson: {
+      private: true,
+      dependencies: {
+        'nest-locked': common['nest-locked'],
+        'reflect-metadata': common['reflect-metadata'],
+        rxjs: common.rxjs,
+        ...types,
+        '@nestjs/common': '^11.0.0',
+        '@nestjs/core': '^11.0.0',
+        pg: dev.pg,
+        '@types/pg': dev['@types/pg'],
+      },
+    },
+    files: [['no-ioredis.ts', 'no-ioredis.ts']],
+    steps: [
+      {
+        // No skipLibCheck: every .d.ts the app reaches must compile without ioredis.
+        what: 'tsc without ioredis',
+        command: process.execPath,
+        args: [
+          tsc,
+          ...['--strict', '--target', 'es2022', '--esModuleInterop'],
+          ...['--experimentalDecorators', '--emitDecoratorMetadata', '--types', 'node'],
+          ...['--module', 'commonjs', '--moduleResolution', 'node10', '--outDir', 'out'],
+          'no-ioredis.ts',
+        ],
+      },
+      {
+        what: 'app',
+        command: process.execPath,
+        args: ['out/no-ioredis.js'],
+        expect: /^OK without ioredis.*$/m,
+      },
+    ],
+  });
   apps.push({
     name: 'nest11-fastify',
     packageJson: {
