@@ -104,7 +104,7 @@ export class LockBoardService {
         tokenPrefix: client.tokenPrefix,
       });
     }
-    for (const [name, { client, kind }] of registry.backends()) {
+    for (const [name, { backend: client, kind }] of registry.backends()) {
       this.groups.push({
         name,
         backend: kind,
@@ -370,7 +370,7 @@ export class LockBoardService {
           return { group, backend: 'redis', ...health, role, warning };
         }),
       ),
-      ...[...this.registry.backends()].map(async ([group, { client, kind }]) => {
+      ...[...this.registry.backends()].map(async ([group, { backend: client, kind }]) => {
         const health = await client.health?.(timeout);
         return (health?.nodes ?? [{ node: 'in process', status: 'up' as const }]).map(
           (n): BoardNode => ({ group, backend: kind, ...n }),

@@ -88,8 +88,8 @@ export class RedlockHealthIndicator {
     const timeout = options.timeout ?? this.options.commandTimeout;
     const checked = await Promise.all(
       [...this.registry.all()].map(
-        async ([name, { client, kind }]) =>
-          [name, await checkGroup(client, kind, timeout)] as const,
+        async ([name, { backend, kind }]) =>
+          [name, await checkGroup(backend, kind, timeout)] as const,
       ),
     );
     const details: RedlockHealthDetails = { groups: Object.fromEntries(checked) };

@@ -34,7 +34,7 @@ export const LOCK_BACKEND_FACTORY = Symbol('nest-locked:backendFactory');
 
 /** One lock group: its backend, and the definition it was built by. */
 export interface LockGroup {
-  readonly client: LockBackend;
+  readonly backend: LockBackend;
   /** The kind of its backend (`redis`, `postgres`, `memory`...). */
   readonly kind: string;
   /** Its definition (undefined for a group `nest-locked/testing` built). */
@@ -82,7 +82,7 @@ export class LockGroupRegistry implements LockGroups, OnModuleInit, OnApplicatio
       // nest-locked/testing: every group, whatever its backend, in memory.
       for (const name of [...Object.keys(options.groups), ...Object.keys(options.backends)]) {
         this.groups.set(name, {
-          client: backend(name, options),
+          backend: backend(name, options),
           kind: 'memory',
           startsAtInit: false,
         });
@@ -90,7 +90,7 @@ export class LockGroupRegistry implements LockGroups, OnModuleInit, OnApplicatio
       return;
     }
     for (const [name, definition] of Object.entries(definitions(options))) {
-      const client = definition.create({
+      const built = definition.create({
         group: name,
         keyPrefix: options.keyPrefix,
         driftFactor: options.driftFactor,
@@ -98,12 +98,12 @@ export class LockGroupRegistry implements LockGroups, OnModuleInit, OnApplicatio
         logger: this.logger,
       });
       this.groups.set(name, {
-        client,
+        backend: built,
         kind: definition.kind,
         definition,
-        startsAtInit: client.start !== undefined && !client.usableBeforeStart,
+        startsAtInit: built.start !== undefined && !built.usableBeforeStart,
       });
-      client.onReconnect?.(() => this.reconnected.forEach((tell) => tell(name)));
+      built.onReconnect?.(() => this.reconnected.forEach((tell) => tell(name)));
     }
   }
 
@@ -128,7 +128,7 @@ export class LockGroupRegistry implements LockGroups, OnModuleInit, OnApplicatio
   redisBackends(): ReadonlyMap<string, RedisLockBackend> {
     const redis = new Map<string, RedisLockBackend>();
     for (const [name, group] of this.groups) {
-      if (group.kind === 'redis') redis.set(name, group.client as RedisLockBackend);
+      if (group.kind === 'redis') redis.set(name, group.backend as RedisLockBackend);
     }
     return redis;
   }
@@ -147,7 +147,7 @@ export class LockGroupRegistry implements LockGroups, OnModuleInit, OnApplicatio
 
   /** Tells a group a lease length its methods declare (see `LockBackend.leaseInUse`). */
   leaseInUse(name: string, ttl: number): void {
-    this.groups.get(name)?.client.leaseInUse?.(ttl);
+    this.groups.get(name)?.backend.leaseInUse?.(ttl);
   }
 
   /**
@@ -159,7 +159,7 @@ export class LockGroupRegistry implements LockGroups, OnModuleInit, OnApplicatio
     if (group.startsAtInit && !this.initialised) {
       throw new LockConfigError(APP_NOT_INITIALISED(name), 'app.init()');
     }
-    return group.client;
+    return group.backend;
   }
 
   /**
@@ -170,7 +170,7 @@ export class LockGroupRegistry implements LockGroups, OnModuleInit, OnApplicatio
   redlock(name: string): Redlock {
     const group = this.groups.get(name);
     if (!group) return missingRedlock(name, UNKNOWN_CLIENT(name, this.names));
-    const redis = group.client as Partial<Pick<RedisLockBackend, 'redlock'>>;
+    const redis = group.backend as Partial<Pick<RedisLockBackend, 'redlock'>>;
     if (group.kind !== 'redis' || !redis.redlock) {
       return missingRedlock(name, REDLOCK_WITHOUT_REDIS(name));
     }
@@ -184,10 +184,12 @@ export class LockGroupRegistry implements LockGroups, OnModuleInit, OnApplicatio
     // (the backend's own bound when it has one).
     const bound = Math.max(1_000, 2 * this.options.commandTimeout);
     await Promise.all(
-      [...this.groups].map(([name, { client, kind }]) => {
-        if (!client.start) return undefined;
-        const timeout = client.startTimeout ?? bound;
-        const started = Number.isFinite(timeout) ? within(client.start(), timeout) : client.start();
+      [...this.groups].map(([name, { backend, kind }]) => {
+        if (!backend.start) return undefined;
+        const timeout = backend.startTimeout ?? bound;
+        const started = Number.isFinite(timeout)
+          ? within(backend.start(), timeout)
+          : backend.start();
         return started.catch((err: Error) =>
           this.logger.warn(BACKEND_UNREACHABLE_AT_START(name, kind, err.message)),
         );
@@ -205,13 +207,13 @@ export class LockGroupRegistry implements LockGroups, OnModuleInit, OnApplicatio
 
   /** Ends every wait in progress in every group (shutdown: waiting requests answer now). */
   abortWaits(): void {
-    for (const group of this.groups.values()) group.client.abortWaits();
+    for (const group of this.groups.values()) group.backend.abortWaits();
   }
 
   async onApplicationShutdown(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await Promise.all([...this.groups.values()].map((group) => group.client.close()));
+    await Promise.all([...this.groups.values()].map((group) => group.backend.close()));
   }
 
   private group(name: string): LockGroup {

@@ -30,12 +30,12 @@ export interface EngineCore {
   readonly localHandoffs: number;
   readonly policies: EnginePolicies;
   readonly lines: KeyLines<Waiter>;
-  /** Aborted when the client closes. */
+  /** Aborted when the backend closes. */
   readonly closing: AbortSignal;
   readonly wakeUps: WakeUps;
   /** Where a grant goes: to its waiter, which claims it. */
   readonly grants: Grants;
-  /** Whether the client closed. */
+  /** Whether the backend closed. */
   closed(): boolean;
   /** The lease a round took (a single key's line counts it as held). */
   hold(keys: readonly string[], taker: RedisTaker, taken: Taken): RedisLease;

@@ -23,7 +23,7 @@ export interface HandoffEngine {
   /** Single node: releases grant, and past its turn a key goes to another process's waiter. */
   readonly fair: boolean;
   readonly localHandoffs: number;
-  /** Whether the client closed: a key then goes back to Redis, not on. */
+  /** Whether the backend closed: a key then goes back to Redis, not on. */
   closed(): boolean;
   /** Waits (briefly) for the group's grant channel, unless it is subscribed already. */
   subscribed(): Promise<void>;

@@ -35,7 +35,7 @@ export interface SharedHoldsEngine extends SharedWaitEngine {
   readonly fair: boolean;
   /** Fast paths switched on: `permitPass` is taken here. */
   readonly policies: Pick<EnginePolicies, 'permitPass'>;
-  /** Whether the client closed: a freed permit then goes back to Redis, not on. */
+  /** Whether the backend closed: a freed permit then goes back to Redis, not on. */
   closed(): boolean;
   /** A new acquisition's token, lease length and start. */
   taker(ttl: number, acks: ReplicaAcks | undefined): RedisTaker;

@@ -23,7 +23,7 @@ const RELEASE_SETTLE_MS = 10;
 export interface LineWaitContext {
   /** Single node: waiters queue in Redis and are granted the key by the release. */
   readonly fair: boolean;
-  /** Aborted when the client closes. */
+  /** Aborted when the backend closes. */
   readonly closing: AbortSignal;
   /** One acquire round that queues (fair) or flags (racing) for `waitMs`. */
   attempt(keys: readonly string[], taker: RedisTaker, waitMs: number): Promise<Outcome>;
@@ -107,7 +107,7 @@ export class Waiter implements RedisTaker, DeadlineListener {
   /** The backend error of the last attempt, while Redis keeps failing (a blip or worse). */
   private outage?: LockBackendError;
   private failures = 0;
-  /** Listens to the caller's signal, if it gave one (the client's close comes by `abort`). */
+  /** Listens to the caller's signal, if it gave one (the backend's close comes by `abort`). */
   private readonly onAbort?: () => void;
 
   /**
