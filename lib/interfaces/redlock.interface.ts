@@ -1,3 +1,6 @@
+// The public types use Node's (EventEmitter, AbortSignal): declared, so an app's compiler loads
+// them even where `types` lists none (the default from TypeScript 6), as ioredis's did before.
+/// <reference types="node" preserve="true" />
 import type { EventEmitter } from 'node:events';
 import type { RedisInstance } from './redlock-module-options.interface';
 
