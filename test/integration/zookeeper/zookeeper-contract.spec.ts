@@ -121,6 +121,24 @@ describe('zookeeper backend', () => {
     await eventually(async () => (await children(root)).length === 0, 'parent cleaned');
   });
 
+  it('a busy try answers the lease left of a holder of its process, the ttl asked otherwise', async () => {
+    const root = rootOf('busy');
+    const [a, b] = [await app(root), await app(root)];
+    const [mine, theirs] = apps.slice(-2).map((n) => n.get(LockClientRegistry).get('default'));
+    const backendOf = (s: LockService) => (s === a ? mine : theirs);
+    const held = await a.acquire('k', { ttl: 30_000, watchdog: false });
+    // Held here: this process knows the lease (about 30 s left).
+    const here = (await backendOf(a).tryAcquire(['k'], 1_000)) as number;
+    expect(here).toBeGreaterThan(1_000);
+    expect(here).toBeLessThanOrEqual(30_000);
+    expect(await backendOf(a).tryAcquireAny(['k'], 1_000)).toBeGreaterThan(1_000);
+    // Held by another process: nothing in ZooKeeper tells its lease (documented: the ttl asked).
+    expect(await backendOf(b).tryAcquire(['k'], 7_000)).toBe(7_000);
+    await held.release();
+    // A segmented sweep is no single call here: tryAcquireAny is a loop of tries.
+    expect(backendOf(a).canTakeAny).toBe(false);
+  });
+
   it('gives fences that still grow after the key parent is deleted and created again', async () => {
     const root = rootOf('fence');
     const s = await app(root);
