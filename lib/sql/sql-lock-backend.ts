@@ -10,7 +10,7 @@ import type {
   LockBackendDefinition,
   LockBackendSupports,
 } from '../core/lock-backend-definition';
-import { SQL_SESSION_LOST, SQL_SHARED_UNSUPPORTED } from './sql.messages';
+import { SQL_SESSION_LOST } from './sql.messages';
 import { settleTo } from '../settle-to';
 import type { SqlDialect, SqlSession } from './sql-dialect';
 import { SqlTimeoutError, within } from './sql-timeout';
@@ -25,7 +25,6 @@ export interface SqlBackendSettings {
   /** The longest one round trip may take, in ms. */
   readonly commandTimeout: number;
   readonly logger: LoggerService;
-  readonly supports: LockBackendSupports;
 }
 
 /** A hold: its lease and the session that holds its locks. */
@@ -123,7 +122,6 @@ export class SqlLockBackend<S extends SqlSession>
   async acquire(keys: readonly string[], request: AcquireRequest): Promise<Lease> {
     if (this.closed) throw abortReason(keys);
     if (request.signal?.aborted) throw request.signal.reason;
-    this.refuseUnsupported(keys, request.share);
     const taken = await this.take(
       keys,
       request.ttl,
@@ -267,24 +265,6 @@ export class SqlLockBackend<S extends SqlSession>
 
   private get timeout(): number {
     return this.settings.commandTimeout;
-  }
-
-  /** @throws LockConfigError for a shared hold the database cannot give */
-  private refuseUnsupported(keys: readonly string[], share: Share | undefined): void {
-    if (share === undefined) return;
-    const { supports } = this.settings;
-    if (share === 'read' && !supports.read) {
-      throw new LockConfigError(
-        SQL_SHARED_UNSUPPORTED(this.dialect.kind, keys, "mode: 'read'"),
-        'mode',
-      );
-    }
-    if (typeof share === 'number' && !supports.permits) {
-      throw new LockConfigError(
-        SQL_SHARED_UNSUPPORTED(this.dialect.kind, keys, `permits: ${share}`),
-        'permits',
-      );
-    }
   }
 
   /**
@@ -537,7 +517,6 @@ export function sqlBackendDefinition<S extends SqlSession>(
   return {
     kind,
     supports,
-    create: (context) =>
-      new SqlLockBackend(context.group, dialect(context), { ...context, supports }),
+    create: (context) => new SqlLockBackend(context.group, dialect(context), context),
   };
 }
