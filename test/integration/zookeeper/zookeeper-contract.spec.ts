@@ -15,6 +15,7 @@ import {
 } from 'nest-locked/health';
 import { zookeeperBackend } from 'nest-locked/zookeeper';
 import { LockClientRegistry } from '../../../lib/module/lock-client.registry';
+import { TokenMint } from '../../../lib/core/token-mint';
 import { createLockApp, uniquePrefix, within } from '../../support/lock-app';
 import { closedPort } from '../../support/redis-server';
 import {
@@ -235,9 +236,9 @@ describe('zookeeper backend', () => {
     const b = await app(root);
     const second = apps[apps.length - 1].get(LockClientRegistry).get('default');
     // Two processes whose random instance ids collide: the same tokens, call for call.
-    const { instance } = first as unknown as { instance: string };
-    Object.assign(second, { instance, tokens: 0 });
-    Object.assign(first, { tokens: 0 });
+    const { prefix } = (first as unknown as { tokens: { prefix: string } }).tokens;
+    Object.assign(second, { tokens: new TokenMint(prefix) });
+    Object.assign(first, { tokens: new TokenMint(prefix) });
     const held = await a.acquire('k');
     await expect(b.acquire('k', { waitTimeout: 300 })).rejects.toBeInstanceOf(LockNotAcquiredError);
     expect(held.signal.aborted).toBe(false);

@@ -1,0 +1,43 @@
+import { Lease, type Share } from './lease';
+
+/** What a backend knows of a lease it just took. @internal */
+export interface HeldLeaseFields {
+  /** Rendered keys, sorted and deduplicated. */
+  readonly keys: readonly string[];
+  readonly token: string;
+  /** One per key (a read hold's is the key's current fence). */
+  readonly fences: readonly number[];
+  readonly ttl: number;
+  /** Until when it is certainly ours (`performance.now()` clock, the drift allowance taken off). */
+  readonly validUntil: number;
+  /** How long its caller waited for it, in ms. */
+  readonly waitedMs: number;
+  /** Taken at a first try with the keys free. */
+  readonly uncontended: boolean;
+  /** A shared hold's kind; absent for the exclusive lock. */
+  readonly share?: Share;
+  /** Replicas that must acknowledge every renewal (memory keeps what the call asked). */
+  readonly acks?: Lease['acks'];
+}
+
+/**
+ * The one place the SQL, etcd, ZooKeeper and memory backends make a lease (no reserved fences
+ * to pass in memory: those are the Redis engine's).
+ * @internal
+ */
+export function heldLease(fields: HeldLeaseFields): Lease {
+  const lease = new Lease(
+    fields.keys,
+    fields.token,
+    fields.fences,
+    0,
+    fields.ttl,
+    fields.uncontended,
+    fields.validUntil,
+    Date.now(),
+    fields.waitedMs,
+    fields.acks,
+  );
+  lease.share = fields.share;
+  return lease;
+}
