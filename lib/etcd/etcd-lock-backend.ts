@@ -9,7 +9,7 @@ import { SessionBackend } from '../core/session-backend';
 import type { SessionHold } from '../core/session-hold';
 import { abortReason, outageRetryDelay } from '../core/wait-rules';
 import { ETCD_SESSION_LOST } from './etcd.messages';
-import { kindValue, linePrefix, OTHER_PART, prefixEnd, READ_PART } from './etcd-names';
+import { firstOf, kindValue, linePrefix, OTHER_PART, prefixEnd, READ_PART } from './etcd-names';
 import { EtcdSession, type SessionListener } from './etcd-session';
 import { EtcdWait } from './etcd-wait';
 import { checkEndpoints } from './etcd-health';
@@ -77,7 +77,6 @@ export interface EtcdLockBackendConfig {
  * @internal
  */
 export class EtcdLockBackend extends SessionBackend<Held, EtcdWait> implements SessionListener {
-  override readonly canTakeAny = true;
   readonly name: string;
   /** The entries of this process into lines, in the order they were asked. */
   private readonly order = new EntryOrder<Entry>((entry) => BigInt(entry.revision));
@@ -246,15 +245,22 @@ export class EtcdLockBackend extends SessionBackend<Held, EtcdWait> implements S
           })),
         ],
         success: names.map((name) => put(name, kindValue(undefined), session.id)),
-        // A retry of a transaction whose answer was lost finds its own keys: they are ours.
-        failure: [{ request_range: { key: Buffer.from(names[0]) } }],
+        failure: [
+          // A retry of a transaction whose answer was lost finds its own keys: they are ours.
+          { request_range: { key: Buffer.from(names[0]) } },
+          // Busy: the holder of each line (its first key), for its lease left.
+          ...lines.map((line) => ({ request_range: firstOf(line) })),
+        ],
       });
     } catch (error) {
       this.keys.abandon(names, session);
       throw this.backendError(keys, 'acquire', error);
     }
     const mine = res.responses[0]?.response_range?.kvs[0];
-    if (!res.succeeded && !mine) return ttl;
+    if (!res.succeeded && !mine) {
+      const holders = res.responses.slice(1).map((r) => r.response_range?.kvs[0]?.lease);
+      return this.busyAnswer(keys, ttl, () => this.keyLeaseLeft(holders));
+    }
     const revision = mine ? mine.create_revision : res.header.revision;
     this.keys.add(names, session, revision);
     return this.take(keys, names, session, revision, ttl, startedAt, true);
@@ -461,6 +467,25 @@ export class EtcdLockBackend extends SessionBackend<Held, EtcdWait> implements S
 
   protected holdExpired(held: Held): void {
     this.drop(held);
+  }
+
+  /**
+   * The longest time left of the etcd leases of holder keys, in ms (a holder's session lease, or
+   * a minHold's own): the most a holder's key stays if its process dies. A holder that lives
+   * keeps renewing it; nothing in etcd says how long it means to hold.
+   */
+  private async keyLeaseLeft(leases: readonly (string | undefined)[]): Promise<number | undefined> {
+    const ids = [...new Set(leases.filter((id): id is string => !!id && id !== '0'))];
+    if (ids.length === 0) return undefined;
+    try {
+      const answers = await Promise.all(
+        ids.map((ID) => this.client.leaseClient.leaseTimeToLive({ ID })),
+      );
+      return Math.max(...answers.map((answer) => Math.max(0, Number(answer.TTL)) * 1000));
+    } catch {
+      // The try's answer stands (busy); only its estimate is missing.
+      return undefined;
+    }
   }
 
   /** Forgets the hold and deletes its keys in the background. */

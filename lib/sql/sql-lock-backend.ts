@@ -128,7 +128,7 @@ export class SqlLockBackend<S extends SqlSession> extends SessionBackend<SqlHold
     try {
       // Busy is an answer here, not an error: no LockNotAcquiredError built per busy try.
       const taken = await this.take(keys, ttl, undefined, 0);
-      return typeof taken === 'number' ? ttl : taken;
+      return typeof taken === 'number' ? await this.busyAnswer(keys, ttl) : taken;
     } catch (err) {
       if (err instanceof LockNotAcquiredError) return err.retryAfterMs;
       throw err;

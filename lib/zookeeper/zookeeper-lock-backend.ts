@@ -66,7 +66,6 @@ interface Hold extends SessionHold {
  * @internal
  */
 export class ZooKeeperLockBackend extends SessionBackend<Hold, Wait> {
-  override readonly canTakeAny = true;
   private readonly session: ZooKeeperSession;
   private readonly cleanup: NodeCleanup;
   private readonly lines: ZnodeLines;
@@ -234,7 +233,7 @@ export class ZooKeeperLockBackend extends SessionBackend<Hold, Wait> {
         taken.push(entered.node);
         if (!entered.admitted) {
           this.leave(taken);
-          return ttl;
+          return await this.busyAnswer(keys, ttl);
         }
       }
     } catch (error) {
