@@ -242,7 +242,10 @@ describe('zookeeper backend', () => {
     const held = await a.acquire('k');
     await expect(b.acquire('k', { waitTimeout: 300 })).rejects.toBeInstanceOf(LockNotAcquiredError);
     expect(held.signal.aborted).toBe(false);
-    expect(await children(`${root}/k`)).toHaveLength(1);
+    // The waiter's node is deleted on its own session as it gives up; this read comes on another
+    // session, which ZooKeeper does not order after that delete.
+    await eventually(async () => (await children(`${root}/k`)).length === 1, 'waiter node gone');
+    expect(await children(`${root}/k`)).toEqual([expect.stringMatching(/0000000000$/)]);
     await held.release();
   });
 
