@@ -102,17 +102,19 @@ describe("RedlockModule.forRoot({ backend: 'memory' })", () => {
     }
   });
 
+  /** A memory backend that says it has no shared holds. */
+  const exclusiveOnly: LockBackendDefinition = {
+    kind: 'exclusive-only',
+    supports: { read: false, permits: false },
+    create: ({ group, driftFactor }) => new InMemoryBackend(group, driftFactor),
+  };
+
   it('refuses at startup a read lock on a backend without one', async () => {
     @Injectable()
     class Reader {
       @Locked('doc:{0}', { mode: 'read' })
       async read(_id: number): Promise<void> {}
     }
-    const exclusiveOnly: LockBackendDefinition = {
-      kind: 'exclusive-only',
-      supports: { read: false, permits: false },
-      create: ({ group, driftFactor }) => new InMemoryBackend(group, driftFactor),
-    };
     const moduleRef = await Test.createTestingModule({
       imports: [RedlockModule.forRoot({ backend: exclusiveOnly })],
       providers: [Reader],
@@ -125,11 +127,6 @@ describe("RedlockModule.forRoot({ backend: 'memory' })", () => {
   });
 
   it('refuses in using and acquire a read lock or permits on a backend without them', async () => {
-    const exclusiveOnly: LockBackendDefinition = {
-      kind: 'exclusive-only',
-      supports: { read: false, permits: false },
-      create: ({ group, driftFactor }) => new InMemoryBackend(group, driftFactor),
-    };
     const moduleRef = await Test.createTestingModule({
       imports: [RedlockModule.forRoot({ backend: exclusiveOnly })],
     }).compile();
