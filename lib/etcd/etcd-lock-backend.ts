@@ -19,6 +19,7 @@ import { LineWaits } from './etcd-line-waits';
 import { OwnKeys } from './etcd-own-keys';
 import { notCancelled, ownedBy, put } from './etcd-requests';
 import { EtcdErrors } from './etcd-errors';
+import { EtcdLeaseLeft } from './etcd-lease-left';
 
 /** A hold of this process: its etcd keys (one per lock key) and its local lease length. */
 interface Held extends SessionHold {
@@ -91,6 +92,8 @@ export class EtcdLockBackend extends SessionBackend<Held, EtcdWait> implements S
   /** etcd's failures in words, and the last real one (see `EtcdErrors`). */
   private readonly errors: EtcdErrors;
   private readonly endpointClients = new Map<string, Etcd3>();
+  /** The time left of holders' keys, for busy answers. */
+  private readonly leaseLeft: EtcdLeaseLeft;
 
   constructor(
     private readonly client: Etcd3,
@@ -107,6 +110,7 @@ export class EtcdLockBackend extends SessionBackend<Held, EtcdWait> implements S
     );
     this.waits = new LineWaits(client, this.stats, this.keys);
     this.errors = new EtcdErrors(config.hosts.join(', ') || 'the endpoints of your client');
+    this.leaseLeft = new EtcdLeaseLeft(client);
   }
 
   /**
@@ -259,7 +263,7 @@ export class EtcdLockBackend extends SessionBackend<Held, EtcdWait> implements S
     const mine = res.responses[0]?.response_range?.kvs[0];
     if (!res.succeeded && !mine) {
       const holders = res.responses.slice(1).map((r) => r.response_range?.kvs[0]?.lease);
-      return this.busyAnswer(keys, ttl, () => this.keyLeaseLeft(holders));
+      return this.busyAnswer(keys, ttl, () => this.leaseLeft.longest(holders));
     }
     const revision = mine ? mine.create_revision : res.header.revision;
     this.keys.add(names, session, revision);
@@ -467,25 +471,6 @@ export class EtcdLockBackend extends SessionBackend<Held, EtcdWait> implements S
 
   protected holdExpired(held: Held): void {
     this.drop(held);
-  }
-
-  /**
-   * The longest time left of the etcd leases of holder keys, in ms (a holder's session lease, or
-   * a minHold's own): the most a holder's key stays if its process dies. A holder that lives
-   * keeps renewing it; nothing in etcd says how long it means to hold.
-   */
-  private async keyLeaseLeft(leases: readonly (string | undefined)[]): Promise<number | undefined> {
-    const ids = [...new Set(leases.filter((id): id is string => !!id && id !== '0'))];
-    if (ids.length === 0) return undefined;
-    try {
-      const answers = await Promise.all(
-        ids.map((ID) => this.client.leaseClient.leaseTimeToLive({ ID })),
-      );
-      return Math.max(...answers.map((answer) => Math.max(0, Number(answer.TTL)) * 1000));
-    } catch {
-      // The try's answer stands (busy); only its estimate is missing.
-      return undefined;
-    }
   }
 
   /** Forgets the hold and deletes its keys in the background. */
