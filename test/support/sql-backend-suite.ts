@@ -151,7 +151,7 @@ export function describeSqlBackend<Server extends DatabaseServerHandle>(
     await after.release();
   });
 
-  it('a busy try answers the lease left of a holder of its process, the ttl asked otherwise', async () => {
+  it('a busy try or acquire answers the lease left of a holder of its process, the ttl asked otherwise', async () => {
     const mine = await app();
     const theirs = await app();
     const backendOf = (a: INestApplication) => a.get(LockClientRegistry).get('default');
@@ -166,6 +166,14 @@ export function describeSqlBackend<Server extends DatabaseServerHandle>(
       expect(await backendOf(mine).tryAcquireAny(['busy-try'], 1_000)).toBeGreaterThan(1_000);
       // Another process's session lock carries no lease (documented: the ttl asked).
       expect(await backendOf(theirs).tryAcquire(['busy-try'], 7_000)).toBe(7_000);
+      // A busy acquire, at once or at its deadline, says the same in its LockNotAcquiredError
+      // (which LockService then bounds by the usual hold of the key, if it knows one).
+      for (const waitTimeout of [0, 200]) {
+        const busy = backendOf(mine).acquire(['busy-try'], { ttl: 1_000, waitTimeout });
+        const error = (await busy.catch((e: unknown) => e)) as LockNotAcquiredError;
+        expect(error).toBeInstanceOf(LockNotAcquiredError);
+        expect(error.retryAfterMs).toBeGreaterThan(1_000);
+      }
     } finally {
       await handle.release();
     }

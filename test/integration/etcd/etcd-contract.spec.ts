@@ -223,7 +223,7 @@ describe('etcd backend: exclusion and FIFO', () => {
     expect(await leftKeys()).toEqual([]);
   });
 
-  it("a busy try answers the holder's lease left, not the ttl it asked for", async () => {
+  it("a busy try or acquire answers the holder's lease left, not the ttl it asked for", async () => {
     const a = backend();
     const b = backend();
     const held = await a.acquire(['k'], call({ ttl: 30_000 }));
@@ -236,6 +236,19 @@ describe('etcd backend: exclusion and FIFO', () => {
     expect(there).toBeGreaterThan(0);
     expect(there).toBeLessThanOrEqual(5_000);
     expect(await b.tryAcquireAny(['k'], 60_000)).toBeLessThanOrEqual(5_000);
+    // A busy acquire, at once or at its deadline, says the same in its LockNotAcquiredError.
+    for (const waitTimeout of [0, 200]) {
+      const here = (await a
+        .acquire(['k'], call({ ttl: 1_000, waitTimeout }))
+        .catch((e: unknown) => e)) as LockNotAcquiredError;
+      expect(here).toBeInstanceOf(LockNotAcquiredError);
+      expect(here.retryAfterMs).toBeGreaterThan(1_000);
+      const there = (await b
+        .acquire(['k'], call({ ttl: 60_000, waitTimeout }))
+        .catch((e: unknown) => e)) as LockNotAcquiredError;
+      expect(there).toBeInstanceOf(LockNotAcquiredError);
+      expect(there.retryAfterMs).toBeLessThanOrEqual(5_000);
+    }
     await a.release(held);
   });
 

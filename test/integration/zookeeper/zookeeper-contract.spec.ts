@@ -122,7 +122,7 @@ describe('zookeeper backend', () => {
     await eventually(async () => (await children(root)).length === 0, 'parent cleaned');
   });
 
-  it('a busy try answers the lease left of a holder of its process, the ttl asked otherwise', async () => {
+  it('a busy try or acquire answers the lease left of a holder of its process, the ttl asked otherwise', async () => {
     const root = rootOf('busy');
     const [a, b] = [await app(root), await app(root)];
     const [mine, theirs] = apps.slice(-2).map((n) => n.get(LockClientRegistry).get('default'));
@@ -135,6 +135,15 @@ describe('zookeeper backend', () => {
     expect(await backendOf(a).tryAcquireAny(['k'], 1_000)).toBeGreaterThan(1_000);
     // Held by another process: nothing in ZooKeeper tells its lease (documented: the ttl asked).
     expect(await backendOf(b).tryAcquire(['k'], 7_000)).toBe(7_000);
+    // A busy acquire, at once or at its deadline, says the same in its LockNotAcquiredError
+    // (which LockService then bounds by the usual hold of the key, if it knows one).
+    for (const waitTimeout of [0, 200]) {
+      const error = (await backendOf(a)
+        .acquire(['k'], { ttl: 1_000, waitTimeout })
+        .catch((e: unknown) => e)) as LockNotAcquiredError;
+      expect(error).toBeInstanceOf(LockNotAcquiredError);
+      expect(error.retryAfterMs).toBeGreaterThan(1_000);
+    }
     await held.release();
     // A segmented sweep is no single call here: tryAcquireAny is a loop of tries.
     expect(backendOf(a).canTakeAny).toBe(false);
