@@ -110,7 +110,7 @@ export class EtcdLockBackend extends SessionBackend<Held, EtcdWait> implements S
     );
     this.waits = new LineWaits(client, this.stats, this.keys);
     this.errors = new EtcdErrors(config.hosts.join(', ') || 'the endpoints of your client');
-    this.leaseLeft = new EtcdLeaseLeft(client);
+    this.leaseLeft = new EtcdLeaseLeft(client, config.commandTimeout);
   }
 
   /**
@@ -190,10 +190,16 @@ export class EtcdLockBackend extends SessionBackend<Held, EtcdWait> implements S
     }
     if (waitTimeout <= 0) {
       this.keys.discard(names, entry.revision, session);
-      throw new LockNotAcquiredError(keys, performance.now() - startedAt, ttl);
+      const waited = performance.now() - startedAt;
+      throw new LockNotAcquiredError(keys, waited, await this.busyAcquire(keys, lines, ttl));
     }
-    const wait = new EtcdWait(keys, session, startedAt, deadline, ttl, () =>
-      this.lastWord(lines[0]),
+    const wait = new EtcdWait(
+      keys,
+      session,
+      startedAt,
+      deadline,
+      () => this.lastWord(lines[0]),
+      () => this.busyAcquire(keys, lines, ttl),
     );
     const timer = new DeadlineTimer(deadline, wait);
     const onAbort = () => wait.abort(signal!.reason);
@@ -467,6 +473,15 @@ export class EtcdLockBackend extends SessionBackend<Held, EtcdWait> implements S
     // Its keys are deleted when its own lease runs out with no `extend` (a forgotten handle).
     this.keep({ lease, names, session, revision, expiresAt: start + ttl });
     return lease;
+  }
+
+  /** The busy answer of an acquire: as a try's, the holders of its lines read once more. */
+  private busyAcquire(
+    keys: readonly string[],
+    lines: readonly string[],
+    ttl: number,
+  ): Promise<number> {
+    return this.busyAnswer(keys, ttl, () => this.leaseLeft.ofLines(lines));
   }
 
   protected holdExpired(held: Held): void {

@@ -21,14 +21,14 @@ export class EtcdWait implements DeadlineListener, AbortableWait {
     private readonly startedAt: number,
     /** `performance.now()` at which the caller stops waiting. */
     readonly deadline: number,
-    /** The caller's lease length: the Retry-After estimate of a busy answer. */
-    private readonly ttl: number,
     /**
      * One round trip to etcd, bounded: resolves when etcd answers, rejects with why not. At the
      * deadline it decides between busy and an outage (a watch waits through an outage without
      * a word: etcd3 reconnects it on its own).
      */
     private readonly lastWord: () => Promise<void>,
+    /** The Retry-After of a busy answer: the holder's lease left, or an estimate (never fails). */
+    private readonly busyFor: () => Promise<number>,
   ) {}
 
   get aborted(): boolean {
@@ -41,7 +41,9 @@ export class EtcdWait implements DeadlineListener, AbortableWait {
     this.lastWord().then(
       () => {
         const waited = performance.now() - this.startedAt;
-        this.abort(new LockNotAcquiredError(this.keys, waited, this.ttl));
+        void this.busyFor().then((left) =>
+          this.abort(new LockNotAcquiredError(this.keys, waited, left)),
+        );
       },
       (error: unknown) => {
         const cause = error instanceof Error ? error : new Error(String(error));

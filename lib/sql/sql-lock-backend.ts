@@ -120,7 +120,7 @@ export class SqlLockBackend<S extends SqlSession> extends SessionBackend<SqlHold
       request.seenBusy,
     );
     if (typeof taken !== 'number') return taken;
-    throw new LockNotAcquiredError(keys, taken, request.ttl);
+    throw new LockNotAcquiredError(keys, taken, await this.busyAnswer(keys, request.ttl));
   }
 
   async tryAcquire(keys: readonly string[], ttl: number): Promise<Lease | number> {

@@ -193,7 +193,8 @@ export class ZooKeeperLockBackend extends SessionBackend<Hold, Wait> {
           waitTimeout <= 0 ||
           !(await this.turns.waitTurn(entered.node, share, keys, deadline, signal, wait))
         ) {
-          throw new LockNotAcquiredError(keys, performance.now() - startedAt, ttl);
+          const waited = performance.now() - startedAt;
+          throw new LockNotAcquiredError(keys, waited, await this.busyAnswer(keys, ttl));
         }
         this.stats.grants++;
       }
