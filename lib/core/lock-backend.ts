@@ -121,7 +121,8 @@ export interface LockBackend {
   acquire(keys: readonly string[], request: AcquireRequest): Promise<Lease>;
   /**
    * One try, no waiting: the lease, or the busy holder's remaining lease in ms (where the
-   * backend cannot know it, a documented estimate: see `SessionBackend.busyAnswer`).
+   * backend cannot know it, a documented estimate: see `SessionBackend.busyAnswer`); a busy
+   * `acquire`'s LockNotAcquiredError carries the same in `retryAfterMs`.
    */
   tryAcquire(keys: readonly string[], ttl: number, acks?: ReplicaAcks): Promise<Lease | number>;
   /** One try at each key, in order; the first free one is taken. */

@@ -27,12 +27,12 @@ export interface SessionBackendSettings {
  * The life of a lock every backend whose locks live on a server (SQL, etcd, ZooKeeper) shares,
  * written once; a backend extends it and writes only what its server does differently.
  *
- * Here: the prologue of an acquire (`opening`), tokens (`nextToken`), the holds of this process
- * and their expiry (`keep` arms a timer at `expiresAt`; a hold not renewed by then ends: its
- * lease ends, `holdExpired` frees it on the server, its watcher hears), the release guards (a
- * lease is let go once), the end of every wait at shutdown (`abortWaits`), the busy answer of a
- * try (`busyAnswer`: the lease left of the holder, when known), a segmented sweep as a loop of
- * tries (`tryAcquireAny`; `canTakeAny` says so), and a server's failure as a LockBackendError
+ * Here: the prologue of an acquire (`opening`), tokens (`nextToken`), the holds of this process and
+ * their expiry (`keep` arms a timer at `expiresAt`; a hold not renewed by then ends: its lease
+ * ends, `holdExpired` frees it on the server, its watcher hears), the release guards (a lease is
+ * let go once), the end of every wait at shutdown (`abortWaits`), the busy answer of a try or an
+ * acquire (`busyAnswer`: the holder's lease left, when known), a segmented sweep as a loop of tries
+ * (`tryAcquireAny`; `canTakeAny` says so), and a server's failure as a LockBackendError
  * (`backendError`, always keys, operation, error).
  *
  * The backend writes: `acquire`, `tryAcquire`, `extend`, `leaseEnded`, `isLocked`, `close`
@@ -166,9 +166,10 @@ export abstract class SessionBackend<H extends SessionHold, W extends AbortableW
   }
 
   /**
-   * What a busy try answers: the longest lease left of a holder of `keys` in this process, else
-   * what `server` can tell of the holder (etcd: its key's lease), else `ttl` (nothing on the
-   * server says how long another process holds: the caller's own lease is the estimate).
+   * What a busy try or acquire answers (the contract's Retry-After): the longest lease left of a
+   * holder of `keys` in this process, else what `server` can tell of the holder (etcd: its key's
+   * lease), else `ttl` (nothing on the server says how long another process holds: the caller's own
+   * lease is the estimate).
    */
   protected async busyAnswer(
     keys: readonly string[],
