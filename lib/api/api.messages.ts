@@ -80,3 +80,14 @@ export type TYPE_UNKNOWN_OPTION<Key extends PropertyKey> =
 
 export type TYPE_KEY_FUNCTION_THIS =
   "@Locked key function: its 'this' parameter is not the class of the decorated method";
+
+/** `who`: `@Locked on Class.method`, `LockService.using`... */
+export const SHARED_UNSUPPORTED = (
+  who: string,
+  group: string,
+  kind: string,
+  shared: 'read' | 'permits',
+) =>
+  `${who} asks for ${shared === 'read' ? "mode: 'read'" : 'permits > 1'} in lock group ` +
+  `"${group}", whose ${kind} backend has no ${shared === 'read' ? 'shared (read) lock' : 'permits'}. ` +
+  'Use the exclusive lock there, or a group on Redis, PostgreSQL, etcd or ZooKeeper.';

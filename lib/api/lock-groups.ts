@@ -1,4 +1,5 @@
 import type { LockBackend } from '../core/lock-backend';
+import type { LockBackendDefinition } from '../core/lock-backend-definition';
 
 /**
  * The lock client groups `LockService` calls, by name: what `api/` needs of the module's
@@ -9,6 +10,11 @@ import type { LockBackend } from '../core/lock-backend';
 export abstract class LockGroups {
   /** The group's engine; a `LockConfigError` naming the configured groups if there is none. */
   abstract get(name: string): LockBackend;
+  /**
+   * The definition of a group's backend (its kind and the shared holds it has); undefined for an
+   * unknown group.
+   */
+  abstract definition(name: string): LockBackendDefinition | undefined;
   /** Ends every wait in progress in every group (shutdown: waiting requests answer now). */
   abstract abortWaits(): void;
   /**

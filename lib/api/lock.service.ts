@@ -28,6 +28,7 @@ import {
   USING_NEEDS_FUNCTION,
 } from './api.messages';
 import { SegmentedStrategy, sliceKey } from './segmented.strategy';
+import { refuseUnsupportedShare } from './shared-hold-support';
 import {
   findNestEventBus,
   type LockEventName,
@@ -192,7 +193,7 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
         throw new LockConfigError(ACQUIRE_TAKES_NO_SEGMENTS, 'segments');
       }
       list = rawKeys(keys, 'LockService.acquire');
-      b = this.resolveBehaviour(options);
+      b = this.resolveBehaviour(options, 'LockService.acquire');
     } catch (err) {
       return Promise.reject(err);
     }
@@ -304,15 +305,21 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
   private behaviour(options: LockedOptions): Behaviour {
     let b = this.behaviours.get(options);
     if (!b) {
-      b = this.resolveBehaviour(options);
+      b = this.resolveBehaviour(options, '@Locked');
       this.behaviours.set(options, b);
     }
     return b;
   }
 
-  private resolveBehaviour(options: LockedOptions): Behaviour {
+  /**
+   * A call's options over the module's, for its group. `who` names the call in the
+   * LockConfigError of a shared hold its backend has not.
+   */
+  private resolveBehaviour(options: LockedOptions, who = 'LockService.using'): Behaviour {
     const clientName = options.client ?? DEFAULT_CLIENT;
-    return resolveBehaviour(options, this.options, clientName, this.client(clientName));
+    const client = this.client(clientName);
+    refuseUnsupportedShare(who, clientName, this.registry.definition(clientName), options);
+    return resolveBehaviour(options, this.options, clientName, client);
   }
 
   /**

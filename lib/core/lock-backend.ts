@@ -128,7 +128,10 @@ export interface LockBackend<L extends Lease = Lease> {
   readonly subscriptions?: number;
   /** Keys with local holders or waiters right now. */
   readonly queueCount: number;
-  /** Whether `tryAcquireAny` is available (a segmented sweep in one call). */
+  /**
+   * Whether `tryAcquireAny` sweeps the keys in one call (one round trip; none in memory). False:
+   * it is a loop of tries, and the API sweeps with `tryAcquire` itself.
+   */
   readonly canTakeAny: boolean;
   /** Callers of this process waiting for `key` (holders not counted). */
   queued(key: string): number;
@@ -139,9 +142,13 @@ export interface LockBackend<L extends Lease = Lease> {
    * @throws LockNotAcquiredError when still busy at the deadline
    * @throws LockBackendError when the backend cannot be asked, or the client closes
    */
-  acquire(keys: readonly string[], request: AcquireRequest): Promise<L>;
-  /** One try, no waiting: the lease, or the busy holder's remaining lease in ms. */
-  tryAcquire(keys: readonly string[], ttl: number, acks?: ReplicaAcks): Promise<L | number>;
+  acquire(keys: readonly string[], request: AcquireRequest): Promise<Lease>;
+  /**
+   * One try, no waiting: the lease, or the busy holder's remaining lease in ms (where the
+   * backend cannot know it, a documented estimate: see `SessionBackend.busyAnswer`); a busy
+   * `acquire`'s LockNotAcquiredError carries the same in `retryAfterMs`.
+   */
+  tryAcquire(keys: readonly string[], ttl: number, acks?: ReplicaAcks): Promise<Lease | number>;
   /** One try at each key, in order; the first free one is taken. */
   tryAcquireAny(
     keys: readonly string[],

@@ -35,3 +35,17 @@ export function abortReason(keys: readonly string[], signal?: AbortSignal): unkn
   if (signal?.aborted) return signal.reason;
   return new LockBackendError(keys, [new Error(SHUTTING_DOWN)], 'acquire');
 }
+
+/**
+ * The prologue of every acquire: a closed backend starts no wait (the shutdown's error), and an
+ * aborted signal ends the call before it starts (with its reason).
+ * @internal
+ */
+export function refuseToStart(
+  keys: readonly string[],
+  closed: boolean,
+  signal: AbortSignal | undefined,
+): void {
+  if (closed) throw abortReason(keys);
+  if (signal?.aborted) throw signal.reason;
+}

@@ -50,7 +50,7 @@ export class LineWaits {
       } catch {
         // A retry asks who is before the caller again.
         before = undefined;
-        if (wait.cancelled) throw wait.reason;
+        if (wait.aborted) throw wait.reason;
         // etcd failed a query or a watch: try again while the wait lasts (its deadline asks
         // etcd once more, see `EtcdWait.onDeadline`).
         await wait.pause(outageRetryDelay(failures, wait.deadline));
@@ -92,7 +92,7 @@ export class LineWaits {
         const res = await this.client.kv.txn({
           success: [{ request_range: lastBefore }, { request_range: ownKey(own) }],
         });
-        if (wait.cancelled) throw wait.reason;
+        if (wait.aborted) throw wait.reason;
         const [last, mine] = res.responses.map((r) => r.response_range.kvs[0]);
         if (mine?.create_revision !== revision) this.keyGone(wait);
         if (!last) return;
@@ -109,7 +109,7 @@ export class LineWaits {
   /** Reads the caller's key: it goes on if the key is still there (see the class's note). */
   private async confirmOwn(wait: EtcdWait, own: string, revision: string): Promise<void> {
     const res = await this.client.kv.range(ownKey(own));
-    if (wait.cancelled) throw wait.reason;
+    if (wait.aborted) throw wait.reason;
     if (res.kvs[0]?.create_revision !== revision) this.keyGone(wait);
   }
 
@@ -122,8 +122,8 @@ export class LineWaits {
   private keyGone(wait: EtcdWait): never {
     const cause = new Error(ETCD_WAITING_KEY_GONE);
     wait.session.end(cause);
-    // Ending the session cancelled the wait, unless the session had ended before it began.
-    wait.cancel(
+    // Ending the session aborted the wait, unless the session had ended before it began.
+    wait.abort(
       new LockBackendError(wait.keys, [new Error(ETCD_SESSION_LOST(cause))], 'acquire', 'etcd'),
     );
     throw wait.reason;
@@ -165,7 +165,7 @@ export class LineWaits {
       range_end: prefixEnd(start),
       max_create_revision: revision,
     });
-    if (wait.cancelled) throw wait.reason;
+    if (wait.aborted) throw wait.reason;
     if (!res.kvs.some((kv) => kv.key.toString() === own && kv.create_revision === revision)) {
       this.keyGone(wait);
     }
@@ -227,7 +227,7 @@ export class LineWaits {
           done(error);
         }
       };
-      const off = wait.onCancel(done);
+      const off = wait.onAbort(done);
       if (predecessor !== undefined) this.keys.successors.add(predecessor, heard);
       watcher?.on('data', deleted);
       watcher?.on('error', (error) => done(error));

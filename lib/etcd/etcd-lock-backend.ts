@@ -2,17 +2,14 @@ import { performance } from 'node:perf_hooks';
 import type { Etcd3, ITxnResponse } from 'etcd3';
 import { LockBackendError, LockNotAcquiredError } from '../errors';
 import { DeadlineTimer } from '../core/deadline-timer';
-import { LocallyCountedBackend } from '../core/local-locks';
-import { Lease, Leases } from '../core/lease';
-import {
-  type AcquireRequest,
-  type BackendHealth,
-  type LockBackend,
-  type Share,
-} from '../core/lock-backend';
+import { heldLease } from '../core/held-lease';
+import type { Lease } from '../core/lease';
+import { type AcquireRequest, type BackendHealth, type Share } from '../core/lock-backend';
+import { SessionBackend } from '../core/session-backend';
+import type { SessionHold } from '../core/session-hold';
 import { abortReason, outageRetryDelay } from '../core/wait-rules';
 import { ETCD_SESSION_LOST } from './etcd.messages';
-import { kindValue, linePrefix, OTHER_PART, prefixEnd, READ_PART } from './etcd-names';
+import { firstOf, kindValue, linePrefix, OTHER_PART, prefixEnd, READ_PART } from './etcd-names';
 import { EtcdSession, type SessionListener } from './etcd-session';
 import { EtcdWait } from './etcd-wait';
 import { checkEndpoints } from './etcd-health';
@@ -22,17 +19,14 @@ import { LineWaits } from './etcd-line-waits';
 import { OwnKeys } from './etcd-own-keys';
 import { notCancelled, ownedBy, put } from './etcd-requests';
 import { EtcdErrors } from './etcd-errors';
+import { EtcdLeaseLeft } from './etcd-lease-left';
 
 /** A hold of this process: its etcd keys (one per lock key) and its local lease length. */
-interface Held {
-  readonly lease: Lease;
+interface Held extends SessionHold {
   readonly names: readonly string[];
   readonly session: EtcdSession;
   /** The create revision of its keys (one transaction wrote them all): the fence. */
   readonly revision: string;
-  /** `performance.now()` at which this process frees the keys unless `extend` renews them. */
-  expiresAt: number;
-  timer?: NodeJS.Timeout;
 }
 
 /** What the backend needs besides the client. @internal */
@@ -83,14 +77,8 @@ export interface EtcdLockBackendConfig {
  *   deadline; at the deadline one round trip decides between busy and an outage.
  * @internal
  */
-export class EtcdLockBackend
-  extends LocallyCountedBackend<EtcdWait>
-  implements LockBackend, SessionListener
-{
-  readonly canTakeAny = true;
+export class EtcdLockBackend extends SessionBackend<Held, EtcdWait> implements SessionListener {
   readonly name: string;
-  private readonly leases: Leases;
-  private readonly held = new Map<Lease, Held>();
   /** The entries of this process into lines, in the order they were asked. */
   private readonly order = new EntryOrder<Entry>((entry) => BigInt(entry.revision));
   /** The keys of this process in etcd, and their deletion. */
@@ -99,20 +87,21 @@ export class EtcdLockBackend
   /** Timers that delete the keys of a `minHold` once it is over. */
   private readonly minHolds = new Set<NodeJS.Timeout>();
   private current?: Promise<EtcdSession>;
-  private closed = false;
   /** Aborted by `abortWaits`: ends a waiter's back-off between two entries. */
   private readonly closing = new AbortController();
   /** etcd's failures in words, and the last real one (see `EtcdErrors`). */
   private readonly errors: EtcdErrors;
   private readonly endpointClients = new Map<string, Etcd3>();
+  /** The time left of holders' keys, for busy answers. */
+  private readonly leaseLeft: EtcdLeaseLeft;
 
   constructor(
     private readonly client: Etcd3,
     private readonly config: EtcdLockBackendConfig,
   ) {
-    super();
+    // A hold's token is the name of its own key in etcd: none is minted.
+    super({ driftFactor: config.driftFactor, tokenPrefix: config.group, system: 'etcd' });
     this.name = config.group;
-    this.leases = new Leases(config.driftFactor);
     this.keys = new OwnKeys(
       client,
       config.keyPrefix,
@@ -121,6 +110,7 @@ export class EtcdLockBackend
     );
     this.waits = new LineWaits(client, this.stats, this.keys);
     this.errors = new EtcdErrors(config.hosts.join(', ') || 'the endpoints of your client');
+    this.leaseLeft = new EtcdLeaseLeft(client, config.commandTimeout);
   }
 
   /**
@@ -153,8 +143,7 @@ export class EtcdLockBackend
     const deadline = startedAt + waitTimeout;
     this.stats.attempts++;
     for (let failures = 1; ; failures++) {
-      if (this.closed) throw abortReason(keys);
-      if (signal?.aborted) throw signal.reason;
+      this.opening(keys, signal);
       try {
         return await this.enter(keys, request, startedAt, deadline);
       } catch (error) {
@@ -187,7 +176,7 @@ export class EtcdLockBackend
       );
     } catch (error) {
       this.keys.abandon(asked, session);
-      throw this.backendError(keys, error, 'acquire');
+      throw this.backendError(keys, 'acquire', error);
     }
     // The keys of the place this caller was given.
     const names = entry.names;
@@ -201,13 +190,19 @@ export class EtcdLockBackend
     }
     if (waitTimeout <= 0) {
       this.keys.discard(names, entry.revision, session);
-      throw new LockNotAcquiredError(keys, performance.now() - startedAt, ttl);
+      const waited = performance.now() - startedAt;
+      throw new LockNotAcquiredError(keys, waited, await this.busyAcquire(keys, lines, ttl));
     }
-    const wait = new EtcdWait(keys, session, startedAt, deadline, ttl, () =>
-      this.lastWord(lines[0]),
+    const wait = new EtcdWait(
+      keys,
+      session,
+      startedAt,
+      deadline,
+      () => this.lastWord(lines[0]),
+      () => this.busyAcquire(keys, lines, ttl),
     );
     const timer = new DeadlineTimer(deadline, wait);
-    const onAbort = () => wait.cancel(signal!.reason);
+    const onAbort = () => wait.abort(signal!.reason);
     signal?.addEventListener('abort', onAbort);
     this.local.waitStarted(wait);
     try {
@@ -227,7 +222,7 @@ export class EtcdLockBackend
         ),
       );
     } catch (error) {
-      wait.cancel(error);
+      wait.abort(error);
       this.keys.discard(names, entry.revision, session);
       throw wait.reason;
     } finally {
@@ -260,29 +255,25 @@ export class EtcdLockBackend
           })),
         ],
         success: names.map((name) => put(name, kindValue(undefined), session.id)),
-        // A retry of a transaction whose answer was lost finds its own keys: they are ours.
-        failure: [{ request_range: { key: Buffer.from(names[0]) } }],
+        failure: [
+          // A retry of a transaction whose answer was lost finds its own keys: they are ours.
+          { request_range: { key: Buffer.from(names[0]) } },
+          // Busy: the holder of each line (its first key), for its lease left.
+          ...lines.map((line) => ({ request_range: firstOf(line) })),
+        ],
       });
     } catch (error) {
       this.keys.abandon(names, session);
-      throw this.backendError(keys, error, 'acquire');
+      throw this.backendError(keys, 'acquire', error);
     }
     const mine = res.responses[0]?.response_range?.kvs[0];
-    if (!res.succeeded && !mine) return ttl;
+    if (!res.succeeded && !mine) {
+      const holders = res.responses.slice(1).map((r) => r.response_range?.kvs[0]?.lease);
+      return this.busyAnswer(keys, ttl, () => this.leaseLeft.longest(holders));
+    }
     const revision = mine ? mine.create_revision : res.header.revision;
     this.keys.add(names, session, revision);
     return this.take(keys, names, session, revision, ttl, startedAt);
-  }
-
-  async tryAcquireAny(
-    keys: readonly string[],
-    ttl: number,
-  ): Promise<{ lease: Lease; index: number } | number> {
-    for (let index = 0; index < keys.length; index++) {
-      const taken = await this.tryAcquire([keys[index]], ttl);
-      if (typeof taken !== 'number') return { lease: taken, index };
-    }
-    return ttl;
   }
 
   async extend(lease: Lease, ttl: number): Promise<boolean> {
@@ -297,7 +288,7 @@ export class EtcdLockBackend
     try {
       res = await this.client.kv.txn({ compare: ownedBy(held.names, held.revision) });
     } catch (error) {
-      throw this.backendError(lease.keys, error, 'extend');
+      throw this.backendError(lease.keys, 'extend', error);
     }
     if (this.held.get(lease) !== held) return false;
     if (!res.succeeded) {
@@ -316,11 +307,8 @@ export class EtcdLockBackend
     lease.end();
   }
 
-  async release(lease: Lease): Promise<void> {
-    if (lease.released) return;
-    lease.released = true;
-    const held = this.held.get(lease);
-    if (!held) return;
+  protected async releaseHeld(held: Held): Promise<void> {
+    const { lease } = held;
     this.forget(held);
     // An exclusive holder was alone in its line (a reader or a permit may leave others
     // holding): the waiters of this process right behind it go now (once each read its own
@@ -334,15 +322,11 @@ export class EtcdLockBackend
       await this.keys.remove(held.names, held.revision, exclusive, held.session);
     } catch (error) {
       this.keys.discard(held.names, held.revision, held.session);
-      throw this.backendError(lease.keys, error, 'release');
+      throw this.backendError(lease.keys, 'release', error);
     }
   }
 
-  async releaseByExpiry(lease: Lease, ms: number): Promise<void> {
-    if (lease.released) return;
-    lease.released = true;
-    const held = this.held.get(lease);
-    if (!held) return;
+  protected async releaseHeldByExpiry(held: Held, ms: number): Promise<void> {
     this.forget(held);
     const { names } = held;
     // This process deletes them on time; if it dies first, etcd does when their own lease (not
@@ -362,7 +346,7 @@ export class EtcdLockBackend
         })),
       });
     } catch (error) {
-      throw this.backendError(lease.keys, error, 'release');
+      throw this.backendError(held.lease.keys, 'release', error);
     }
   }
 
@@ -376,14 +360,13 @@ export class EtcdLockBackend
       });
       return Number(res.count) > 0;
     } catch (error) {
-      throw this.backendError([key], error, 'check');
+      throw this.backendError([key], 'check', error);
     }
   }
 
-  abortWaits(): void {
-    this.closed = true;
+  override abortWaits(): void {
+    super.abortWaits();
     this.closing.abort();
-    for (const wait of this.local.waits) wait.cancel(abortReason(wait.keys));
   }
 
   async health(timeout: number): Promise<BackendHealth> {
@@ -418,7 +401,7 @@ export class EtcdLockBackend
     this.keys.forgetSession(session);
     for (const wait of this.local.waits) {
       if (wait.session === session) {
-        wait.cancel(this.backendError(wait.keys, new Error(ETCD_SESSION_LOST(cause)), 'acquire'));
+        wait.abort(this.backendError(wait.keys, 'acquire', new Error(ETCD_SESSION_LOST(cause))));
       }
     }
     for (const held of [...this.held.values()]) {
@@ -454,7 +437,7 @@ export class EtcdLockBackend
       if (!session.ended) return session;
     } catch (error) {
       if (this.current === current) this.current = undefined;
-      throw this.backendError(keys, error, 'acquire');
+      throw this.backendError(keys, 'acquire', error);
     }
     if (this.current === current) this.current = undefined;
     return this.session(keys);
@@ -472,48 +455,35 @@ export class EtcdLockBackend
     share?: Share,
   ): Lease {
     if (session.ended) {
-      throw this.backendError(keys, new Error(ETCD_SESSION_LOST()), 'acquire');
+      throw this.backendError(keys, 'acquire', new Error(ETCD_SESSION_LOST()));
     }
     const start = performance.now();
     const fence = Number(revision);
-    const lease = new Lease(
+    const lease = heldLease({
       keys,
-      names[0],
-      keys.map(() => fence),
+      token: names[0],
+      fences: keys.map(() => fence),
       ttl,
-      Math.min(start + ttl - this.leases.drift(ttl), session.validUntil),
-      start - startedAt,
-    );
-    lease.share = share;
-    const held: Held = { lease, names, session, revision, expiresAt: start + ttl };
-    this.held.set(lease, held);
-    this.local.held(keys);
-    this.arm(held);
+      validUntil: Math.min(start + ttl - this.leases.drift(ttl), session.validUntil),
+      waitedMs: start - startedAt,
+      share,
+    });
+    // Its keys are deleted when its own lease runs out with no `extend` (a forgotten handle).
+    this.keep({ lease, names, session, revision, expiresAt: start + ttl });
     return lease;
   }
 
-  /** Frees the keys when the hold's own lease runs out with no `extend` (a forgotten handle). */
-  private arm(held: Held): void {
-    clearTimeout(held.timer);
-    held.timer = setTimeout(
-      () => {
-        if (this.held.get(held.lease) !== held) return;
-        if (performance.now() < held.expiresAt) return this.arm(held);
-        this.drop(held);
-        held.lease.end();
-        held.lease.watcher?.leaseEnded();
-      },
-      Math.max(1, Math.ceil(held.expiresAt - performance.now())),
-    );
-    held.timer.unref();
+  /** The busy answer of an acquire: as a try's, the holders of its lines read once more. */
+  private busyAcquire(
+    keys: readonly string[],
+    lines: readonly string[],
+    ttl: number,
+  ): Promise<number> {
+    return this.busyAnswer(keys, ttl, () => this.leaseLeft.ofLines(lines));
   }
 
-  /** This process forgets the hold (its keys stay in etcd). */
-  private forget(held: Held): void {
-    if (this.held.get(held.lease) !== held) return;
-    clearTimeout(held.timer);
-    this.held.delete(held.lease);
-    this.local.released(held.lease.keys);
+  protected holdExpired(held: Held): void {
+    this.drop(held);
   }
 
   /** Forgets the hold and deletes its keys in the background. */
@@ -565,12 +535,7 @@ export class EtcdLockBackend
     }
   }
 
-  private backendError(
-    keys: readonly string[],
-    error: unknown,
-    operation: string,
-  ): LockBackendError {
-    if (error instanceof LockBackendError) return error;
-    return new LockBackendError(keys, [this.errors.describe(error)], operation, 'etcd');
+  protected override describe(error: unknown): Error {
+    return this.errors.describe(error);
   }
 }

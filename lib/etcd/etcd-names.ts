@@ -45,3 +45,18 @@ export function prefixEnd(prefix: Buffer): Buffer {
   // Only 0xff bytes: every key from the prefix on.
   return Buffer.from([0]);
 }
+
+/**
+ * The range of the first key of `line` by create revision (its holder, if it has any): one key,
+ * with its lease. @internal
+ */
+export function firstOf(line: string) {
+  const key = Buffer.from(line);
+  return {
+    key,
+    range_end: prefixEnd(key),
+    sort_order: 'Ascend' as const,
+    sort_target: 'Create' as const,
+    limit: 1,
+  };
+}

@@ -1,18 +1,19 @@
 import { performance } from 'node:perf_hooks';
 import { LockBackendError, LockNotAcquiredError } from '../errors';
 import type { DeadlineListener } from '../core/deadline-timer';
+import type { AbortableWait } from '../core/session-backend';
 import type { EtcdSession } from './etcd-session';
 
 /**
  * One acquire call waiting in the lines of its keys. Whatever ends it (its deadline, its
- * signal, the session lost, the backend closing) cancels it once, with a reason; every watch
- * and pause of the call listens for that through `onCancel`.
+ * signal, the session lost, the backend closing) aborts it once, with a reason; every watch
+ * and pause of the call listens for that through `onAbort`.
  * @internal
  */
-export class EtcdWait implements DeadlineListener {
+export class EtcdWait implements DeadlineListener, AbortableWait {
   /** Why it ended, once it did. */
   reason?: unknown;
-  private readonly cancels = new Set<(reason: unknown) => void>();
+  private readonly listeners = new Set<(reason: unknown) => void>();
 
   constructor(
     readonly keys: readonly string[],
@@ -20,50 +21,52 @@ export class EtcdWait implements DeadlineListener {
     private readonly startedAt: number,
     /** `performance.now()` at which the caller stops waiting. */
     readonly deadline: number,
-    /** The caller's lease length: the Retry-After estimate of a busy answer. */
-    private readonly ttl: number,
     /**
      * One round trip to etcd, bounded: resolves when etcd answers, rejects with why not. At the
      * deadline it decides between busy and an outage (a watch waits through an outage without
      * a word: etcd3 reconnects it on its own).
      */
     private readonly lastWord: () => Promise<void>,
+    /** The Retry-After of a busy answer: the holder's lease left, or an estimate (never fails). */
+    private readonly busyFor: () => Promise<number>,
   ) {}
 
-  get cancelled(): boolean {
+  get aborted(): boolean {
     return this.reason !== undefined;
   }
 
   /** The deadline passed: busy if etcd answers now, else a LockBackendError with its cause. */
   onDeadline(): void {
-    if (this.cancelled) return;
+    if (this.aborted) return;
     this.lastWord().then(
       () => {
         const waited = performance.now() - this.startedAt;
-        this.cancel(new LockNotAcquiredError(this.keys, waited, this.ttl));
+        void this.busyFor().then((left) =>
+          this.abort(new LockNotAcquiredError(this.keys, waited, left)),
+        );
       },
       (error: unknown) => {
         const cause = error instanceof Error ? error : new Error(String(error));
-        this.cancel(new LockBackendError(this.keys, [cause], 'acquire', 'etcd'));
+        this.abort(new LockBackendError(this.keys, [cause], 'acquire', 'etcd'));
       },
     );
   }
 
-  cancel(reason: unknown): void {
-    if (this.cancelled) return;
+  abort(reason: unknown): void {
+    if (this.aborted) return;
     this.reason = reason;
-    for (const cancel of this.cancels) cancel(reason);
-    this.cancels.clear();
+    for (const listener of this.listeners) listener(reason);
+    this.listeners.clear();
   }
 
-  /** Calls `cancel` when the wait ends (at once if it has); the returned function unhooks it. */
-  onCancel(cancel: (reason: unknown) => void): () => void {
-    if (this.cancelled) {
-      cancel(this.reason);
+  /** Calls `listener` when the wait ends (at once if it has); the returned function unhooks it. */
+  onAbort(listener: (reason: unknown) => void): () => void {
+    if (this.aborted) {
+      listener(this.reason);
       return () => undefined;
     }
-    this.cancels.add(cancel);
-    return () => this.cancels.delete(cancel);
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
   }
 
   /** Waits `ms` (between retries after an error of etcd); rejects if the wait ends meanwhile. */
@@ -73,7 +76,7 @@ export class EtcdWait implements DeadlineListener {
         off();
         resolve();
       }, ms);
-      const off = this.onCancel((reason) => {
+      const off = this.onAbort((reason) => {
         clearTimeout(timer);
         reject(reason);
       });

@@ -2,7 +2,8 @@ import { performance } from 'node:perf_hooks';
 import { LockBackendError, LockNotAcquiredError } from '../errors';
 import { withStatedRetry } from '../errors/stated-retry';
 import { DeadlineTimer } from '../core/deadline-timer';
-import { Lease, type LeaseTaker, Leases } from '../core/lease';
+import { heldLease } from '../core/held-lease';
+import { type Lease, type LeaseTaker, Leases } from '../core/lease';
 import {
   type AcquireRequest,
   type LockBackend,
@@ -11,18 +12,18 @@ import {
   type Share,
   type LocalWait,
 } from '../core/lock-backend';
-import { abortReason } from '../core/wait-rules';
+import { abortReason, refuseToStart } from '../core/wait-rules';
 import { settleTo } from '../settle-to';
 import { shareMismatch } from '../core/share-mismatch';
+import { armExpiry, letGo, type SessionHold } from '../core/session-hold';
+import { TokenMint } from '../core/token-mint';
 import { BusyRules } from './busy-rules';
 
-/** A lease held in memory, shared by every key it holds (several keys: all or nothing). */
-interface Held {
-  readonly lease: Lease;
-  /** `performance.now()` at which the key frees by itself unless renewed. */
-  expiresAt: number;
-  timer?: NodeJS.Timeout;
-}
+/**
+ * A lease held in memory, shared by every key it holds (several keys: all or nothing); the key
+ * frees by itself at `expiresAt` unless renewed.
+ */
+type Held = SessionHold;
 
 /**
  * One key: its fence counter (kept for the backend's life: fences never go back) and holders:
@@ -71,7 +72,7 @@ export class InMemoryBackend implements LockBackend {
   private readonly waiters: MemoryWaiter[] = [];
   /** The `busy` control: acquisitions that find a key busy whoever holds it. */
   private readonly busyRules = new BusyRules();
-  private tokens = 0;
+  private readonly tokens: TokenMint;
   private downCause?: Error;
   private closed = false;
 
@@ -80,6 +81,7 @@ export class InMemoryBackend implements LockBackend {
     driftFactor: number,
   ) {
     this.leases = new Leases(driftFactor);
+    this.tokens = new TokenMint(name);
   }
 
   get queueCount(): number {
@@ -102,8 +104,7 @@ export class InMemoryBackend implements LockBackend {
   async acquire(keys: readonly string[], request: AcquireRequest): Promise<Lease> {
     const { ttl, waitTimeout, signal } = request;
     const startedAt = performance.now();
-    if (this.closed) throw abortReason(keys);
-    if (signal?.aborted) throw signal.reason;
+    refuseToStart(keys, this.closed, signal);
     this.stats.attempts++;
     this.failIfDown(keys, 'acquire');
     const turnedAway = this.busyRules.turnsAway(keys, !!request.seenBusy, ttl);
@@ -169,8 +170,7 @@ export class InMemoryBackend implements LockBackend {
   }
 
   async release(lease: Lease): Promise<void> {
-    if (lease.released) return;
-    lease.released = true;
+    if (!letGo(lease)) return;
     // Down: the release is lost, as a release Redis never got; the lease expires by itself.
     this.failIfDown(lease.keys, 'release');
     const held = this.heldBy(lease, performance.now());
@@ -184,8 +184,7 @@ export class InMemoryBackend implements LockBackend {
   }
 
   async releaseByExpiry(lease: Lease, ms: number): Promise<void> {
-    if (lease.released) return;
-    lease.released = true;
+    if (!letGo(lease)) return;
     this.failIfDown(lease.keys, 'release');
     const held = this.heldBy(lease, performance.now());
     if (!held) return;
@@ -256,7 +255,7 @@ export class InMemoryBackend implements LockBackend {
   // ---------------------------------------------------------------- internals
 
   private nextToken(): string {
-    return `${this.name}.${(++this.tokens).toString(36)}`;
+    return this.tokens.next();
   }
 
   private state(key: string): KeyState {
@@ -336,34 +335,27 @@ export class InMemoryBackend implements LockBackend {
     const fences = keys.map((key) =>
       share === 'read' ? this.state(key).fence : ++this.state(key).fence,
     );
-    const lease = new Lease(
+    const lease = heldLease({
       keys,
-      taker.token,
+      token: taker.token,
       fences,
-      taker.ttl,
-      this.leases.validUntil(start, taker.ttl),
-      start - taker.startedAt,
-    );
-    lease.share = share;
+      ttl: taker.ttl,
+      validUntil: this.leases.validUntil(start, taker.ttl),
+      waitedMs: performance.now() - taker.startedAt,
+      share,
+    });
     const held: Held = { lease, expiresAt: start + taker.ttl };
     for (const key of keys) this.state(key).holders.push(held);
     this.arm(held);
     return lease;
   }
 
-  /** Frees the keys when the lease runs out (never early: an early timer waits the rest). */
+  /** Frees the keys when the lease runs out. */
   private arm(held: Held): void {
-    clearTimeout(held.timer);
-    held.timer = setTimeout(
-      () => {
-        if (performance.now() < held.expiresAt) return this.arm(held);
-        this.drop(held);
-        this.grant();
-      },
-      Math.max(0, Math.ceil(held.expiresAt - performance.now())),
-    );
-    // A lease left behind by a test must not keep the process alive.
-    held.timer.unref();
+    armExpiry(held, () => {
+      this.drop(held);
+      this.grant();
+    });
   }
 
   /** The keys are free of `held` and its timer is off. */

@@ -4,7 +4,8 @@ import { LockConfigError } from '../errors';
 import { LockGroupRegistry } from './lock-group.registry';
 import { getLockedMethod } from '../api/locked.decorator';
 import { DEFAULT_CLIENT } from '../redlock.constants';
-import { LOCKED_UNKNOWN_CLIENT, SHARED_UNSUPPORTED } from './module.messages';
+import { LOCKED_UNKNOWN_CLIENT } from './module.messages';
+import { refuseUnsupportedShare } from '../api/shared-hold-support';
 
 /**
  * Checks every `@Locked` method at startup against the module's options (a `client` group that
@@ -31,21 +32,21 @@ export class LockExplorer implements OnModuleInit {
       for (const name of this.scanner.getAllMethodNames(proto)) {
         const method = getLockedMethod((proto as Record<string, unknown>)[name]);
         if (!method) continue;
-        const { client = DEFAULT_CLIENT, mode, permits = 1, ttl, minHold } = method.options;
+        const { client = DEFAULT_CLIENT, ttl, minHold } = method.options;
         if (!this.registry.has(client)) {
           throw new LockConfigError(
             LOCKED_UNKNOWN_CLIENT(method.where, client, this.registry.names),
             `@Locked on ${method.where}.client`,
           );
         }
-        const shared = mode === 'read' ? 'read' : permits > 1 ? 'permits' : undefined;
-        const backend = this.registry.definition(client);
-        if (shared && backend && !backend.supports[shared]) {
-          throw new LockConfigError(
-            SHARED_UNSUPPORTED(method.where, client, backend.kind, shared),
-            `@Locked on ${method.where}.${shared === 'read' ? 'mode' : 'permits'}`,
-          );
-        }
+        const who = `@Locked on ${method.where}`;
+        refuseUnsupportedShare(
+          who,
+          client,
+          this.registry.definition(client),
+          method.options,
+          (o) => `${who}.${o}`,
+        );
         for (const lease of [ttl, minHold]) {
           if (lease !== undefined) this.registry.leaseInUse(client, lease);
         }

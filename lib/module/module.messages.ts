@@ -18,16 +18,6 @@ export const UNKNOWN_CLIENT = (name: string, known: readonly string[]) =>
 export const LOCKED_UNKNOWN_CLIENT = (where: string, name: string, known: readonly string[]) =>
   `@Locked on ${where}: ${UNKNOWN_CLIENT(name, known)}`;
 
-export const SHARED_UNSUPPORTED = (
-  where: string,
-  group: string,
-  kind: string,
-  shared: 'read' | 'permits',
-) =>
-  `@Locked on ${where} asks for ${shared === 'read' ? "mode: 'read'" : 'permits > 1'} in lock group ` +
-  `"${group}", whose ${kind} backend has no ${shared === 'read' ? 'shared (read) lock' : 'permits'}. ` +
-  'Use the exclusive lock there, or a group on Redis, PostgreSQL, etcd or ZooKeeper.';
-
 export const BACKEND_UNREACHABLE_AT_START = (group: string, kind: string, reason: string) =>
   `Lock group "${group}" (${kind}) is not reachable at startup: ${sentence(reason)} Locks fail with ` +
   'LockBackendError until it answers.';

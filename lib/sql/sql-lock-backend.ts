@@ -1,16 +1,18 @@
 import { performance } from 'node:perf_hooks';
 import type { LoggerService } from '@nestjs/common';
 import { LockBackendError, LockConfigError, LockError, LockNotAcquiredError } from '../errors';
-import { Lease, Leases, type Share } from '../core/lease';
-import { LocallyCountedBackend, type LocalWait } from '../core/local-locks';
-import { type AcquireRequest, type BackendHealth, type LockBackend } from '../core/lock-backend';
+import { heldLease } from '../core/held-lease';
+import type { Lease, Share } from '../core/lease';
+import { type AcquireRequest, type BackendHealth } from '../core/lock-backend';
+import { SessionBackend, type AbortableWait } from '../core/session-backend';
+import type { SessionHold } from '../core/session-hold';
 import { abortReason, outageRetryDelay } from '../core/wait-rules';
 import type {
   LockBackendContext,
   LockBackendDefinition,
   LockBackendSupports,
 } from '../core/lock-backend-definition';
-import { SQL_SESSION_LOST, SQL_SHARED_UNSUPPORTED } from './sql.messages';
+import { SQL_SESSION_LOST } from './sql.messages';
 import { settleTo } from '../settle-to';
 import type { SqlDialect, SqlSession } from './sql-dialect';
 import { SqlTimeoutError, within } from './sql-timeout';
@@ -25,24 +27,21 @@ export interface SqlBackendSettings {
   /** The longest one round trip may take, in ms. */
   readonly commandTimeout: number;
   readonly logger: LoggerService;
-  readonly supports: LockBackendSupports;
 }
 
-/** A hold: its lease and the session that holds its locks. */
-interface SqlHold<S extends SqlSession> {
-  readonly lease: Lease;
+/**
+ * A hold: its lease and the session that holds its locks; its expiry frees the locks when the
+ * lease runs out unrenewed (watchdog off, maxHold, a stall). A minHold keeps it (and its
+ * session) here, uncounted, until then.
+ */
+interface SqlHold<S extends SqlSession> extends SessionHold {
   readonly session: S;
-  /** Frees the locks when the lease runs out unrenewed (watchdog off, maxHold, a stall). */
-  timer?: NodeJS.Timeout;
-  /** Counted as held here (until released: a minHold keeps the session, not the count). */
-  counted: boolean;
-  ended: boolean;
 }
 
 /**
  * One acquire in progress: a caller's signal or the shutdown (`abortWaits`) ends it early.
  */
-class SqlWait implements LocalWait {
+class SqlWait implements AbortableWait {
   aborted?: unknown;
   private stopNow?: (reason: unknown) => void;
 
@@ -98,16 +97,7 @@ class SqlWait implements LocalWait {
  *   commandTimeout (a stalled server is a LockBackendError, never a hang).
  * @internal
  */
-export class SqlLockBackend<S extends SqlSession>
-  extends LocallyCountedBackend<SqlWait>
-  implements LockBackend
-{
-  /** A segmented sweep is a loop of tries (`tryAcquire`). */
-  readonly canTakeAny = false;
-  private readonly leases: Leases;
-  private readonly held = new Map<Lease, SqlHold<S>>();
-  private closed = false;
-  private tokens = 0;
+export class SqlLockBackend<S extends SqlSession> extends SessionBackend<SqlHold<S>, SqlWait> {
   /** Server-side names of recent keys: a hash per acquire is a measurable part of a cycle. */
   private readonly names = new Map<string, string>();
 
@@ -116,14 +106,11 @@ export class SqlLockBackend<S extends SqlSession>
     private readonly dialect: SqlDialect<S>,
     private readonly settings: SqlBackendSettings,
   ) {
-    super();
-    this.leases = new Leases(settings.driftFactor);
+    super({ driftFactor: settings.driftFactor, tokenPrefix: name, system: dialect.label });
   }
 
   async acquire(keys: readonly string[], request: AcquireRequest): Promise<Lease> {
-    if (this.closed) throw abortReason(keys);
-    if (request.signal?.aborted) throw request.signal.reason;
-    this.refuseUnsupported(keys, request.share);
+    this.opening(keys, request.signal);
     const taken = await this.take(
       keys,
       request.ttl,
@@ -133,7 +120,7 @@ export class SqlLockBackend<S extends SqlSession>
       request.seenBusy,
     );
     if (typeof taken !== 'number') return taken;
-    throw new LockNotAcquiredError(keys, taken, request.ttl);
+    throw new LockNotAcquiredError(keys, taken, await this.busyAnswer(keys, request.ttl));
   }
 
   async tryAcquire(keys: readonly string[], ttl: number): Promise<Lease | number> {
@@ -141,44 +128,27 @@ export class SqlLockBackend<S extends SqlSession>
     try {
       // Busy is an answer here, not an error: no LockNotAcquiredError built per busy try.
       const taken = await this.take(keys, ttl, undefined, 0);
-      return typeof taken === 'number' ? ttl : taken;
+      return typeof taken === 'number' ? await this.busyAnswer(keys, ttl) : taken;
     } catch (err) {
       if (err instanceof LockNotAcquiredError) return err.retryAfterMs;
       throw err;
     }
   }
 
-  async tryAcquireAny(
-    keys: readonly string[],
-    ttl: number,
-  ): Promise<{ lease: Lease; index: number } | number> {
-    let shortest = ttl;
-    for (let index = 0; index < keys.length; index++) {
-      const taken = await this.tryAcquire([keys[index]], ttl);
-      if (typeof taken !== 'number') return { lease: taken, index };
-      shortest = Math.min(shortest, taken);
-    }
-    return shortest;
-  }
-
   async extend(lease: Lease, ttl: number): Promise<boolean> {
     const hold = this.held.get(lease);
-    if (!hold || hold.ended || lease.released) return false;
+    if (!hold || lease.released) return false;
     const start = performance.now();
     try {
       await within(this.dialect.keepAlive(hold.session), this.timeout, 'a keep-alive');
     } catch (err) {
-      if (hold.ended) return false;
-      throw new LockBackendError(
-        lease.keys,
-        [this.dialect.describe(err)],
-        'extend',
-        this.dialect.label,
-      );
+      if (!this.isHeld(hold)) return false;
+      throw this.backendError(lease.keys, 'extend', err);
     }
-    if (hold.ended) return false;
+    if (!this.isHeld(hold)) return false;
     lease.renewed(start, ttl, this.leases.drift(ttl));
-    this.arm(hold, ttl - (performance.now() - start));
+    hold.expiresAt = start + ttl;
+    this.arm(hold);
     return true;
   }
 
@@ -188,21 +158,15 @@ export class SqlLockBackend<S extends SqlSession>
     if (hold) settleTo(this.free(hold), (err) => this.debugFailure('free', err));
   }
 
-  async release(lease: Lease): Promise<void> {
-    if (lease.released) return;
-    lease.released = true;
-    const hold = this.held.get(lease);
-    if (hold) await this.free(hold);
+  protected releaseHeld(hold: SqlHold<S>): Promise<void> {
+    return this.free(hold);
   }
 
-  async releaseByExpiry(lease: Lease, ms: number): Promise<void> {
-    if (lease.released) return;
-    lease.released = true;
-    const hold = this.held.get(lease);
-    if (!hold || hold.ended) return;
+  protected async releaseHeldByExpiry(hold: SqlHold<S>, ms: number): Promise<void> {
     // This process forgets the hold now; the session keeps the locks `ms` more, then frees them.
     this.uncount(hold);
-    this.arm(hold, ms);
+    hold.expiresAt = performance.now() + ms;
+    this.arm(hold);
   }
 
   async isLocked(key: string): Promise<boolean> {
@@ -211,13 +175,8 @@ export class SqlLockBackend<S extends SqlSession>
       const name = this.lockName(key);
       return await within(this.dialect.isLocked(name), this.timeout, 'a lock check');
     } catch (err) {
-      throw new LockBackendError([key], [this.dialect.describe(err)], 'check', this.dialect.label);
+      throw this.backendError([key], 'check', err);
     }
-  }
-
-  abortWaits(): void {
-    this.closed = true;
-    for (const wait of this.local.waits) wait.abort(abortReason(wait.keys));
   }
 
   /** Connects once, so the first lock does not pay for it and bad settings show at startup. */
@@ -267,24 +226,6 @@ export class SqlLockBackend<S extends SqlSession>
 
   private get timeout(): number {
     return this.settings.commandTimeout;
-  }
-
-  /** @throws LockConfigError for a shared hold the database cannot give */
-  private refuseUnsupported(keys: readonly string[], share: Share | undefined): void {
-    if (share === undefined) return;
-    const { supports } = this.settings;
-    if (share === 'read' && !supports.read) {
-      throw new LockConfigError(
-        SQL_SHARED_UNSUPPORTED(this.dialect.kind, keys, "mode: 'read'"),
-        'mode',
-      );
-    }
-    if (typeof share === 'number' && !supports.permits) {
-      throw new LockConfigError(
-        SQL_SHARED_UNSUPPORTED(this.dialect.kind, keys, `permits: ${share}`),
-        'permits',
-      );
-    }
   }
 
   /**
@@ -424,7 +365,7 @@ export class SqlLockBackend<S extends SqlSession>
       // Every connection of the pool holds or waits for a lock: contention, not an outage.
       return new LockNotAcquiredError(keys, performance.now() - startedAt, ttl);
     }
-    return new LockBackendError(keys, [this.dialect.describe(err)], 'acquire', this.dialect.label);
+    return this.backendError(keys, 'acquire', err);
   }
 
   private hold(
@@ -436,27 +377,24 @@ export class SqlLockBackend<S extends SqlSession>
     startedAt: number,
   ): Lease {
     const start = performance.now();
-    const token = `${this.name}.${(++this.tokens).toString(36)}`;
-    const lease = new Lease(
+    const lease = heldLease({
       keys,
-      token,
+      token: this.nextToken(),
       fences,
       ttl,
-      this.leases.validUntil(start, ttl),
-      start - startedAt,
-    );
-    lease.share = share;
-    const hold: SqlHold<S> = { lease, session, counted: true, ended: false };
-    this.held.set(lease, hold);
-    this.local.held(keys);
+      validUntil: this.leases.validUntil(start, ttl),
+      waitedMs: start - startedAt,
+      share,
+    });
+    const hold: SqlHold<S> = { lease, session, expiresAt: start + ttl };
+    this.keep(hold);
     session.watch((cause) => this.sessionLost(hold, cause));
-    this.arm(hold, ttl);
     return lease;
   }
 
   /** The session ended under the hold: the server freed its locks; the holder learns it now. */
   private sessionLost(hold: SqlHold<S>, cause: Error): void {
-    if (hold.ended) return;
+    if (!this.isHeld(hold)) return;
     this.end(hold, true);
     hold.lease.end();
     const { label, node } = this.dialect;
@@ -464,53 +402,29 @@ export class SqlLockBackend<S extends SqlSession>
     hold.lease.watcher?.leaseEnded();
   }
 
-  /** Frees the hold's locks when `ms` pass without a renewal. */
-  private arm(hold: SqlHold<S>, ms: number): void {
-    clearTimeout(hold.timer);
-    hold.timer = setTimeout(() => this.expire(hold), Math.max(1, Math.ceil(ms)));
-    // A lease left behind must not keep the process alive.
-    hold.timer.unref();
-  }
-
-  private expire(hold: SqlHold<S>): void {
-    if (hold.ended) return;
-    hold.lease.end();
+  protected holdExpired(hold: SqlHold<S>): void {
     settleTo(this.free(hold), (err) => this.debugFailure('expire', err));
-    hold.lease.watcher?.leaseEnded();
   }
 
   /** Unlocks and gives the connection back; one that cannot unlock is closed instead. */
   private async free(hold: SqlHold<S>): Promise<void> {
-    if (hold.ended) return;
-    this.end(hold, false);
+    if (!this.forget(hold)) return;
     try {
       await within(this.dialect.unlock(hold.session), this.timeout, 'an unlock');
     } catch (err) {
       hold.session.release(true);
-      throw new LockBackendError(
-        hold.lease.keys,
-        [this.dialect.describe(err)],
-        'release',
-        this.dialect.label,
-      );
+      throw this.backendError(hold.lease.keys, 'release', err);
     }
     hold.session.release(false);
   }
 
   /** The hold is over here: forgotten, its timer off, and its connection closed if `destroy`. */
   private end(hold: SqlHold<S>, destroy: boolean): void {
-    if (hold.ended) return;
-    hold.ended = true;
-    clearTimeout(hold.timer);
-    this.held.delete(hold.lease);
-    this.uncount(hold);
-    if (destroy) hold.session.release(true);
+    if (this.forget(hold) && destroy) hold.session.release(true);
   }
 
-  private uncount(hold: SqlHold<S>): void {
-    if (!hold.counted) return;
-    hold.counted = false;
-    this.local.released(hold.lease.keys);
+  protected override describe(error: unknown): Error {
+    return this.dialect.describe(error);
   }
 
   private debugFailure(what: string, err: unknown): void {
@@ -534,7 +448,6 @@ export function sqlBackendDefinition<S extends SqlSession>(
   return {
     kind,
     supports,
-    create: (context) =>
-      new SqlLockBackend(context.group, dialect(context), { ...context, supports }),
+    create: (context) => new SqlLockBackend(context.group, dialect(context), context),
   };
 }

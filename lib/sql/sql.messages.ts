@@ -1,5 +1,3 @@
-import { quotedList } from '../redlock.messages';
-
 /** The messages of the SQL backends (`nest-locked/postgres`, `nest-locked/mysql`; `sql/`). */
 
 export const SQL_PEER_MISSING = (factory: string, peer: string) =>
@@ -15,10 +13,6 @@ export const SQL_NOT_A_POOL = (factory: string, expected: string) =>
 export const SQL_BAD_POOL_SIZE = (factory: string, field: string, value: unknown) =>
   `${factory}: "${field}" must be an integer >= 1 (the lock's own pool: one connection per hold ` +
   `or wait in this process); got ${String(value)}.`;
-
-export const SQL_SHARED_UNSUPPORTED = (kind: string, keys: readonly string[], shared: string) =>
-  `Lock ${quotedList(keys)}: ${shared} is not available on the ${kind} backend (it has no shared lock ` +
-  `primitive). Use an exclusive lock, or put this lock group on Redis or PostgreSQL.`;
 
 // The messages of a failure's cause end with no hint: `DescribedFailure` adds the one that fits.
 

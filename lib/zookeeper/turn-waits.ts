@@ -1,14 +1,17 @@
 import { performance } from 'node:perf_hooks';
 import type { LockCounts, Share } from '../core/lock-backend';
 import { abortReason } from '../core/wait-rules';
+import type { AbortableWait } from '../core/session-backend';
 import type { HeldNode, ZnodeLines } from './znode-lines';
 import { backendError } from './zookeeper-errors';
 import { type ZooKeeperSession, zkCode, ZK } from './zookeeper-session';
 
-/** A wait in progress, ended early by an expired session or `abortWaits`. @internal */
-export interface Wait {
-  readonly keys: readonly string[];
-  end(reason: unknown): void;
+/**
+ * A wait in progress, ended early by an expired session or `abortWaits`: `abort` is set by
+ * whatever the wait is doing now (a back-off, a turn). @internal
+ */
+export interface Wait extends AbortableWait {
+  abort(reason: unknown): void;
 }
 
 /** What waiting for a turn needs from the backend. @internal */
@@ -42,7 +45,7 @@ export class TurnWaits {
    * Waits until `node` is admitted. False at the deadline once one last look at the line (one
    * round trip) found it still not admitted: a ZooKeeper that does not answer then rejects
    * (LockBackendError), so an outage is not taken for a busy key. Rejects on abort or a lost
-   * session (through `wait.end`).
+   * session (through `wait.abort`).
    */
   async waitTurn(
     node: HeldNode,
@@ -74,16 +77,16 @@ export class TurnWaits {
             this.successors.delete(successorOf);
           }
           signal?.removeEventListener('abort', onAbort);
-          wait.end = () => undefined;
+          wait.abort = () => undefined;
           if (outcome) resolve(outcome);
           else reject(reason);
         };
         const onAbort = () => finish(undefined, signal!.reason);
         const timer = setTimeout(() => finish('deadline'), left);
         signal?.addEventListener('abort', onAbort);
-        wait.end = (reason) => finish(undefined, reason);
+        wait.abort = (reason) => finish(undefined, reason);
         // Aborted (or the app closing) while it was still looking at the line: the listener and
-        // `wait.end` came too late to hear it.
+        // `wait.abort` came too late to hear it.
         if (signal?.aborted) return onAbort();
         if (this.scope.isClosed()) return finish(undefined, abortReason(keys));
         if (successorOf) this.successors.set(successorOf, admit);

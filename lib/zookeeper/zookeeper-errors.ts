@@ -1,5 +1,6 @@
 import type * as Zk from 'node-zookeeper-client';
-import { LockBackendError, LockConfigError } from '../errors';
+import { LockConfigError } from '../errors';
+import { asBackendError } from '../core/backend-error';
 import type { Share } from '../core/lock-backend';
 import { MODE_MISMATCH } from '../core/core.messages';
 import { shareMismatch as mismatchOf } from '../core/share-mismatch';
@@ -11,9 +12,7 @@ export const SYSTEM = 'ZooKeeper';
 
 /** `error` as the LockBackendError of `operation` on `keys` (named errors pass as they are). */
 export function backendError(keys: readonly string[], operation: string, error: unknown): Error {
-  if (error instanceof LockBackendError || error instanceof LockConfigError) return error;
-  const cause = error instanceof Error ? error : new Error(String(error));
-  return new LockBackendError(keys, [cause], operation, SYSTEM);
+  return asBackendError(keys, operation, error, SYSTEM);
 }
 
 /** One driver call on the session; any failure is a LockBackendError for `keys`. @internal */

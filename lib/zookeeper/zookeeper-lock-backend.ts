@@ -2,20 +2,17 @@ import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type * as Zk from 'node-zookeeper-client';
 import { LockBackendError, LockNotAcquiredError } from '../errors';
-import { Lease, Leases } from '../core/lease';
-import { LocallyCountedBackend } from '../core/local-locks';
-import {
-  type AcquireRequest,
-  type BackendHealth,
-  type LockBackend,
-  type Share,
-} from '../core/lock-backend';
-import { abortReason, outageRetryDelay } from '../core/wait-rules';
+import { heldLease } from '../core/held-lease';
+import type { Lease } from '../core/lease';
+import { type AcquireRequest, type BackendHealth, type Share } from '../core/lock-backend';
+import { SessionBackend } from '../core/session-backend';
+import type { SessionHold } from '../core/session-hold';
+import { outageRetryDelay } from '../core/wait-rules';
 import { keyNodeName, lockLine } from './lock-nodes';
 import { NodeCleanup } from './node-cleanup';
 import { TurnWaits, type Wait } from './turn-waits';
 import { type HeldNode, ZnodeLines } from './znode-lines';
-import { backendError, callFor, SYSTEM } from './zookeeper-errors';
+import { callFor, SYSTEM } from './zookeeper-errors';
 import { checkMembers } from './zookeeper-health';
 import { type ZooKeeperDriver, ZooKeeperSession, zkCode, ZK } from './zookeeper-session';
 import { ZK_NODE_GONE, ZK_SESSION_UNCONFIRMED } from './zookeeper.messages';
@@ -38,13 +35,9 @@ export interface ZooKeeperSettings {
   readonly driftFactor: number;
 }
 
-/** A hold of this process: its lease, its nodes, and the timer that ends it at its `ttl`. */
-interface Hold {
-  readonly lease: Lease;
+/** A hold of this process: its lease and its nodes; it ends at its `ttl` unless renewed. */
+interface Hold extends SessionHold {
   readonly nodes: readonly HeldNode[];
-  /** When its `ttl` runs out unless renewed (`performance.now()` clock). */
-  expiresAt: number;
-  timer?: NodeJS.Timeout;
 }
 
 /**
@@ -72,26 +65,23 @@ interface Hold {
  *   those dead processes left (see NodeCleanup).
  * @internal
  */
-export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements LockBackend {
-  readonly canTakeAny = true;
+export class ZooKeeperLockBackend extends SessionBackend<Hold, Wait> {
   private readonly session: ZooKeeperSession;
   private readonly cleanup: NodeCleanup;
   private readonly lines: ZnodeLines;
   private readonly turns: TurnWaits;
-  private readonly leases: Leases;
-  /** The holds of this process, by lease. */
-  private readonly byLease = new Map<Lease, Hold>();
-  private readonly instance = randomBytes(4).toString('hex');
-  private tokens = 0;
-  private closed = false;
 
   constructor(
     zk: ZooKeeperDriver,
     private readonly settings: ZooKeeperSettings,
   ) {
-    super();
+    // Tokens name nodes beside other processes' (`lock-nodes.ts`): this process's random id.
+    super({
+      driftFactor: settings.driftFactor,
+      tokenPrefix: randomBytes(4).toString('hex'),
+      system: SYSTEM,
+    });
     const parentOf = (key: string) => this.parentOf(key);
-    this.leases = new Leases(settings.driftFactor);
     this.session = new ZooKeeperSession(
       zk,
       settings.connectString,
@@ -159,11 +149,10 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
   async acquire(keys: readonly string[], request: AcquireRequest): Promise<Lease> {
     const { waitTimeout, signal } = request;
     const startedAt = performance.now();
-    if (this.closed) throw abortReason(keys);
-    if (signal?.aborted) throw signal.reason;
+    this.opening(keys, signal);
     this.stats.attempts++;
     const deadline = startedAt + Math.max(0, waitTimeout);
-    const wait: Wait = { keys, end: () => undefined };
+    const wait: Wait = { keys, abort: () => undefined };
     this.local.waitStarted(wait);
     try {
       for (let failures = 1; ; failures++) {
@@ -173,8 +162,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
           const again = error instanceof LockBackendError && performance.now() < deadline;
           if (!again || this.closed || signal?.aborted) throw error;
           await this.backOff(outageRetryDelay(failures, deadline), signal, wait);
-          if (this.closed) throw abortReason(keys);
-          if (signal?.aborted) throw signal.reason;
+          this.opening(keys, signal);
           if (performance.now() >= deadline) throw error;
         }
       }
@@ -203,7 +191,8 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
           waitTimeout <= 0 ||
           !(await this.turns.waitTurn(entered.node, share, keys, deadline, signal, wait))
         ) {
-          throw new LockNotAcquiredError(keys, performance.now() - startedAt, ttl);
+          const waited = performance.now() - startedAt;
+          throw new LockNotAcquiredError(keys, waited, await this.busyAnswer(keys, ttl));
         }
         this.stats.grants++;
       }
@@ -216,19 +205,19 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
 
   /**
    * Waits `ms` before a waiter enters its lines again; cut short by its signal, the app closing
-   * or a new session (through `wait.end`).
+   * or a new session (through `wait.abort`).
    */
   private backOff(ms: number, signal: AbortSignal | undefined, wait: Wait): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
         signal?.removeEventListener('abort', done);
-        wait.end = () => undefined;
+        wait.abort = () => undefined;
         resolve();
       };
       const timer = setTimeout(done, ms);
       signal?.addEventListener('abort', done);
-      wait.end = done;
+      wait.abort = done;
     });
   }
 
@@ -243,7 +232,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
         taken.push(entered.node);
         if (!entered.admitted) {
           this.leave(taken);
-          return ttl;
+          return await this.busyAnswer(keys, ttl);
         }
       }
     } catch (error) {
@@ -253,33 +242,8 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     return this.hold(keys, token, taken, ttl, undefined, startedAt);
   }
 
-  async tryAcquireAny(
-    keys: readonly string[],
-    ttl: number,
-  ): Promise<{ lease: Lease; index: number } | number> {
-    const startedAt = performance.now();
-    this.stats.attempts++;
-    for (let index = 0; index < keys.length; index++) {
-      const token = this.nextToken();
-      const entered = await this.lines.enter(keys[index], token, undefined, [keys[index]]);
-      if (entered.admitted) {
-        const lease = await this.hold(
-          [keys[index]],
-          token,
-          [entered.node],
-          ttl,
-          undefined,
-          startedAt,
-        );
-        return { lease, index };
-      }
-      this.leave([entered.node]);
-    }
-    return ttl;
-  }
-
   async extend(lease: Lease, ttl: number): Promise<boolean> {
-    const hold = this.byLease.get(lease);
+    const hold = this.held.get(lease);
     if (!hold || !lease.validAt(performance.now())) return false;
     const start = performance.now();
     const stats = await Promise.all(
@@ -289,7 +253,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
         ),
       ),
     );
-    if (this.byLease.get(lease) !== hold) return false;
+    if (!this.isHeld(hold)) return false;
     if (stats.some((s) => !s)) {
       lease.end();
       this.drop(hold);
@@ -298,32 +262,24 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     hold.expiresAt = start + ttl;
     lease.renewed(start, ttl, this.leases.drift(ttl));
     lease.validUntil = Math.min(lease.validUntil, this.sessionValidUntil());
-    this.arm(hold, ttl);
+    this.arm(hold);
     return true;
   }
 
   leaseEnded(lease: Lease): void {
     lease.end();
-    const hold = this.byLease.get(lease);
+    const hold = this.held.get(lease);
     // Over for its holder: the key is freed for the others, as an expired Redis key would be.
     if (hold) this.drop(hold);
   }
 
-  async release(lease: Lease): Promise<void> {
-    if (lease.released) return;
-    lease.released = true;
-    const hold = this.byLease.get(lease);
-    if (!hold) return;
+  protected async releaseHeld(hold: Hold): Promise<void> {
     this.forget(hold);
     this.handOff(hold);
-    await this.deleteNodes(lease.keys, hold.nodes, 'release');
+    await this.deleteNodes(hold.lease.keys, hold.nodes, 'release');
   }
 
-  async releaseByExpiry(lease: Lease, ms: number): Promise<void> {
-    if (lease.released) return;
-    lease.released = true;
-    const hold = this.byLease.get(lease);
-    if (!hold) return;
+  protected async releaseHeldByExpiry(hold: Hold, ms: number): Promise<void> {
     // This process forgets the hold now; the nodes stay until `ms` from now (or the session ends).
     this.forget(hold);
     const timer = setTimeout(() => {
@@ -338,24 +294,15 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
     return lockLine(children).length > 0;
   }
 
-  abortWaits(): void {
-    this.closed = true;
-    for (const w of [...this.local.waits]) w.end(abortReason(w.keys));
-  }
-
   async close(): Promise<void> {
     this.abortWaits();
-    for (const hold of [...this.byLease.values()]) this.forget(hold);
+    for (const hold of [...this.held.values()]) this.forget(hold);
     this.cleanup.close();
     // Closing the session deletes its ephemeral nodes at once; empty parents stay behind.
     this.session.close();
   }
 
   // ---------------------------------------------------------------- the recipe
-
-  private nextToken(): string {
-    return `${this.instance}.${(++this.tokens).toString(36)}`;
-  }
 
   private parentOf(key: string): string {
     return `${this.settings.root}/${keyNodeName(this.settings.keyPrefix + key)}`;
@@ -401,36 +348,27 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
         await this.confirmNodes(nodes);
       } catch (error) {
         this.leave(nodes);
-        throw backendError(keys, 'acquire', error);
+        throw this.backendError(keys, 'acquire', error);
       }
     }
     const now = performance.now();
     // Ours for ttl from now, while the session certainly lives.
-    const lease = new Lease(
+    const lease = heldLease({
       keys,
       token,
-      nodes.map((n) => n.fence),
+      fences: nodes.map((n) => n.fence),
       ttl,
-      Math.min(this.leases.validUntil(now, ttl), this.sessionValidUntil()),
-      now - startedAt,
-    );
-    lease.share = share;
-    const hold: Hold = { lease, nodes, expiresAt: now + ttl };
-    this.byLease.set(lease, hold);
-    this.local.held(keys);
-    this.arm(hold, ttl);
+      validUntil: Math.min(this.leases.validUntil(now, ttl), this.sessionValidUntil()),
+      waitedMs: now - startedAt,
+      share,
+    });
+    // Freed `ttl` from now unless renewed: a forgotten hold never blocks the keys longer.
+    this.keep({ lease, nodes, expiresAt: now + ttl });
     return lease;
   }
 
-  /** Frees the keys `ttl` from now unless renewed: a forgotten hold never blocks them longer. */
-  private arm(hold: Hold, ttl: number): void {
-    clearTimeout(hold.timer);
-    hold.timer = setTimeout(() => {
-      hold.lease.end();
-      hold.lease.watcher?.leaseEnded();
-      this.drop(hold);
-    }, ttl);
-    hold.timer.unref();
+  protected holdExpired(hold: Hold): void {
+    this.drop(hold);
   }
 
   /**
@@ -451,17 +389,9 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
 
   /** The hold is over: forgotten here, its nodes deleted. */
   private drop(hold: Hold): void {
-    if (this.byLease.get(hold.lease) !== hold) return;
-    this.forget(hold);
+    if (!this.forget(hold)) return;
     this.handOff(hold);
     this.leave(hold.nodes);
-  }
-
-  private forget(hold: Hold): void {
-    if (this.byLease.get(hold.lease) !== hold) return;
-    clearTimeout(hold.timer);
-    this.byLease.delete(hold.lease);
-    this.local.released(hold.lease.keys);
   }
 
   /** Deletes nodes in the background (a waiter that gave up, a hold dropped). */
@@ -515,7 +445,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
   private sessionConfirmed(): void {
     const now = performance.now();
     const session = this.sessionValidUntil();
-    for (const { lease, expiresAt } of this.byLease.values()) {
+    for (const { lease, expiresAt } of this.held.values()) {
       if (!lease.validAt(now)) continue;
       lease.validUntil = Math.min(expiresAt - this.leases.drift(lease.ttl), session);
     }
@@ -526,13 +456,12 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
    * enters its lines again under the new session while it has time left, see `acquire`).
    */
   private sessionEnded(cause: Error): void {
-    for (const hold of [...this.byLease.values()]) {
+    for (const hold of [...this.held.values()]) {
       this.forget(hold);
       hold.lease.end();
       hold.lease.watcher?.leaseEnded();
     }
-    for (const w of [...this.local.waits])
-      w.end(new LockBackendError(w.keys, [cause], 'acquire', SYSTEM));
+    for (const w of [...this.local.waits]) w.abort(this.backendError(w.keys, 'acquire', cause));
     this.cleanup.sessionEnded();
   }
 }

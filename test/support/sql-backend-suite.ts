@@ -13,6 +13,7 @@ import { TerminusModule } from '@nestjs/terminus';
 import { createLockApp, uniquePrefix, within } from './lock-app';
 import type { DatabaseServerHandle } from './database-server';
 import { closedPort } from './redis-server';
+import { LockGroupRegistry } from '../../lib/module/lock-group.registry';
 
 /**
  * The behaviour every SQL backend shares (PostgreSQL, MySQL/MariaDB), run against a real server
@@ -148,6 +149,34 @@ export function describeSqlBackend<Server extends DatabaseServerHandle>(
     }
     const after = await other.acquire('busy', { waitTimeout: 0 });
     await after.release();
+  });
+
+  it('a busy try or acquire answers the lease left of a holder of its process, the ttl asked otherwise', async () => {
+    const mine = await app();
+    const theirs = await app();
+    const backendOf = (a: INestApplication) => a.get(LockGroupRegistry).get('default');
+    const handle = await mine
+      .get(LockService)
+      .acquire('busy-try', { ttl: 30_000, watchdog: false });
+    try {
+      // Held here: this process knows the lease (about 30 s left).
+      const here = (await backendOf(mine).tryAcquire(['busy-try'], 1_000)) as number;
+      expect(here).toBeGreaterThan(1_000);
+      expect(here).toBeLessThanOrEqual(30_000);
+      expect(await backendOf(mine).tryAcquireAny(['busy-try'], 1_000)).toBeGreaterThan(1_000);
+      // Another process's session lock carries no lease (documented: the ttl asked).
+      expect(await backendOf(theirs).tryAcquire(['busy-try'], 7_000)).toBe(7_000);
+      // A busy acquire, at once or at its deadline, says the same in its LockNotAcquiredError
+      // (which LockService then bounds by the usual hold of the key, if it knows one).
+      for (const waitTimeout of [0, 200]) {
+        const busy = backendOf(mine).acquire(['busy-try'], { ttl: 1_000, waitTimeout });
+        const error = (await busy.catch((e: unknown) => e)) as LockNotAcquiredError;
+        expect(error).toBeInstanceOf(LockNotAcquiredError);
+        expect(error.retryAfterMs).toBeGreaterThan(1_000);
+      }
+    } finally {
+      await handle.release();
+    }
   });
 
   it('takes several keys all or nothing, with no deadlock between opposite orders', async () => {

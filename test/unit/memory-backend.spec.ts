@@ -102,17 +102,19 @@ describe("RedlockModule.forRoot({ backend: 'memory' })", () => {
     }
   });
 
+  /** A memory backend that says it has no shared holds. */
+  const exclusiveOnly: LockBackendDefinition = {
+    kind: 'exclusive-only',
+    supports: { read: false, permits: false },
+    create: ({ group, driftFactor }) => new InMemoryBackend(group, driftFactor),
+  };
+
   it('refuses at startup a read lock on a backend without one', async () => {
     @Injectable()
     class Reader {
       @Locked('doc:{0}', { mode: 'read' })
       async read(_id: number): Promise<void> {}
     }
-    const exclusiveOnly: LockBackendDefinition = {
-      kind: 'exclusive-only',
-      supports: { read: false, permits: false },
-      create: ({ group, driftFactor }) => new InMemoryBackend(group, driftFactor),
-    };
     const moduleRef = await Test.createTestingModule({
       imports: [RedlockModule.forRoot({ backend: exclusiveOnly })],
       providers: [Reader],
@@ -122,5 +124,22 @@ describe("RedlockModule.forRoot({ backend: 'memory' })", () => {
       /exclusive-only backend has no shared/,
     );
     await moduleRef.close().catch(() => undefined);
+  });
+
+  it('refuses in using and acquire a read lock or permits on a backend without them', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [RedlockModule.forRoot({ backend: exclusiveOnly })],
+    }).compile();
+    await moduleRef.init();
+    const locks = moduleRef.get(LockService);
+    const read = locks.using('doc:1', () => 1, { mode: 'read' });
+    await expect(read).rejects.toThrow(LockConfigError);
+    await expect(read).rejects.toThrow(/exclusive-only backend has no shared \(read\) lock/);
+    await expect(locks.acquire('doc:1', { permits: 3 })).rejects.toThrow(
+      /exclusive-only backend has no permits/,
+    );
+    // The exclusive lock is there.
+    await expect(locks.using('doc:1', () => 2)).resolves.toBe(2);
+    await moduleRef.close();
   });
 });

@@ -222,6 +222,39 @@ describe('etcd backend: exclusion and FIFO', () => {
     await b.release(taken);
     expect(await leftKeys()).toEqual([]);
   });
+
+  it("a busy try or acquire answers the holder's lease left, not the ttl it asked for", async () => {
+    const a = backend();
+    const b = backend();
+    const held = await a.acquire(['k'], call({ ttl: 30_000 }));
+    // Held here: this process knows the lease (about 30 s left).
+    const here = (await a.tryAcquire(['k'], 1_000)) as number;
+    expect(here).toBeGreaterThan(1_000);
+    expect(here).toBeLessThanOrEqual(30_000);
+    // Held by another process: the holder key's etcd lease left (the 5 s session lease).
+    const there = (await b.tryAcquire(['k'], 60_000)) as number;
+    expect(there).toBeGreaterThan(0);
+    expect(there).toBeLessThanOrEqual(5_000);
+    expect(await b.tryAcquireAny(['k'], 60_000)).toBeLessThanOrEqual(5_000);
+    // A busy acquire, at once or at its deadline, says the same in its LockNotAcquiredError.
+    for (const waitTimeout of [0, 200]) {
+      const here = (await a
+        .acquire(['k'], call({ ttl: 1_000, waitTimeout }))
+        .catch((e: unknown) => e)) as LockNotAcquiredError;
+      expect(here).toBeInstanceOf(LockNotAcquiredError);
+      expect(here.retryAfterMs).toBeGreaterThan(1_000);
+      const there = (await b
+        .acquire(['k'], call({ ttl: 60_000, waitTimeout }))
+        .catch((e: unknown) => e)) as LockNotAcquiredError;
+      expect(there).toBeInstanceOf(LockNotAcquiredError);
+      expect(there.retryAfterMs).toBeLessThanOrEqual(5_000);
+    }
+    await a.release(held);
+  });
+
+  it('says a segmented sweep is no single call: tryAcquireAny is a loop of tries here', () => {
+    expect(backend().canTakeAny).toBe(false);
+  });
 });
 
 describe('etcd backend: leases', () => {

@@ -15,6 +15,7 @@ import {
 } from 'nest-locked/health';
 import { zookeeperBackend } from 'nest-locked/zookeeper';
 import { LockGroupRegistry } from '../../../lib/module/lock-group.registry';
+import { TokenMint } from '../../../lib/core/token-mint';
 import { createLockApp, uniquePrefix, within } from '../../support/lock-app';
 import { closedPort } from '../../support/redis-server';
 import {
@@ -121,6 +122,33 @@ describe('zookeeper backend', () => {
     await eventually(async () => (await children(root)).length === 0, 'parent cleaned');
   });
 
+  it('a busy try or acquire answers the lease left of a holder of its process, the ttl asked otherwise', async () => {
+    const root = rootOf('busy');
+    const [a, b] = [await app(root), await app(root)];
+    const [mine, theirs] = apps.slice(-2).map((n) => n.get(LockGroupRegistry).get('default'));
+    const backendOf = (s: LockService) => (s === a ? mine : theirs);
+    const held = await a.acquire('k', { ttl: 30_000, watchdog: false });
+    // Held here: this process knows the lease (about 30 s left).
+    const here = (await backendOf(a).tryAcquire(['k'], 1_000)) as number;
+    expect(here).toBeGreaterThan(1_000);
+    expect(here).toBeLessThanOrEqual(30_000);
+    expect(await backendOf(a).tryAcquireAny(['k'], 1_000)).toBeGreaterThan(1_000);
+    // Held by another process: nothing in ZooKeeper tells its lease (documented: the ttl asked).
+    expect(await backendOf(b).tryAcquire(['k'], 7_000)).toBe(7_000);
+    // A busy acquire, at once or at its deadline, says the same in its LockNotAcquiredError
+    // (which LockService then bounds by the usual hold of the key, if it knows one).
+    for (const waitTimeout of [0, 200]) {
+      const error = (await backendOf(a)
+        .acquire(['k'], { ttl: 1_000, waitTimeout })
+        .catch((e: unknown) => e)) as LockNotAcquiredError;
+      expect(error).toBeInstanceOf(LockNotAcquiredError);
+      expect(error.retryAfterMs).toBeGreaterThan(1_000);
+    }
+    await held.release();
+    // A segmented sweep is no single call here: tryAcquireAny is a loop of tries.
+    expect(backendOf(a).canTakeAny).toBe(false);
+  });
+
   it('gives fences that still grow after the key parent is deleted and created again', async () => {
     const root = rootOf('fence');
     const s = await app(root);
@@ -217,13 +245,16 @@ describe('zookeeper backend', () => {
     const b = await app(root);
     const second = apps[apps.length - 1].get(LockGroupRegistry).get('default');
     // Two processes whose random instance ids collide: the same tokens, call for call.
-    const { instance } = first as unknown as { instance: string };
-    Object.assign(second, { instance, tokens: 0 });
-    Object.assign(first, { tokens: 0 });
+    const { prefix } = (first as unknown as { tokens: { prefix: string } }).tokens;
+    Object.assign(second, { tokens: new TokenMint(prefix) });
+    Object.assign(first, { tokens: new TokenMint(prefix) });
     const held = await a.acquire('k');
     await expect(b.acquire('k', { waitTimeout: 300 })).rejects.toBeInstanceOf(LockNotAcquiredError);
     expect(held.signal.aborted).toBe(false);
-    expect(await children(`${root}/k`)).toHaveLength(1);
+    // The waiter's node is deleted on its own session as it gives up; this read comes on another
+    // session, which ZooKeeper does not order after that delete.
+    await eventually(async () => (await children(`${root}/k`)).length === 1, 'waiter node gone');
+    expect(await children(`${root}/k`)).toEqual([expect.stringMatching(/0000000000$/)]);
     await held.release();
   });
 
