@@ -214,7 +214,7 @@ export function describeBackendScenarios(
       const ticks = 3;
       const seen = new Map<number, number>();
       const results = await run({ scenario: 'minHold', ticks }, async (workers) => {
-        // The keys stay held until every worker has asked for every tick, then they close.
+        // The keys stay held until every worker has asked for every tick, then they are done.
         await new Promise<void>((resolve) => {
           const check = () => {
             const done = workers.every(
