@@ -2,20 +2,22 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type {
+  BackendScenario,
   BackendSpec,
   BackendWorkerConfig,
   BackendWorkerLine,
 } from '../fixtures/backend-worker';
 import { findOverlaps } from './intervals';
-import { uniquePrefix } from './lock-app';
+import { uniquePrefix, within } from './lock-app';
 import { killWorkers, spawnWorker, type Worker, type WorkerResult } from './workers';
 
 /**
  * The scenarios every backend must pass, across OS processes (PRODUCT 5): one `describe` block
- * that a backend's spec file calls with a way to start its server. Each scenario runs
- * `test/fixtures/backend-worker.ts` in `processes` workers at once over the backend, and checks
- * what the workers report with an independent checker (`findOverlaps`) and the data they
- * guarded (files: a read, a wait, a write, so a missing lock loses updates).
+ * that a backend's spec file calls with a way to start its server. `processes` workers of
+ * `test/fixtures/backend-worker.ts` start once for the file (a Nest app's boot is most of a
+ * scenario's time) and run each scenario at once over the backend; the test checks what they
+ * report with an independent checker (`findOverlaps`) and the data they guarded (files: a read,
+ * a wait, a write, so a missing lock loses updates).
  *
  * @example
  * ```ts
@@ -40,11 +42,16 @@ export interface BackendScenarioOptions {
   ttl?: number;
   /** How long a worker waits for a busy key, in ms. @default 20_000 */
   waitTimeout?: number;
-  /** Limit of one scenario, in ms (the workers exit on their own past it). @default 60_000 */
+  /** Limit of one scenario, in ms. @default 60_000 */
   timeoutMs?: number;
   /** Whether the backend has permits (MySQL has not). @default true */
   permits?: boolean;
 }
+
+/** The workers' decorator options (fixed at their start): permits, minHold, slices. */
+const PERMITS = 2 ** 31 - 1;
+const MIN_HOLD_MS = 5_000;
+const SEGMENTS = 4;
 
 type Line<T extends BackendWorkerLine['type']> = Extract<BackendWorkerLine, { type: T }>;
 type Result = WorkerResult<BackendWorkerLine>;
@@ -70,34 +77,58 @@ export function describeBackendScenarios(
   const timeoutMs = options.timeoutMs ?? 60_000;
   let backend: BackendUnderTest;
   let dataDir: string;
+  /** The file's workers, up once the first scenario needs them (again after one died). */
+  let workers: Worker<BackendWorkerLine>[] = [];
 
-  /** Spawns one worker per process with the scenario, starts them together, waits for all. */
-  async function run(
-    scenario: Omit<BackendWorkerConfig, 'backend' | 'keyPrefix' | 'dataDir' | 'timeoutMs'>,
-    during?: (workers: Worker<BackendWorkerLine>[]) => Promise<void>,
-  ): Promise<Result[]> {
+  const exited = new WeakSet<Worker<BackendWorkerLine>>();
+
+  async function startWorkers(): Promise<void> {
+    await killWorkers();
     const config: BackendWorkerConfig = {
       backend: backend.spec,
-      keyPrefix: uniquePrefix(`${name}-${scenario.scenario}`),
-      dataDir,
-      timeoutMs,
+      keyPrefix: uniquePrefix(name),
+      // The workers' whole life: every scenario of the file (each one is bounded below).
+      timeoutMs: timeoutMs * 10,
       ttl: options.ttl ?? 10_000,
       waitTimeout: options.waitTimeout ?? 20_000,
-      ...scenario,
+      // A backend without permits refuses a `@Locked` with them at startup.
+      permits: options.permits === false ? undefined : PERMITS,
+      minHoldMs: MIN_HOLD_MS,
+      segments: SEGMENTS,
     };
-    const workers = Array.from({ length: processes }, () =>
+    workers = Array.from({ length: processes }, () =>
       spawnWorker<BackendWorkerConfig, BackendWorkerLine>(config, 'backend-worker'),
     );
-    try {
-      await Promise.all(workers.map((w) => w.ready));
-    } catch (err) {
-      workers.forEach((w) => w.kill());
-      await Promise.all(workers.map((w) => w.exited));
-      throw err;
-    }
-    workers.forEach((w) => w.go());
+    workers.forEach((w) => void w.exited.then(() => exited.add(w)));
+    await Promise.all(workers.map((w) => w.ready));
+  }
+
+  /** Runs the scenario in every worker at once and waits until each one is done with it. */
+  async function run(
+    scenario: Omit<BackendScenario, 'dataDir'>,
+    during?: (workers: Worker<BackendWorkerLine>[]) => Promise<void>,
+  ): Promise<Result[]> {
+    if (workers.length === 0 || workers.some((w) => exited.has(w))) await startWorkers();
+    const from = workers.map((w) => w.lines.length);
+    const done = workers.map(
+      (w, i) =>
+        new Promise<Result>((resolve) => {
+          const result = (code: number | null, signal: NodeJS.Signals | null, other = '') => ({
+            lines: w.lines.slice(from[i]),
+            code,
+            signal,
+            other,
+          });
+          w.onLine((line) => line.type === 'done' && resolve(result(0, null)));
+          void w.exited.then((r) =>
+            resolve(result(-1, r.signal, `exited (${r.code ?? r.signal}) before done: ${r.other}`)),
+          );
+        }),
+    );
+    const line = JSON.stringify({ run: { ...scenario, dataDir } });
+    workers.forEach((w) => w.send(line));
     await during?.(workers);
-    const results = await Promise.all(workers.map((w) => w.exited));
+    const results = await within(Promise.all(done), timeoutMs, `the ${scenario.scenario} scenario`);
     expect(failures(results)).toEqual([]);
     return results;
   }
@@ -105,11 +136,11 @@ export function describeBackendScenarios(
   const read = (file: string) => Number(fs.readFileSync(path.join(dataDir, file), 'utf8'));
 
   describe(`${name}: the scenarios every backend passes, across ${processes} OS processes`, () => {
-    // Each scenario starts its processes (Nest apps) and waits for them; they end by themselves.
+    // A scenario (the first one starts the workers) is bounded by `timeoutMs`.
     jest.setTimeout(timeoutMs + 10_000);
     beforeAll(async () => {
       backend = await setup();
-    });
+    }, timeoutMs);
     beforeEach(() => {
       dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'nest-locked-data-'));
     });
@@ -153,7 +184,7 @@ export function describeBackendScenarios(
     // A backend without permits (MySQL) refuses them at startup: its own spec says so.
     if (options.permits !== false) {
       it('permits: 2**31 - 1 admits every caller at once, each with its own fence (the cost does not grow with N)', async () => {
-        const results = await run({ scenario: 'permits', permits: 2 ** 31 - 1, calls: 3 });
+        const results = await run({ scenario: 'permits', calls: 3 });
         const holds = linesOf(results, 'hold');
         expect(holds).toHaveLength(processes * 3);
         expect(new Set(holds.map((h) => h.fence)).size).toBe(processes * 3);
@@ -182,37 +213,33 @@ export function describeBackendScenarios(
     it('minHold: of every process asking for a tick at once, exactly one runs it', async () => {
       const ticks = 3;
       const seen = new Map<number, number>();
-      const results = await run(
-        { scenario: 'minHold', ticks, minHoldMs: 5_000 },
-        async (workers) => {
-          // The keys stay held until every worker has asked for every tick, then they close.
-          await new Promise<void>((resolve) => {
-            const check = () => {
-              const done = workers.every(
-                (w) => w.lines.filter((l) => l.type === 'tick').length === ticks,
-              );
-              if (done) resolve();
-              return done;
-            };
-            if (!check()) workers.forEach((w) => w.onLine(() => void check()));
-          });
-          workers.forEach((w) => w.send('end'));
-        },
-      );
+      const results = await run({ scenario: 'minHold', ticks }, async (workers) => {
+        // The keys stay held until every worker has asked for every tick, then they are done.
+        await new Promise<void>((resolve) => {
+          const check = () => {
+            const done = workers.every(
+              (w) => w.lines.filter((l) => l.type === 'tick').length === ticks,
+            );
+            if (done) resolve();
+            return done;
+          };
+          if (!check()) workers.forEach((w) => w.onLine(() => void check()));
+        });
+        workers.forEach((w) => w.send('end'));
+      });
       for (const t of linesOf(results, 'tick'))
         if (t.ran) seen.set(t.tick, (seen.get(t.tick) ?? 0) + 1);
       expect([...Array(ticks).keys()].map((t) => seen.get(t) ?? 0)).toEqual(Array(ticks).fill(1));
     });
 
     it('segmented: every unit of every slice is sold once, no slice section overlaps', async () => {
-      const segments = 4;
+      const segments = SEGMENTS;
       const perSlice = 3;
       for (let s = 0; s < segments; s++)
         fs.writeFileSync(path.join(dataDir, `stock-sku-${s}`), String(perSlice));
       const results = await run({
         scenario: 'segmented',
         sku: 'sku',
-        segments,
         calls: 4,
         delayMs: 1,
       });

@@ -1,4 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -61,7 +62,7 @@ export function serverDir(kind: string, user?: { uid: number; gid: number }): st
 }
 
 /** Runs a setup command (initdb, mariadb-install-db) to its end; throws with its output. */
-export function runSetup(
+function runSetup(
   command: string,
   args: readonly string[],
   user?: { uid: number; gid: number },
@@ -73,6 +74,67 @@ export function runSetup(
         `${result.stdout}\n${result.stderr}`,
     );
   }
+}
+
+/** A data directory made by a setup command (initdb, mariadb-install-db). */
+export interface DataTemplate {
+  /** For the template's name (`postgres`, `mariadb`). */
+  readonly kind: string;
+  readonly command: string;
+  /** The setup's arguments, to write its data into `<dir>/data`. */
+  args(dir: string): string[];
+  /** Writes what the setup reads from `dir` first (PostgreSQL's password file). */
+  prepare?(dir: string): void;
+  readonly user?: { uid: number; gid: number };
+}
+
+/** Where the templates live, across runs: a cache, made again when the setup changes. */
+const TEMPLATES_DIR = path.join(os.tmpdir(), 'nest-locked-data-templates');
+
+/**
+ * Fills `data` (which must not exist) with a copy of the data directory `template` makes: the
+ * setup runs once, into a directory named by its command, arguments and binary, and each server
+ * gets a copy (initdb and mariadb-install-db take seconds on a loaded machine, a copy a fraction
+ * of that). Several processes may ask at once: each makes its own and renames it into place,
+ * the first one kept.
+ */
+export function copyTemplate(template: DataTemplate, data: string): void {
+  const made = templateDir(template);
+  const copy = spawnSync('cp', ['-a', made, data], { encoding: 'utf8', timeout: 60_000 });
+  if (copy.status !== 0) {
+    throw new Error(
+      `cp -a ${made} ${data} failed (${copy.error?.message ?? copy.status}): ${copy.stderr}`,
+    );
+  }
+}
+
+/** The template's directory, made first if it is not there yet. */
+function templateDir(template: DataTemplate): string {
+  const binary = fs.statSync(template.command);
+  const key = createHash('sha256')
+    .update(
+      JSON.stringify([template.command, template.args('<dir>'), template.user, binary.mtimeMs]),
+    )
+    .digest('hex')
+    .slice(0, 16);
+  const made = path.join(TEMPLATES_DIR, `${template.kind}-${key}`);
+  if (fs.existsSync(made)) return made;
+  fs.mkdirSync(TEMPLATES_DIR, { recursive: true });
+  const build = fs.mkdtempSync(path.join(TEMPLATES_DIR, `${template.kind}-building-`));
+  try {
+    if (template.user) fs.chownSync(build, template.user.uid, template.user.gid);
+    template.prepare?.(build);
+    runSetup(template.command, template.args(build), template.user);
+    try {
+      fs.renameSync(path.join(build, 'data'), made);
+    } catch (error) {
+      // Another process made it first: keep theirs.
+      if (!fs.existsSync(made)) throw error;
+    }
+  } finally {
+    fs.rmSync(build, { recursive: true, force: true });
+  }
+  return made;
 }
 
 /** Starts the server and resolves once `spec.ready()` answers true. */

@@ -1,8 +1,8 @@
 import * as path from 'node:path';
 import { createConnection, type ConnectionOptions, type RowDataPacket } from 'mysql2/promise';
 import {
+  copyTemplate,
   type DatabaseServerHandle,
-  runSetup,
   serverDir,
   startDatabaseServer,
 } from './database-server';
@@ -10,10 +10,11 @@ import { closedPort } from './redis-server';
 import { ensureBinary } from './server-binary';
 
 /**
- * A throwaway MariaDB server for the SQL suites: `mariadb-install-db` into a temp dir, then
- * `mariadbd` on 127.0.0.1 and a free port (its socket in the same dir). The suites connect as
- * `locks` / `locks` to database `locks` (created at start, with grants), so a wrong password is
- * a real authentication failure; `sql` runs as root over the socket.
+ * A throwaway MariaDB server for the SQL suites: a copy of what `mariadb-install-db` made once
+ * (see `copyTemplate`) in a temp dir, then `mariadbd` on 127.0.0.1 and a free port (its socket
+ * and its tmpdir in the same dir). The suites connect as `locks` / `locks` to database `locks`
+ * (created at start, with grants), so a wrong password is a real authentication failure; `sql`
+ * runs as root over the socket.
  *
  * @example
  * const db = await startMariadb();
@@ -43,13 +44,24 @@ export async function startMariadb(): Promise<MariadbServerHandle> {
   const installDb = ensureBinary('mariadb-install-db', 'mariadb-server', BIN_DIRS);
   const dir = serverDir('mariadb');
   const data = path.join(dir, 'data');
-  runSetup(installDb, [
-    '--no-defaults',
-    `--datadir=${data}`,
-    '--user=root',
-    '--auth-root-authentication-method=normal',
-    '--skip-test-db',
-  ]);
+  // Each its own tmpdir (the install and the server): a mariadbd that starts deletes the temp
+  // tables (`#sql-temptable-*`) it finds in its tmpdir, so in a shared /tmp it broke the install
+  // of a server starting beside it ("Unknown table 'mysql.tmp_user_sys'").
+  copyTemplate(
+    {
+      kind: 'mariadb',
+      command: installDb,
+      args: (at) => [
+        '--no-defaults',
+        `--datadir=${path.join(at, 'data')}`,
+        `--tmpdir=${at}`,
+        '--user=root',
+        '--auth-root-authentication-method=normal',
+        '--skip-test-db',
+      ],
+    },
+    data,
+  );
   const port = await closedPort();
   const socketPath = path.join(dir, 's');
   const root: ConnectionOptions = { socketPath, user: 'root' };
@@ -72,6 +84,7 @@ export async function startMariadb(): Promise<MariadbServerHandle> {
         `--datadir=${data}`,
         `--port=${port}`,
         `--socket=${socketPath}`,
+        `--tmpdir=${dir}`,
         '--user=root',
         '--bind-address=127.0.0.1',
         '--skip-name-resolve',

@@ -2,8 +2,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Client, type ClientConfig } from 'pg';
 import {
+  copyTemplate,
   type DatabaseServerHandle,
-  runSetup,
   serverDir,
   startDatabaseServer,
 } from './database-server';
@@ -11,9 +11,10 @@ import { closedPort } from './redis-server';
 import { ensureBinary } from './server-binary';
 
 /**
- * A throwaway PostgreSQL cluster for the SQL suites: `initdb` into a temp dir, `postgres` on
- * 127.0.0.1 and a free port, both run as the `postgres` user (initdb refuses root). Password
- * authentication over TCP (`postgres` / `postgres`), so the suites can test a wrong password.
+ * A throwaway PostgreSQL cluster for the SQL suites: a copy of what `initdb` made once (see
+ * `copyTemplate`) in a temp dir, `postgres` on 127.0.0.1 and a free port, both run as the
+ * `postgres` user (initdb refuses root). Password authentication over TCP (`postgres` /
+ * `postgres`), so the suites can test a wrong password.
  *
  * @example
  * const pg = await startPostgres();
@@ -60,13 +61,21 @@ export async function startPostgres(
   const user = postgresUser();
   const dir = serverDir('postgres', user);
   const data = path.join(dir, 'data');
-  const pwfile = path.join(dir, 'pw');
-  fs.writeFileSync(pwfile, PG_PASSWORD);
-  if (user) fs.chownSync(pwfile, user.uid, user.gid);
-  runSetup(
-    initdb,
-    ['-D', data, '-U', 'postgres', '--pwfile', pwfile, '--auth=scram-sha-256', '--no-sync'],
-    user,
+  copyTemplate(
+    {
+      kind: 'postgres',
+      command: initdb,
+      args: (at) => [
+        ...['-D', path.join(at, 'data'), '-U', 'postgres', '--pwfile', path.join(at, 'pw')],
+        ...['--auth=scram-sha-256', '--no-sync'],
+      ],
+      prepare: (at) => {
+        fs.writeFileSync(path.join(at, 'pw'), PG_PASSWORD);
+        if (user) fs.chownSync(path.join(at, 'pw'), user.uid, user.gid);
+      },
+      user,
+    },
+    data,
   );
   const port = await closedPort();
   const config: ClientConfig = {

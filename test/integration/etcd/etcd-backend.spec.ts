@@ -1,14 +1,16 @@
 import { Etcd3 } from 'etcd3';
 import { Logger } from '@nestjs/common';
 import { etcdBackend } from 'nest-locked/etcd';
-import { LockConfigError, LockNotAcquiredError } from '../../../lib/errors';
+import { LockNotAcquiredError } from '../../../lib/errors';
 import type { Lease, LockBackend } from '../../../lib/core/lock-backend';
 import { startEtcdCluster, type EtcdCluster } from '../../support/etcd-server';
 import { uniquePrefix } from '../../support/lock-app';
 
 /**
- * The LockBackend contract on one real etcd member: each backend below is what one process
- * builds (its own client and session lease), so several of them are several processes.
+ * What the etcd backend does beyond the contract every backend keeps (that one is
+ * test/integration/contract/backend-contract.spec.ts), on one real etcd member: its keys in
+ * etcd, FIFO, its handovers and session lease, its options. Each backend below is what one
+ * process builds (its own client and session lease), so several of them are several processes.
  */
 
 let etcd: EtcdCluster;
@@ -211,18 +213,6 @@ describe('etcd backend: exclusion and FIFO', () => {
     await a.release(held);
   });
 
-  it('tryAcquire answers busy at once, and takes a free key', async () => {
-    const a = backend();
-    const b = backend();
-    const held = await a.acquire(['k'], call());
-    expect(typeof (await b.tryAcquire(['k'], 5_000))).toBe('number');
-    await a.release(held);
-    const taken = (await b.tryAcquire(['k'], 5_000)) as Lease;
-    expect(taken.fences[0]).toBeGreaterThan(held.fences[0]);
-    await b.release(taken);
-    expect(await leftKeys()).toEqual([]);
-  });
-
   it("a busy try or acquire answers the holder's lease left, not the ttl it asked for", async () => {
     const a = backend();
     const b = backend();
@@ -298,16 +288,6 @@ describe('etcd backend: leases', () => {
     expect(await leftKeys()).toEqual([]);
   });
 
-  it('a hold not renewed within its ttl frees the key for the next caller', async () => {
-    const a = backend();
-    const b = backend();
-    const forgotten = await a.acquire(['k'], call({ ttl: 300 }));
-    const next = await b.acquire(['k'], call());
-    expect(next.fences[0]).toBeGreaterThan(forgotten.fences[0]);
-    expect(forgotten.validAt(performance.now())).toBe(false);
-    await b.release(next);
-  });
-
   it('minHold: releaseByExpiry keeps the key for that long, then it goes', async () => {
     const a = backend();
     const b = backend();
@@ -329,35 +309,7 @@ describe('etcd backend: leases', () => {
   });
 });
 
-describe('etcd backend: read/write and permits', () => {
-  it('readers share, a writer waits for them, later readers wait behind the writer', async () => {
-    const [r1, r2, w, r3] = [backend(), backend(), backend(), backend()];
-    const read1 = await r1.acquire(['k'], call({ share: 'read' }));
-    const read2 = await r2.acquire(['k'], call({ share: 'read' }));
-    const events: string[] = [];
-    const writing = w.acquire(['k'], call()).then((l) => {
-      events.push('write');
-      return l;
-    });
-    await eventually(async () => (await leftKeys()).length === 3);
-    const reading3 = r3.acquire(['k'], call({ share: 'read' })).then((l) => {
-      events.push('read3');
-      return l;
-    });
-    await eventually(async () => (await leftKeys()).length === 4);
-    await r1.release(read1);
-    await r2.release(read2);
-    const write = await writing;
-    expect(write.fences[0]).toBeGreaterThan(read2.fences[0]);
-    expect(events).toEqual(['write']);
-    await w.release(write);
-    const read3 = await reading3;
-    expect(read3.fences[0]).toBeGreaterThan(write.fences[0]);
-    expect(events).toEqual(['write', 'read3']);
-    await r3.release(read3);
-    expect(await leftKeys()).toEqual([]);
-  });
-
+describe('etcd backend: read locks in one process', () => {
   it('in one process: a writer behind two readers waits until both are gone', async () => {
     const one = backend();
     const read1 = await one.acquire(['k'], call({ share: 'read' }));
@@ -375,64 +327,9 @@ describe('etcd backend: read/write and permits', () => {
     await one.release(write!);
     expect(await leftKeys()).toEqual([]);
   });
-
-  it('permits of 2 admit two holders, the third waits for one of them', async () => {
-    const [a, b, c] = [backend(), backend(), backend()];
-    const pa = await a.acquire(['k'], call({ share: 2 }));
-    const pb = await b.acquire(['k'], call({ share: 2 }));
-    let third: Lease | undefined;
-    const waiting = c.acquire(['k'], call({ share: 2 })).then((l) => (third = l));
-    await eventually(async () => (await leftKeys()).length === 3);
-    expect(third).toBeUndefined();
-    // The second permit goes first: any permit returned admits the next.
-    await b.release(pb);
-    await waiting;
-    expect(third!.fences[0]).toBeGreaterThan(pb.fences[0]);
-    await a.release(pa);
-    await c.release(third!);
-    expect(await leftKeys()).toEqual([]);
-  });
-
-  it('another N, or read against permits, is a LockConfigError and leaves nothing', async () => {
-    const [a, b] = [backend(), backend()];
-    const held = await a.acquire(['k'], call({ share: 3 }));
-    await expect(b.acquire(['k'], call({ share: 2 }))).rejects.toBeInstanceOf(LockConfigError);
-    await expect(b.acquire(['k'], call({ share: 'read' }))).rejects.toBeInstanceOf(LockConfigError);
-    await eventually(async () => (await leftKeys()).length === 1);
-    await a.release(held);
-  });
 });
 
-describe('etcd backend: several keys', () => {
-  it('takes all keys or none, and crossing multi-key calls do not deadlock', async () => {
-    const [a, b, c] = [backend(), backend(), backend()];
-    const y = await c.acquire(['y'], call());
-    // a and b both want x and y; c holds y. Neither may hold x alone while waiting.
-    const both = [a.acquire(['x', 'y'], call()), b.acquire(['x', 'y'], call())];
-    await eventually(async () => (await leftKeys()).length === 5);
-    expect(a.holds('x') || b.holds('x')).toBe(false);
-    await c.release(y);
-    const [la, lb] = await Promise.all(
-      both.map((p, i) => p.then(async (l) => ([a, b][i].release(l), l))),
-    );
-    expect(la.fences).toHaveLength(2);
-    expect(lb.fences[0]).not.toBe(la.fences[0]);
-    await eventually(async () => (await leftKeys()).length === 0);
-  });
-
-  it('a multi-key waiter that times out gives back every key', async () => {
-    const [a, b] = [backend(), backend()];
-    const y = await a.acquire(['y'], call());
-    await expect(b.acquire(['x', 'y'], call({ waitTimeout: 300 }))).rejects.toBeInstanceOf(
-      LockNotAcquiredError,
-    );
-    await eventually(async () => (await leftKeys()).length === 1);
-    expect(await b.isLocked('x')).toBe(false);
-    await a.release(y);
-  });
-});
-
-describe('etcd backend: options and outages', () => {
+describe('etcd backend: options', () => {
   it.each([
     [{}, 'hosts'],
     [{ hosts: [] }, 'hosts'],
@@ -459,27 +356,5 @@ describe('etcd backend: options and outages', () => {
     await expect(raw.put(`${prefix}still-open`).value('1')).resolves.toBeDefined();
     await raw.delete().key(`${prefix}still-open`);
     expect(await leftKeys()).toEqual([]);
-  });
-
-  it('an endpoint nobody listens on: a LockBackendError naming etcd, within the command timeout', async () => {
-    const closed = await startEtcdCluster(1);
-    const hosts = closed.hosts;
-    await closed.stop();
-    const b = etcdBackend({ hosts }).create({
-      group: 'default',
-      keyPrefix: prefix,
-      driftFactor: 0.01,
-      commandTimeout: 1_000,
-      logger: new Logger('etcd-test'),
-    });
-    backends.push(b);
-    const started = performance.now();
-    // A try (a waiter would ride the outage out to its deadline).
-    const error = await b.acquire(['k'], call({ waitTimeout: 0 })).catch((e: unknown) => e);
-    expect(error).toMatchObject({
-      name: 'LockBackendError',
-      message: expect.stringContaining('etcd failed'),
-    });
-    expect(performance.now() - started).toBeLessThan(10_000);
   });
 });
