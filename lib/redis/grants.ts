@@ -12,7 +12,7 @@ import type { GrantedKey, Waiter } from './waiter';
 /** What the grants take of the engine that owns them (`LockClient`). @internal */
 export interface GrantsEngine {
   readonly space: Pick<KeySpace, 'parseGrant' | 'parseWriterNotice'>;
-  readonly protocol: Pick<LockProtocol, 'extend' | 'abandon'>;
+  readonly protocol: Pick<LockProtocol, 'claim' | 'abandon'>;
   readonly tokens: Pick<Tokens, 'holds'>;
   readonly lines: Pick<KeyLines<Waiter>, 'get'>;
   readonly stats: LockClientStats;
@@ -74,7 +74,7 @@ export class Grants {
   ): Promise<Taken | undefined> {
     const start = performance.now();
     const { token, ttl, acks } = taker;
-    const ours = await this.engine.protocol.extend(keys, token, ttl, acks, shareArg(share));
+    const ours = await this.engine.protocol.claim(keys, token, ttl, acks, shareArg(share));
     if (!ours) return undefined;
     return { kind: 'ok', fences: [grant.fence], start, spare: grant.spare, uncontended: false };
   }
