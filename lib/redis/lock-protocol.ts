@@ -17,6 +17,7 @@ import { asError, type ReplicaAcks, type ScriptRunner } from './script-runner';
 import {
   ACQUIRE,
   ACQUIRE_SHARED,
+  CLAIM,
   type FenceMode,
   HANDOFF,
   LET_EXPIRE,
@@ -300,9 +301,10 @@ export class LockProtocol {
 
   /**
    * A grantee's claim (single node): renews the key a release granted to `token` from its claim
-   * window to `ttl` ms, once the token's undos are done (see `afterUndos`; the grant is worth
-   * nothing after its claim window).
-   * @returns false when the key is no longer the token's
+   * window to `ttl` ms (CLAIM; a share: EXTEND_SHARED), once the token's undos are done (see
+   * `afterUndos`; the grant is worth nothing after its claim window).
+   * @returns the key's fence counter (CLAIM's answer; 0 for a share, or with no counter), or
+   *   false when the key is no longer the token's
    * @throws LockBackendError when the node fails
    */
   claim(
@@ -311,11 +313,30 @@ export class LockProtocol {
     ttl: number,
     acks?: ReplicaAcks,
     share?: ShareArg,
-  ): Promise<boolean> {
-    const claim = () => this.extend(keys, token, ttl, acks, share);
+  ): Promise<number | false> {
+    const claim = () => this.claimNow(keys, token, ttl, acks, share);
     return this.group.undosOf(token)
       ? this.afterUndos(keys, token, GRANT_CLAIM_MS, claim)
       : claim();
+  }
+
+  private async claimNow(
+    keys: readonly string[],
+    token: string,
+    ttl: number,
+    acks: ReplicaAcks | undefined,
+    share: ShareArg | undefined,
+  ): Promise<number | false> {
+    const { single, nodes, space, runner } = this.group;
+    if (share !== undefined || !single || keys.length !== 1) {
+      return (await this.extend(keys, token, ttl, acks, share)) && 0;
+    }
+    this.group.restarts.leaseInUse(ttl);
+    return runner
+      .runAcked(nodes[0], CLAIM, space.units(keys)[0], [token, ttl], acks)
+      .catch((e: unknown) => {
+        throw new LockBackendError(keys, [asError(e)], 'extend');
+      });
   }
 
   /**
