@@ -61,6 +61,18 @@ const lockCommandOf =
   (args: CommandArgs): boolean =>
     /^eval/i.test(args[0] ?? '') && args.some((a) => a === `${keyPrefix}{${key}}`);
 
+/**
+ * `others` takes `key`, then `locks` waits for it: resolves once the waiter's first try and its
+ * first attempt in line (which queued its token in Redis) were both answered busy.
+ */
+async function waiterBehind(locks: LockService, others: LockService, key: string) {
+  const holder = await others.acquire(key, { ttl: 10_000 });
+  const answered = proxy.answered(lockCommandOf(key), 2);
+  const waiting = locks.acquire(key, { waitTimeout: 30_000 });
+  await answered;
+  return { holder, waiting };
+}
+
 it('an undo the Cluster client re-sends after commandTimeout never frees the hold its token took meanwhile', async () => {
   // Through the proxy: a waiter whose attempt fails and whose undo the client re-sends late.
   const locks = await lockService(true, 300, { retryDelayOnTryAgain: 100, maxRedirections: 16 });
@@ -68,11 +80,7 @@ it('an undo the Cluster client re-sends after commandTimeout never frees the hol
   const key = `undo:${uid()}`;
   const ofKey = lockCommandOf(key);
 
-  const holder = await others.acquire(key, { ttl: 10_000 });
-  const answered = proxy.answered(ofKey, 2);
-  const waiting = locks.acquire(key, { waitTimeout: 20_000 });
-  // Its first try, then its first attempt in line, which queued its token: both busy.
-  await answered;
+  const { holder, waiting } = await waiterBehind(locks, others, key);
   // Its next attempt is answered TRYAGAIN until the client gives it up: it fails after
   // commandTimeout, and the undo that follows is re-sent by the client too.
   const attempt = proxy.refuse(ofKey);
@@ -102,11 +110,7 @@ it('a grant message read after the grant was made again: the hold gets the fence
   const key = `fence:${uid()}`;
   const ofKey = lockCommandOf(key);
 
-  const first = await others.acquire(key, { ttl: 10_000 });
-  const answered = proxy.answered(ofKey, 2);
-  const waiting = locks.acquire(key, { waitTimeout: 30_000 });
-  // Its first try, then its first attempt in line, which queued its token: both busy.
-  await answered;
+  const { holder: first, waiting } = await waiterBehind(locks, others, key);
   const grants = proxy.holdMessages(
     (payload) => payload.startsWith('g ') && payload.endsWith(`${keyPrefix}{${key}}`),
   );

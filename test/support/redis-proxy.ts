@@ -1,4 +1,5 @@
 import * as net from 'node:net';
+import { connectUpstream } from './proxy-connection';
 
 /** A command as the client sent it: its name and arguments, as text. */
 export type CommandArgs = readonly string[];
@@ -139,16 +140,7 @@ export async function startRedisProxy(serverPort: number): Promise<RedisProxy> {
   };
 
   const server = net.createServer((client) => {
-    const upstream = net.connect(serverPort, '127.0.0.1');
-    sockets.add(client).add(upstream);
-    const end = () => {
-      client.destroy();
-      upstream.destroy();
-      sockets.delete(client);
-      sockets.delete(upstream);
-    };
-    client.on('error', end).on('close', end);
-    upstream.on('error', end).on('close', end);
+    const upstream = connectUpstream(client, serverPort, '127.0.0.1', sockets);
     /** Per command forwarded, in order: what to do when its reply comes (a subscriber's none). */
     const pending: ((() => void) | undefined)[] = [];
     let subscriber = false;
