@@ -61,6 +61,7 @@ export function lineWaitContext(core: EngineCore): LineWaitContext {
       return wakeUps.soon(line.listen(() => wakeUps.onReleases(line.key, () => line.head?.wake())));
     },
     holds: (token) => core.tokens.holds(token),
+    undoing: (token) => core.protocol.undoing(token),
     claim: (keys, taker, grant) => grants.claim(keys, taker, grant),
     dropIfIdle: (line) => core.lines.dropIfIdle(line),
   };

@@ -12,7 +12,7 @@ import type { GrantedKey, Waiter } from './waiter';
 /** What the grants take of the engine that owns them (`RedisLockBackend`). @internal */
 export interface GrantsEngine {
   readonly space: Pick<KeySpace, 'parseGrant' | 'parseWriterNotice'>;
-  readonly protocol: Pick<LockProtocol, 'extend' | 'abandon'>;
+  readonly protocol: Pick<LockProtocol, 'claim' | 'abandon'>;
   readonly tokens: Pick<Tokens, 'holds'>;
   readonly lines: Pick<KeyLines<Waiter>, 'get'>;
   readonly stats: LockCounts;
@@ -64,7 +64,12 @@ export class Grants {
 
   /**
    * Confirms a grant: renews the key from its claim window to the taker's lease, timed from
-   * the moment the claim is sent (as any round).
+   * the moment the claim is sent (as any round). The hold's fences are those of the grant the
+   * claim found: the message's when the key's counter ends its block (the grant reserved its
+   * fence and `spare` more), else the counter alone, with no spare ones (a grant made again
+   * meanwhile, after the first was undone or lost in a failover and the token queued again: the
+   * message's fence is older than the holders' in between, and the new grant's block, reserved
+   * by another release, may be another size).
    */
   async claim(
     keys: readonly string[],
@@ -74,8 +79,10 @@ export class Grants {
   ): Promise<Taken | undefined> {
     const start = performance.now();
     const { token, ttl, acks } = taker;
-    const ours = await this.engine.protocol.extend(keys, token, ttl, acks, shareArg(share));
-    if (!ours) return undefined;
-    return { kind: 'ok', fences: [grant.fence], start, spare: grant.spare, uncontended: false };
+    const counter = await this.engine.protocol.claim(keys, token, ttl, acks, shareArg(share));
+    if (counter === false) return undefined;
+    const { fence, spare } =
+      counter === 0 || counter - grant.spare === grant.fence ? grant : { fence: counter, spare: 0 };
+    return { kind: 'ok', fences: [fence], start, spare, uncontended: false };
   }
 }

@@ -33,6 +33,8 @@ export interface LineWaitContext {
   listen(line: WaiterLine): Promise<void>;
   /** Whether `token` holds the key now (a grant made it ours). */
   holds(token: string): boolean;
+  /** Whether an undo of `token`'s may still run (a Cluster re-sends it: `LockNodes.undosOf`). */
+  undoing(token: string): boolean;
   /** Gives back whatever `token` may hold or have queued in Redis, at once. */
   abandon(keys: readonly string[], token: string): void;
   /** The line is done with a waiter: drop it if idle. */
@@ -171,9 +173,10 @@ export class Waiter implements RedisTaker, DeadlineListener {
    * nothing itself. One round at a time per token: a round that fails undoes what it took for
    * the token (the pass's undo, an acquire's), and that undo must not land on a lease the
    * token's other round took meanwhile (ACQUIRE counts "the token holds it already" as taken).
+   * Nor while an undo of the token's may still run (a Cluster client re-sends it late).
    */
   passStarts(): boolean {
-    if (this.done || this.attempting) return false;
+    if (this.done || this.attempting || this.ctx.undoing(this.token)) return false;
     this.passing = true;
     return true;
   }

@@ -1,4 +1,5 @@
 import * as net from 'node:net';
+import { connectUpstream } from './proxy-connection';
 
 /** A ZooKeeper session as its connect response gave it: what resumes (or ends) it elsewhere. */
 export interface ProxiedSession {
@@ -68,16 +69,7 @@ export async function startZooKeeperProxy(target: string): Promise<ZooKeeperProx
   const server = net.createServer((client) => {
     if (refusing) return client.destroy();
     connections++;
-    const upstream = net.connect(Number(port), host);
-    sockets.add(client).add(upstream);
-    const end = () => {
-      client.destroy();
-      upstream.destroy();
-      sockets.delete(client);
-      sockets.delete(upstream);
-    };
-    client.on('error', end).on('close', end);
-    upstream.on('error', end).on('close', end);
+    const upstream = connectUpstream(client, Number(port), host, sockets);
     // The xid of the request whose reply is to be held, once one of type `holding.op` went out.
     let holdXid: number | undefined;
     let requests = Buffer.alloc(0);
@@ -137,7 +129,8 @@ export async function startZooKeeperProxy(target: string): Promise<ZooKeeperProx
           const sent = broken;
           broken = undefined;
           client.write(frame.subarray(0, frame.length >> 1), () => {
-            end();
+            client.destroy();
+            upstream.destroy();
             sent();
           });
           return;

@@ -42,6 +42,10 @@ class FakeContext implements LineWaitContext {
     return false;
   }
 
+  undoing(): boolean {
+    return false;
+  }
+
   abandon(_keys: readonly string[], token: string): void {
     this.abandoned.push(token);
   }

@@ -1,7 +1,7 @@
 import type { KeySpace } from './key-space';
 import { NodeRestarts } from './node-restarts';
 import { Quorum } from './quorum';
-import type { RedisNode } from './redis-node';
+import { isCluster, type RedisNode } from './redis-node';
 import { asError, type ScriptRunner } from './script-runner';
 import { type FenceMode, RELEASE } from './scripts';
 
@@ -28,6 +28,11 @@ export interface LockProtocolSettings {
 export class LockNodes {
   readonly quorum: Quorum;
   readonly restarts: NodeRestarts;
+  /**
+   * Per token, its undos a Cluster client may still send (see `undosOf`): empty but while a
+   * Cluster fails over, so the plain path costs one size check.
+   */
+  private readonly undoing = new Map<string, Promise<void>>();
 
   constructor(
     readonly nodes: readonly RedisNode[],
@@ -60,7 +65,9 @@ export class LockNodes {
   /**
    * Gives back what `token` holds or has queued on one node (fire and forget), on its connection
    * after whatever the token sent there before and before whatever it sends next (as EVAL: see
-   * `ScriptRunner.runInPlace`).
+   * `ScriptRunner.runInPlace`). On a Cluster that order does not hold (the client re-sends a
+   * command on its own timers during a failover): the token's next round waits for the undo
+   * (`undosOf`).
    */
   undo(node: RedisNode, keys: readonly string[], token: string): void {
     this.undoUnits(node, this.space.units(keys), token);
@@ -69,10 +76,33 @@ export class LockNodes {
   /** `undo` of some of the units of keys a round sent (a Cluster round stopped part way). */
   undoUnits(node: RedisNode, units: string[][], token: string): void {
     for (const unit of units) {
-      this.runner
-        .runInPlace(node, RELEASE, unit, [token, '1', this.settings.block, this.fenceMode])
-        .catch(() => undefined);
+      const { block } = this.settings;
+      const done = this.runner.runInPlace(node, RELEASE, unit, [token, '1', block, this.fenceMode]);
+      if (isCluster(node)) this.track(token, done);
     }
+  }
+
+  /**
+   * Resolves once every undo of `token` sent to a Cluster so far is done in the driver (it ran,
+   * or the client stopped re-sending it); undefined when none is left. A Cluster client re-sends
+   * a command answered CLUSTERDOWN, TRYAGAIN or MOVED on its own timers, long after
+   * `commandTimeout`, and its re-sends keep no order with the commands sent since: an undo sent
+   * before the token's next round could run after it and free the key that round took (a
+   * second holder). So no round of the token goes out before this resolves. A single server, a
+   * quorum's node or a Sentinel's master keeps one connection's order (a reconnect re-sends
+   * what was unanswered, in order), and a frozen one would hold this for as long as it is
+   * frozen: not tracked there.
+   */
+  undosOf(token: string): Promise<void> | undefined {
+    return this.undoing.size === 0 ? undefined : this.undoing.get(token);
+  }
+
+  private track(token: string, done: Promise<void>): void {
+    const before = this.undoing.get(token);
+    const all: Promise<void> = (before ? Promise.all([before, done]) : done).then(() => {
+      if (this.undoing.get(token) === all) this.undoing.delete(token);
+    });
+    this.undoing.set(token, all);
   }
 
   /** `undo` on every node at once. */

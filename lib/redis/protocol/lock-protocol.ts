@@ -11,10 +11,13 @@ import type { RedisNode } from './redis-node';
 import { runRelease } from './release-round';
 import { RenewalBatcher } from './renewal-batcher';
 import { releaseOnOne, tryOnOne } from './single-node-cycle';
+import { UNDO_STILL_SENT } from './redis.messages';
+import { GRANT_CLAIM_MS } from './script-constants';
 import { asError, type ReplicaAcks, type ScriptRunner } from './script-runner';
 import {
   ACQUIRE,
   ACQUIRE_SHARED,
+  CLAIM,
   type FenceMode,
   HANDOFF,
   LET_EXPIRE,
@@ -134,6 +137,10 @@ export class LockProtocol {
     acks?: ReplicaAcks,
     waits = waitMs > 0,
   ): Promise<Outcome> {
+    if (this.group.undosOf(token)) {
+      const again = () => this.attempt(keys, token, ttl, waitMs, start, acks, waits);
+      return this.afterUndos(keys, token, waitMs, again);
+    }
     if (waitMs <= 0 && keys.length === 1) {
       return promiseFrom((done) => this.firstTryThen(keys, token, ttl, start, acks, waits, done));
     }
@@ -186,6 +193,10 @@ export class LockProtocol {
     acks?: ReplicaAcks,
     waits = waitMs > 0,
   ): Promise<SharedOutcome> {
+    if (this.group.undosOf(token)) {
+      const again = () => this.attemptShared(keys, token, ttl, waitMs, share, start, acks, waits);
+      return this.afterUndos(keys, token, waitMs, again);
+    }
     this.counters.attempts++;
     this.group.restarts.leaseInUse(ttl);
     const { space, fenceMode } = this.group;
@@ -218,6 +229,34 @@ export class LockProtocol {
       acks,
     };
     return promiseFrom((done) => runAcquire(this.group, ACQUIRE_SHARED, units, args, round, done));
+  }
+
+  /** Whether an undo of `token`'s may still run (see `LockNodes.undosOf`). */
+  undoing(token: string): boolean {
+    return this.group.undosOf(token) !== undefined;
+  }
+
+  /**
+   * `round` of `token` once its undos are done in the driver (see `LockNodes.undosOf`), waiting
+   * for them at most `ms`: past that, a LockBackendError (the caller retries as after any
+   * failed round, or its wait ends).
+   */
+  private async afterUndos<T>(
+    keys: readonly string[],
+    token: string,
+    ms: number,
+    round: () => Promise<T>,
+  ): Promise<T> {
+    const undos = this.group.undosOf(token);
+    if (undos && ms > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([undos, new Promise((ended) => (timer = setTimeout(ended, ms)))]);
+      clearTimeout(timer);
+    }
+    if (this.group.undosOf(token)) {
+      throw new LockBackendError(keys, [new Error(UNDO_STILL_SENT(Math.round(ms)))]);
+    }
+    return round();
   }
 
   /** Single key on a fair group (one node): the round queues the token for a grant. */
@@ -258,6 +297,46 @@ export class LockProtocol {
       uncontended: true,
     };
     return { index: reply.index, taken };
+  }
+
+  /**
+   * A grantee's claim (single node): renews the key a release granted to `token` from its claim
+   * window to `ttl` ms (CLAIM; a share: EXTEND_SHARED), once the token's undos are done (see
+   * `afterUndos`; the grant is worth nothing after its claim window).
+   * @returns the key's fence counter (CLAIM's answer; 0 for a share, or with no counter), or
+   *   false when the key is no longer the token's
+   * @throws LockBackendError when the node fails
+   */
+  claim(
+    keys: readonly string[],
+    token: string,
+    ttl: number,
+    acks?: ReplicaAcks,
+    share?: ShareArg,
+  ): Promise<number | false> {
+    const claim = () => this.claimNow(keys, token, ttl, acks, share);
+    return this.group.undosOf(token)
+      ? this.afterUndos(keys, token, GRANT_CLAIM_MS, claim)
+      : claim();
+  }
+
+  private async claimNow(
+    keys: readonly string[],
+    token: string,
+    ttl: number,
+    acks: ReplicaAcks | undefined,
+    share: ShareArg | undefined,
+  ): Promise<number | false> {
+    const { single, nodes, space, runner } = this.group;
+    if (share !== undefined || !single || keys.length !== 1) {
+      return (await this.extend(keys, token, ttl, acks, share)) && 0;
+    }
+    this.group.restarts.leaseInUse(ttl);
+    return runner
+      .runAcked(nodes[0], CLAIM, space.units(keys)[0], [token, ttl], acks)
+      .catch((e: unknown) => {
+        throw new LockBackendError(keys, [asError(e)], 'extend');
+      });
   }
 
   /**

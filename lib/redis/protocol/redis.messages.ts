@@ -12,6 +12,10 @@ export const REPLICAS_NOT_ANSWERING = (wanted: number, timeout: number) =>
 export const NO_ANSWER_IN_TIME = (timeout: number) =>
   `no answer from Redis within ${timeout} ms (commandTimeout)`;
 
+export const UNDO_STILL_SENT = (waitedMs: number) =>
+  `the Redis Cluster client was still re-sending the undo of this caller's failed attempt ` +
+  `after ${waitedMs} ms (a failover in progress); its next attempt waits for that undo`;
+
 /** A refused password, in words (the `auth` hint of a `LockBackendError` follows). */
 export const REDIS_WRONG_PASSWORD = (node: string, detail: string) =>
   `Redis at ${node} refused the user or password (${detail.replace(/\.$/, '')}).`;

@@ -68,6 +68,19 @@ export const asError = (e: unknown): Error => {
 const isErrorLike = (e: unknown): e is { message: string } =>
   typeof e === 'object' && e !== null && typeof (e as { message?: unknown }).message === 'string';
 
+const ignore = (): void => undefined;
+
+/**
+ * One argument list for EVALSHA or EVAL (`script`: the SHA or the text), passed as an array
+ * (ioredis flattens it): no spread call per command.
+ */
+function argvOf(script: string, keys: readonly string[], args: ScriptArgs): (string | number)[] {
+  const argv: (string | number)[] = [script, keys.length];
+  for (let i = 0; i < keys.length; i++) argv.push(keys[i]);
+  for (let i = 0; i < args.length; i++) argv.push(args[i]);
+  return argv;
+}
+
 /**
  * Sends the lock scripts: EVALSHA, falling back to EVAL when a node does not have the script
  * yet, each call bounded by `commandTimeout`. One shared sweeper enforces the bound, so a round
@@ -130,15 +143,10 @@ export class ScriptRunner {
     args: ScriptArgs,
     call: InFlight<R>,
     resent?: () => void,
-    inPlace = false,
   ): void {
     // Alone in flight (one caller at a time): nothing to batch it with.
     if (call.prev) this.batching?.beforeWrite(node);
-    // One argument list, passed as an array (ioredis flattens it): no spread call per command.
-    const argv: (string | number)[] = [inPlace ? script.lua : script.sha, keys.length];
-    for (let i = 0; i < keys.length; i++) argv.push(keys[i]);
-    for (let i = 0; i < args.length; i++) argv.push(args[i]);
-    if (inPlace) return this.evalThen(node, argv, call);
+    const argv = argvOf(script.sha, keys, args);
     (node as unknown as ArgvCommands).evalsha(argv).then(
       (v) => call.reply(v),
       (e: unknown) => {
@@ -160,19 +168,24 @@ export class ScriptRunner {
   }
 
   /**
-   * `run` as EVAL, never EVALSHA: for an undo, which must run where it was sent on the
+   * `script` as EVAL, never EVALSHA: for an undo, which must run where it was sent on the
    * connection. An EVALSHA that a node answers NOSCRIPT (restarted, SCRIPT FLUSH) goes again as
    * EVAL after whatever followed it there, and an undo of a token's round that landed after the
    * token's next round would take away the key that round counts as held. Undos are rare: the
-   * script's text they carry costs little.
+   * script's text they carry costs little. Not bounded by `commandTimeout`: resolves (never
+   * rejects) once the driver is done with the command, answered or failed for good. A Cluster
+   * client re-sends a command answered CLUSTERDOWN, TRYAGAIN or MOVED, or lost with its
+   * connection, on its own timers (up to `maxRedirections` times), long after `commandTimeout`:
+   * until this resolves the undo may still run.
    */
   runInPlace<A extends ScriptArgs, R>(
     node: RedisNode,
     script: Script<A, R>,
     keys: readonly string[],
     args: A,
-  ): Promise<R> {
-    return this.run(node, script, keys, args, true);
+  ): Promise<void> {
+    const argv = argvOf(script.lua, keys, args);
+    return (node as unknown as ArgvCommands).eval(argv).then(ignore, ignore);
   }
 
   /**
@@ -269,19 +282,18 @@ export class ScriptRunner {
     );
   }
 
-  /** `send` as a promise (`inPlace`: as EVAL, see `runInPlace`). */
+  /** `send` as a promise. */
   run<A extends ScriptArgs, R>(
     node: RedisNode,
     script: Script<A, R>,
     keys: readonly string[],
     args: A,
-    inPlace = false,
   ): Promise<R> {
     return new Promise((resolve, reject) => {
       const call = this.track<R>(script.decode, (error, reply) =>
         error ? reject(error) : resolve(reply as R),
       );
-      this.call(node, script, keys, args, call, undefined, inPlace);
+      this.call(node, script, keys, args, call);
     });
   }
 

@@ -183,6 +183,15 @@ export const EXTEND = defineScript<[Token, LeaseMs, '0' | '1'], ExtendReply>(
   extendReply,
 );
 
+/**
+ * `[token, lease ms]`: the key's fence counter when it was the token's (renewed to the lease),
+ * false when not.
+ */
+export const CLAIM = defineScript<[Token, LeaseMs], number | false>('CLAIM', 'claim', (r) =>
+  // An integer 0: not the token's; a counter (a string, exact below 2^53), '0' when missing.
+  typeof r === 'string' ? Number(r) : false,
+);
+
 /** The fence of each key, in order. */
 export const RAISE_FENCE = defineScript<number[], void>(
   'RAISE_FENCE',
