@@ -15,7 +15,7 @@ import {
   type ScanResult,
   type StoredLine,
   type StoredLock,
-} from './redis-board-store';
+} from '../redis/redis-board-store';
 import { addSparse, quantile } from './wait-histogram';
 
 /** Rows per page of held locks. */

@@ -37,7 +37,7 @@ import {
 import { BoardRecorder } from './board-recorder';
 import { InstanceViews } from './instance-view';
 import type { ResolvedLockBoardOptions } from './lock-board-options.interface';
-import { RedisBoardStore, type ScanResult } from './redis-board-store';
+import { RedisBoardStore, type ScanResult } from '../redis/redis-board-store';
 
 /** How often instances publish while a page is open, ms (at most; `publishInterval` if less). */
 const WATCHED_PUBLISH_MS = 250;

@@ -1,8 +1,8 @@
 import type { Redis } from 'ioredis';
-import { KeySpace } from '../redis/key-space';
-import { isCluster, type RedisNode } from '../redis/redis-node';
-import type { BoardEvent } from './board-recorder';
-import type { InstanceView } from './instance-view';
+import { KeySpace } from './key-space';
+import { isCluster, type RedisNode } from './redis-node';
+import type { BoardEvent } from '../board/board-recorder';
+import type { InstanceView } from '../board/instance-view';
 
 /** Waiters read and listed per line at most. */
 export const LINE_LIMIT = 50;
