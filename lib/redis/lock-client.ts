@@ -1,7 +1,9 @@
 import { setMaxListeners } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { LockNotAcquiredError } from '../errors';
+import type { BoardSource } from '../core/board-source';
 import { KeySpace } from './key-space';
+import { RedisBoardSource } from './redis-board-source';
 import { LockNotifier } from './lock-notifier';
 import { LockProtocol, type ReplicaAcks, type Taken } from './lock-protocol';
 import { isCluster, type RedisNode } from './redis-node';
@@ -145,6 +147,17 @@ export class LockClient implements LockBackend {
   /** The prefix of every token of this group in this process (what its grant channel is named by). */
   get tokenPrefix(): string {
     return this.tokens.prefix;
+  }
+
+  /** The lock board's reads and force release on this group (`nest-locked/board` only). */
+  boardSource(): BoardSource {
+    return new RedisBoardSource({
+      name: this.name,
+      nodes: this.nodes,
+      space: this.space,
+      owner: () => this.tokenPrefix,
+      forceRelease: (key, token) => this.protocol.forceRelease(key, token),
+    });
   }
 
   /** Nodes whose majority decides. */
