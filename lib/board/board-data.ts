@@ -56,7 +56,8 @@ export interface BoardWaiter {
   readonly instance: string | null;
   readonly token: string | null;
   readonly mode: HoldMode;
-  readonly waitedMs: number;
+  /** null when neither the server nor the waiter's instance tells since when it waits. */
+  readonly waitedMs: number | null;
   readonly deadlineInMs: number | null;
   /**
    * It waits inside its process, behind another caller of the same process or its hold (on one
@@ -171,8 +172,10 @@ export interface GroupSources {
  * `.`, where the backend's tokens have one), never the whole token.
  */
 export function tokenHint(token: string): string {
-  const dot = token.lastIndexOf('.');
-  return dot < 0 ? `${token.slice(0, 4)}…` : `${token.slice(0, 4)}….${token.slice(dot + 1)}`;
+  // A token that is a path (an etcd key) is told apart by its last part.
+  const own = token.slice(token.lastIndexOf('/') + 1);
+  const dot = own.lastIndexOf('.');
+  return dot < 0 ? `${own.slice(0, 4)}…` : `${own.slice(0, 4)}….${own.slice(dot + 1)}`;
 }
 
 /** Who holds or waits on the server: the instance that published the same owner. */
@@ -287,10 +290,15 @@ export function lineFromServer(
   everyCaller: boolean,
 ): BoardLine {
   const { serverNow, now } = times;
-  const deadlines = viewDeadlines(views, line.key);
+  const deadlines = viewTimes(views, line.key, (w) => w.deadline);
+  const sinces = viewTimes(views, line.key, (w) => w.since);
   const queued = line.waiters.map((w): BoardWaiter => {
     const instance = holders.instance(w);
     const viewDeadline = instance === null ? undefined : deadlines.get(instance)?.shift();
+    const viewSince = instance === null ? undefined : sinces.get(instance)?.shift();
+    let waitedMs: number | null = null;
+    if (w.since !== undefined) waitedMs = Math.max(0, serverNow - w.since);
+    else if (viewSince !== undefined) waitedMs = Math.max(0, now - viewSince);
     let deadlineInMs: number | null = null;
     if (w.deadline !== undefined) deadlineInMs = w.deadline - serverNow;
     else if (viewDeadline !== undefined) deadlineInMs = viewDeadline - now;
@@ -298,7 +306,7 @@ export function lineFromServer(
       instance,
       token: w.token ? tokenHint(w.token) : null,
       mode: w.mode,
-      waitedMs: w.since === undefined ? 0 : Math.max(0, serverNow - w.since),
+      waitedMs,
       deadlineInMs,
       inProcess: false,
     };
@@ -344,14 +352,21 @@ function behindQueued(
   };
 }
 
-/** Per instance, the deadlines of its callers waiting for `key`, oldest first. */
-function viewDeadlines(views: readonly InstanceView[], key: string): Map<string, number[]> {
+/** Per instance, a time (`of`) of each of its callers waiting for `key`, oldest first. */
+function viewTimes(
+  views: readonly InstanceView[],
+  key: string,
+  of: (w: WaitView) => number | undefined,
+): Map<string, number[]> {
   const out = new Map<string, number[]>();
   for (const view of views) {
     const waits = view.waiting.filter((w) => w.key === key).sort((a, b) => a.since - b.since);
     out.set(
       view.name,
-      waits.flatMap((w) => (w.deadline === undefined ? [] : [w.deadline])),
+      waits.flatMap((w) => {
+        const t = of(w);
+        return t === undefined ? [] : [t];
+      }),
     );
   }
   return out;

@@ -1,0 +1,255 @@
+/// <reference lib="dom" />
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { Page } from 'playwright-core';
+import type { BoardOverview } from 'nest-locked/board';
+import type { BackendSpec } from '../fixtures/backend-spec';
+import type { BoardAppConfig, BoardAppLine } from '../fixtures/board-app';
+import { uniquePrefix } from '../support/lock-app';
+import { startMariadb } from '../support/mariadb-server';
+import { startPostgres } from '../support/postgres-server';
+import { sendCommand, useRedis } from '../support/redis-server';
+import { startEtcdCluster } from '../support/etcd-server';
+import { killWorkers, spawnWorker, type Worker } from '../support/workers';
+import { fourLetterWord, startZooKeeper } from '../support/zookeeper-server';
+import { boardOverview, readUntil } from './support/board-api';
+import { boardBrowser } from './support/board-browser';
+
+/**
+ * The board on every backend, in a browser: three app processes (two web instances and a
+ * worker without HTTP) hold and wait on keys; the page of one instance shows every holder with
+ * its instance and every waiter in order, follows a release without a reload, and drops the
+ * rows of a killed instance once its session is over. One server per backend, one after the
+ * other; one browser for all. Screenshots go to BOARD_E2E_OUTPUT; each backend's refresh cost
+ * (server requests and ms of one overview) is printed.
+ */
+jest.setTimeout(150_000);
+
+const AUTH = { username: 'ops', password: 'locks' };
+const HEADER = `Basic ${Buffer.from('ops:locks').toString('base64')}`;
+const artifacts = process.env.BOARD_E2E_OUTPUT ?? path.join(os.tmpdir(), 'nest-locked-board-e2e');
+
+/** A backend's server for this file: the spec the apps use, a request counter, and its end. */
+interface BackendUnderTest {
+  readonly spec: BackendSpec;
+  /** Requests the server has answered so far (all clients), to cost a refresh. */
+  requests(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+const backends: Record<string, () => Promise<BackendUnderTest>> = {
+  redis: async () => {
+    const redis = await useRedis();
+    return {
+      spec: { kind: 'redis', clients: [redis.url] },
+      requests: async () => {
+        const info = String(await sendCommand(redis.host, redis.port, ['INFO', 'stats'], 2_000));
+        return Number(/total_commands_processed:(\d+)/.exec(info)?.[1]);
+      },
+      stop: () => redis.stop(),
+    };
+  },
+  etcd: async () => {
+    const etcd = await startEtcdCluster(1);
+    return {
+      spec: { kind: 'etcd', options: { hosts: etcd.hosts, sessionTtl: 3_000 } },
+      requests: async () => {
+        const text = await (await fetch(`http://${etcd.hosts[0]}/metrics`)).text();
+        return [...text.matchAll(/^grpc_server_started_total\{[^}]*\} (\d+)/gm)].reduce(
+          (sum, m) => sum + Number(m[1]),
+          0,
+        );
+      },
+      stop: () => etcd.stop(),
+    };
+  },
+  zookeeper: async () => {
+    const zk = await startZooKeeper();
+    const port = zk.members[0].port;
+    return {
+      spec: {
+        kind: 'zookeeper',
+        options: { connectString: zk.connectString, sessionTimeout: 3_000 },
+      },
+      requests: async () =>
+        Number(/Received: (\d+)/.exec(await fourLetterWord(port, 'srvr', 2_000))?.[1]),
+      stop: () => zk.stop(),
+    };
+  },
+  postgres: async () => {
+    const pg = await startPostgres();
+    return {
+      spec: { kind: 'postgres', options: { ...pg.config } },
+      requests: async () => {
+        // Statements of every session: flushed to the statistics at their transaction's end.
+        await pg.sql('SELECT pg_stat_force_next_flush()');
+        const [row] = await pg.sql<{ n: string }>(
+          'SELECT sum(xact_commit + xact_rollback)::text AS n FROM pg_stat_database',
+        );
+        return Number(row.n);
+      },
+      stop: () => pg.stop(),
+    };
+  },
+  mysql: async () => {
+    const db = await startMariadb();
+    return {
+      spec: { kind: 'mysql', options: { ...db.config } },
+      requests: async () => {
+        const [row] = await db.sql<{ Value: string }>("SHOW GLOBAL STATUS LIKE 'Questions'");
+        return Number(row.Value);
+      },
+      stop: () => db.stop(),
+    };
+  },
+};
+
+const only = process.env.BOARD_BACKENDS?.split(',');
+const chosen = Object.keys(backends).filter((b) => !only || only.includes(b));
+
+let browser: Awaited<ReturnType<typeof boardBrowser>>;
+
+beforeAll(async () => {
+  fs.mkdirSync(artifacts, { recursive: true });
+  browser = await boardBrowser(AUTH);
+});
+
+afterAll(async () => {
+  killWorkers();
+  await browser?.close();
+});
+
+/** One app process of the board, over `spec`. */
+function startApp(spec: BackendSpec, keyPrefix: string, instance: string, http: boolean) {
+  const config: BoardAppConfig = { backend: spec, keyPrefix, instance, http, timeoutMs: 120_000 };
+  const worker = spawnWorker<BoardAppConfig, BoardAppLine>(config, 'board-app');
+  let seq = 0;
+  return {
+    worker,
+    /** Takes `key` (waiting for it); resolves with its id once sent. */
+    hold(key: string): { id: string; held: Promise<void> } {
+      const id = `${instance}-${++seq}`;
+      const held = new Promise<void>((resolve, reject) =>
+        worker.onLine((l) => {
+          if (l.type === 'held' && l.id === id) resolve();
+          if (l.type === 'error' && l.id === id) reject(new Error(`${id}: ${l.message}`));
+        }),
+      );
+      held.catch(() => undefined);
+      worker.send(JSON.stringify({ op: 'hold', id, key }));
+      return { id, held };
+    },
+    release(id: string) {
+      worker.send(JSON.stringify({ op: 'release', id }));
+    },
+  };
+}
+
+async function urlOf(worker: Worker<BoardAppLine>): Promise<string> {
+  await worker.ready;
+  const ready = worker.lines.find((l) => l.type === 'ready') as { url?: string };
+  return ready.url!;
+}
+
+/** The held rows of the page, as `key → instance`. */
+async function heldOnPage(page: Page): Promise<Record<string, string>> {
+  const rows = await page
+    .locator('#held tbody tr')
+    .evaluateAll((trs) =>
+      trs.map((tr) => Array.from(tr.querySelectorAll('td'), (td) => td.textContent ?? '')),
+    );
+  return Object.fromEntries(rows.map((cells) => [cells[0], cells[2]]));
+}
+
+/** Waits until the page's held rows pass `check` (the page updates itself: no reload). */
+async function pageShows(
+  page: Page,
+  what: string,
+  check: (held: Record<string, string>) => boolean,
+  ms = 20_000,
+): Promise<void> {
+  await readUntil(what, () => heldOnPage(page), check, ms);
+}
+
+describe.each(chosen)('the board on %s', (name) => {
+  let backend: BackendUnderTest;
+
+  beforeAll(async () => {
+    backend = await backends[name]();
+  }, 60_000);
+
+  afterAll(async () => {
+    killWorkers();
+    await backend?.stop();
+  });
+
+  it('shows every instance’s holds and every waiter in order, live, and drops a killed instance', async () => {
+    const prefix = uniquePrefix(`board-${name}`);
+    const web1 = startApp(backend.spec, prefix, 'web-1', true);
+    const web2 = startApp(backend.spec, prefix, 'web-2', true);
+    const worker = startApp(backend.spec, prefix, 'worker', false);
+    const url = await urlOf(web1.worker);
+    await Promise.all([web2.worker.ready, worker.worker.ready]);
+    const overview = () => boardOverview(url, HEADER);
+
+    // Each instance holds a key; web-2 then web-1 wait for the worker's.
+    const held = worker.hold('order:1');
+    await held.held;
+    await Promise.all([web1.hold('order:2').held, web2.hold('order:3').held]);
+    const second = web2.hold('order:1');
+    const lineOf = (o: BoardOverview) => o.lines.find((l) => l.key === 'order:1');
+    const inLine = (o: BoardOverview) =>
+      (lineOf(o)?.waiters ?? []).filter((w) => !w.inProcess).map((w) => w.instance);
+    await readUntil('web-2 in line', overview, (o) => inLine(o).join() === 'web-2');
+    const third = web1.hold('order:1');
+    const o = await readUntil('both in line', overview, (o) => inLine(o).join() === 'web-2,web-1');
+    expect(lineOf(o)).toMatchObject({ length: 2, complete: true });
+
+    const page = await browser.context.newPage();
+    await page.setViewportSize({ width: 1400, height: 1100 });
+    await page.goto(`${url}/locks/`);
+    await pageShows(
+      page,
+      'every holder with its instance',
+      (h) => h['order:1'] === 'worker' && h['order:2'] === 'web-1' && h['order:3'] === 'web-2',
+    );
+    const line = page.locator('#lines ol.line').first();
+    await line.locator('li', { hasText: 'web-1' }).waitFor({ timeout: 10_000 });
+    const order = await line.locator('li strong').allInnerTexts();
+    expect(order).toEqual(['web-2', 'web-1']);
+    await page.screenshot({ path: path.join(artifacts, `board-${name}.png`), fullPage: true });
+
+    // The cost of one refresh: requests the server answered and ms, over ten in a row, less
+    // what the instances ask meanwhile (measured over as long a time before).
+    const start = Date.now();
+    const before = await backend.requests();
+    await new Promise((r) => setTimeout(r, 1_000));
+    const idle = (await backend.requests()) - before;
+    const t0 = Date.now();
+    const from = await backend.requests();
+    for (let i = 0; i < 10; i++) await overview();
+    const spent = Date.now() - t0;
+    const busy = (await backend.requests()) - from;
+    const perRefresh = (busy - (idle * (Date.now() - t0)) / 1_000) / 10;
+    process.stdout.write(
+      `board refresh on ${name}: ${(spent / 10).toFixed(1)} ms, ~${perRefresh.toFixed(1)} server requests (${busy} in ${spent} ms for 10, ${idle} idle per s; measured in ${Date.now() - start} ms)\n`,
+    );
+
+    // The worker releases: web-2 holds next, the page follows without a reload.
+    worker.release(held.id);
+    await second.held;
+    await pageShows(page, 'web-2 holds after the release', (h) => h['order:1'] === 'web-2');
+
+    // web-2 dies: its holds go with its session; web-1 takes order:1.
+    web2.worker.kill();
+    await third.held;
+    await pageShows(
+      page,
+      "the killed instance's rows gone",
+      (h) => h['order:1'] === 'web-1' && h['order:3'] === undefined,
+      30_000,
+    );
+    await page.close();
+  });
+});
