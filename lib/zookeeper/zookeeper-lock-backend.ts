@@ -1,3 +1,5 @@
+import type { BoardSource } from '../core/board-source';
+import { ZooKeeperBoardSource } from './zookeeper-board-source';
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type * as Zk from 'node-zookeeper-client';
@@ -86,7 +88,7 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
   private closed = false;
 
   constructor(
-    zk: ZooKeeperDriver,
+    private readonly zk: ZooKeeperDriver,
     private readonly settings: ZooKeeperSettings,
   ) {
     super();
@@ -127,6 +129,20 @@ export class ZooKeeperLockBackend extends LocallyCountedBackend<Wait> implements
 
   get name(): string {
     return this.settings.name;
+  }
+
+  /** The lock board's reads and force release on this group (`nest-locked/board` only). */
+  boardSource(): BoardSource {
+    const { name: group, root, keyPrefix } = this.settings;
+    return new ZooKeeperBoardSource({
+      zk: this.zk,
+      session: this.session,
+      group,
+      root,
+      keyPrefix,
+      instance: this.instance,
+      parentOf: (key) => this.parentOf(key),
+    });
   }
 
   /**
