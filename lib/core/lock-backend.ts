@@ -164,9 +164,10 @@ export interface LockBackend {
   /**
    * The lock board's reads of this group's lock server (every process's holds and lines) and
    * its force release; built once, by `nest-locked/board` only. Absent where the backend lives
-   * in this process (`memory`: what this process publishes is everything).
+   * in this process (`memory`: what this process publishes is everything), or undefined where
+   * the server's state cannot be read.
    */
-  boardSource?(): BoardSource;
+  boardSource?(): BoardSource | undefined;
   /** Closes what the backend opened (never a pool or client the user passed in). */
   close(): Promise<void>;
 }
