@@ -183,6 +183,8 @@ export class Holders {
   private readonly names = new Map<string, string>();
   private readonly byToken = new Map<string, HoldView>();
   private readonly byInstance = new Map<string, HoldView>();
+  /** Per key, the instances that publish a hold of it. */
+  private readonly byKey = new Map<string, string[]>();
 
   constructor(views: readonly InstanceView[]) {
     for (const view of views) {
@@ -190,6 +192,7 @@ export class Holders {
       for (const hold of view.holds) {
         this.byToken.set(`${hold.token}\n${hold.key}`, hold);
         this.byInstance.set(`${view.name}\n${hold.key}`, hold);
+        this.byKey.set(hold.key, [...(this.byKey.get(hold.key) ?? []), view.name]);
       }
     }
   }
@@ -198,11 +201,22 @@ export class Holders {
     return who.owner === null ? null : (this.names.get(who.owner) ?? null);
   }
 
+  /**
+   * The instance of a holder of `key`: by its owner, else (a server that names no process)
+   * the one instance that publishes a hold of the key, if only one does.
+   */
+  holderOf(holder: BoardHolder, key: string): string | null {
+    const named = this.instance(holder);
+    if (named !== null || holder.owner !== null) return named;
+    const publishing = this.byKey.get(key) ?? [];
+    return publishing.length === 1 ? publishing[0] : null;
+  }
+
   /** The published hold of `key` by `holder`: by its token, else by its instance. */
   hold(holder: BoardHolder, key: string): HoldView | undefined {
     const byToken = holder.token && this.byToken.get(`${holder.token}\n${key}`);
     if (byToken) return byToken;
-    const name = this.instance(holder);
+    const name = this.holderOf(holder, key);
     return name === null ? undefined : this.byInstance.get(`${name}\n${key}`);
   }
 }
@@ -220,7 +234,7 @@ export function heldFromServer(
 ): BoardHeld {
   const first = held.holders[0] as BoardHolder | undefined;
   const hold = first && holders.hold(first, held.key);
-  const names = held.holders.map((h) => holders.instance(h));
+  const names = held.holders.map((h) => holders.holderOf(h, held.key));
   const token = first?.token ?? hold?.token;
   let heldMs: number | null = null;
   if (hold) heldMs = now - hold.since;

@@ -322,7 +322,7 @@ export class LockBoardService {
       return { released: false, reason: BOARD_RELEASE_NOT_HELD(key) };
     }
     const [holder] = held.holders;
-    const instance = new Holders((await this.sources(group)).views).instance(holder);
+    const instance = new Holders((await this.sources(group)).views).holderOf(holder, key);
     const freed = await server.forceRelease(key, holder);
     if (typeof freed === 'string') return { released: false, reason: freed };
     if (!freed) return { released: false, reason: BOARD_RELEASE_NOT_HELD(key) };
