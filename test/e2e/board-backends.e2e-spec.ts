@@ -40,6 +40,8 @@ interface BackendUnderTest {
   requests(app: App): Promise<number>;
   /** false where the server lists no lock a session waits for (MariaDB without P_S). */
   readonly lines?: false;
+  /** A force release's refusal, where the server cannot tell what else a session holds. */
+  readonly refusal?: RegExp;
   stop(): Promise<void>;
 }
 
@@ -97,6 +99,7 @@ const backends: Record<string, () => Promise<BackendUnderTest>> = {
     return {
       spec: { kind: 'mysql', options: { ...db.config } },
       lines: false,
+      refusal: /does not list the other locks a connection holds/,
       requests: async () => {
         const [row] = await db.sql<{ Value: string }>("SHOW GLOBAL STATUS LIKE 'Questions'");
         return Number(row.Value);
@@ -109,16 +112,35 @@ const backends: Record<string, () => Promise<BackendUnderTest>> = {
 const only = process.env.BOARD_BACKENDS?.split(',');
 const chosen = Object.keys(backends).filter((b) => !only || only.includes(b));
 
-let browser: Awaited<ReturnType<typeof boardBrowser>>;
+/**
+ * The refresh cost is measured with the backends one after the other (BOARD_REFRESH_COST=1);
+ * otherwise they run at the same time, which keeps this file short.
+ */
+const measure = process.env.BOARD_REFRESH_COST === '1';
 
-beforeAll(async () => {
-  fs.mkdirSync(artifacts, { recursive: true });
-  browser = await boardBrowser(AUTH);
-});
+/** Started once, on first use: the browser, and each backend's server. */
+let browser: ReturnType<typeof boardBrowser> | undefined;
+const servers = new Map<string, Promise<BackendUnderTest>>();
+const browserOnce = () => (browser ??= boardBrowser(AUTH));
+function serverOf(name: string): Promise<BackendUnderTest> {
+  let server = servers.get(name);
+  if (!server) servers.set(name, (server = backends[name]()));
+  return server;
+}
+
+beforeAll(() => fs.mkdirSync(artifacts, { recursive: true }));
 
 afterAll(async () => {
-  killWorkers();
-  await browser?.close();
+  await killWorkers();
+  await (await browser?.catch(() => undefined))?.close();
+  await Promise.all(
+    [...servers.values()].map((s) =>
+      s.then(
+        (b) => b.stop(),
+        () => undefined,
+      ),
+    ),
+  );
 });
 
 /** One app process of the board, over `spec`. */
@@ -181,97 +203,130 @@ async function pageShows(
   await readUntil(what, () => heldOnPage(page), check, ms);
 }
 
-describe.each(chosen)('the board on %s', (name) => {
-  let backend: BackendUnderTest;
+const each = measure ? it.each(chosen) : it.concurrent.each(chosen);
 
-  beforeAll(async () => {
-    backend = await backends[name]();
-  }, 60_000);
-
-  afterAll(async () => {
-    killWorkers();
-    await backend?.stop();
-  });
-
-  it('shows every instance’s holds and every waiter in order, live, and drops a killed instance', async () => {
+each(
+  'on %s: every instance’s holds and waiters in order, live, a killed instance gone, force release',
+  async (name) => {
+    const backend = await serverOf(name);
+    const { context } = await browserOnce();
     const prefix = uniquePrefix(`board-${name}`);
     const web1 = startApp(backend.spec, prefix, 'web-1', true);
     const web2 = startApp(backend.spec, prefix, 'web-2', true);
     const worker = startApp(backend.spec, prefix, 'worker', false);
-    const url = await urlOf(web1.worker);
-    await Promise.all([web2.worker.ready, worker.worker.ready]);
-    const overview = () => boardOverview(url, HEADER);
+    const apps = [web1, web2, worker];
+    try {
+      const url = await urlOf(web1.worker);
+      await Promise.all([web2.worker.ready, worker.worker.ready]);
+      const overview = () => boardOverview(url, HEADER);
 
-    // Each instance holds a key; web-2 then web-1 wait for the worker's (where the server
-    // lists waiters: else web-2 alone, whose wait the page cannot show).
-    const held = worker.hold('order:1');
-    await held.held;
-    await Promise.all([web1.hold('order:2').held, web2.hold('order:3').held]);
-    const second = web2.hold('order:1');
-    const lineOf = (o: BoardOverview) => o.lines.find((l) => l.key === 'order:1');
-    const inLine = (o: BoardOverview) =>
-      (lineOf(o)?.waiters ?? []).filter((w) => !w.inProcess).map((w) => w.instance);
-    let third: { held: Promise<void> } | undefined;
-    if (backend.lines !== false) {
-      await readUntil('web-2 in line', overview, (o) => inLine(o).join() === 'web-2');
-      third = web1.hold('order:1');
-      const o = await readUntil(
-        'both in line',
-        overview,
-        (o) => inLine(o).join() === 'web-2,web-1',
+      // Each instance holds a key; web-2 then web-1 wait for the worker's (where the server
+      // lists waiters: else web-2 alone, whose wait the page cannot show).
+      const held = worker.hold('order:1');
+      await held.held;
+      await Promise.all([web1.hold('order:2').held, web2.hold('order:3').held]);
+      const second = web2.hold('order:1');
+      const lineOf = (o: BoardOverview) => o.lines.find((l) => l.key === 'order:1');
+      const inLine = (o: BoardOverview) =>
+        (lineOf(o)?.waiters ?? []).filter((w) => !w.inProcess).map((w) => w.instance);
+      let third: { held: Promise<void> } | undefined;
+      if (backend.lines !== false) {
+        await readUntil('web-2 in line', overview, (o) => inLine(o).join() === 'web-2');
+        third = web1.hold('order:1');
+        const o = await readUntil(
+          'both in line',
+          overview,
+          (o) => inLine(o).join() === 'web-2,web-1',
+        );
+        expect(lineOf(o)).toMatchObject({ length: 2, complete: true });
+      }
+
+      const page = await context.newPage();
+      await page.setViewportSize({ width: 1400, height: 1100 });
+      await page.goto(`${url}/locks/`);
+      await pageShows(
+        page,
+        'every holder with its instance',
+        (h) => h['order:1'] === 'worker' && h['order:2'] === 'web-1' && h['order:3'] === 'web-2',
       );
-      expect(lineOf(o)).toMatchObject({ length: 2, complete: true });
+      if (backend.lines !== false) {
+        const line = page.locator('#lines ol.line').first();
+        await line.locator('li', { hasText: 'web-1' }).waitFor({ timeout: 10_000 });
+        const order = await line.locator('li strong').allInnerTexts();
+        expect(order).toEqual(['web-2', 'web-1']);
+      } else {
+        // The legend says why the lines are missing.
+        await page.locator('#legend', { hasText: 'Waiting lines are not shown' }).waitFor();
+      }
+      await page.screenshot({ path: path.join(artifacts, `board-${name}.png`), fullPage: true });
+
+      if (measure) await refreshCost(name, backend, web1, overview);
+
+      // The worker releases: web-2 holds next, the page follows without a reload.
+      worker.release(held.id);
+      await second.held;
+      await pageShows(page, 'web-2 holds after the release', (h) => h['order:1'] === 'web-2');
+
+      // web-2 dies: its holds go with its session; web-1 takes order:1 (where it waits).
+      web2.worker.kill();
+      await third?.held;
+      await pageShows(
+        page,
+        "the killed instance's rows gone",
+        (h) => h['order:1'] === (third ? 'web-1' : undefined) && h['order:3'] === undefined,
+        30_000,
+      );
+
+      // Force release of web-1's order:2, confirmed, through the backend's own mechanism.
+      const res = await fetch(
+        `${url}/locks/api/release?group=default&key=order:2&confirm=order:2`,
+        {
+          method: 'POST',
+          headers: { authorization: HEADER, 'x-lock-board': 'release' },
+        },
+      );
+      const outcome = (await res.json()) as { released: boolean; reason?: string };
+      if (backend.refusal) {
+        expect(outcome).toMatchObject({
+          released: false,
+          reason: expect.stringMatching(backend.refusal),
+        });
+      } else {
+        expect(outcome).toEqual({ released: true });
+        await pageShows(page, 'order:2 released by force', (h) => h['order:2'] === undefined);
+        const audited = await overview();
+        expect(audited.events.find((e) => e.type === 'forced')).toMatchObject({
+          key: 'order:2',
+          detail: expect.stringMatching(/^by ops, held by web-1/),
+        });
+      }
+      await page.close();
+    } finally {
+      for (const app of apps) app.worker.kill();
     }
+  },
+);
 
-    const page = await browser.context.newPage();
-    await page.setViewportSize({ width: 1400, height: 1100 });
-    await page.goto(`${url}/locks/`);
-    await pageShows(
-      page,
-      'every holder with its instance',
-      (h) => h['order:1'] === 'worker' && h['order:2'] === 'web-1' && h['order:3'] === 'web-2',
-    );
-    if (backend.lines !== false) {
-      const line = page.locator('#lines ol.line').first();
-      await line.locator('li', { hasText: 'web-1' }).waitFor({ timeout: 10_000 });
-      const order = await line.locator('li strong').allInnerTexts();
-      expect(order).toEqual(['web-2', 'web-1']);
-    } else {
-      // The legend says why the lines are missing.
-      await page.locator('#legend', { hasText: 'Waiting lines are not shown' }).waitFor();
-    }
-    await page.screenshot({ path: path.join(artifacts, `board-${name}.png`), fullPage: true });
-
-    // The cost of one refresh: requests the server answered and ms, over ten in a row, less
-    // what the instances ask meanwhile (measured over as long a time before).
-    const start = Date.now();
-    const before = await backend.requests(web1);
-    await new Promise((r) => setTimeout(r, 1_000));
-    const idle = (await backend.requests(web1)) - before;
-    const t0 = Date.now();
-    const from = await backend.requests(web1);
-    for (let i = 0; i < 10; i++) await overview();
-    const spent = Date.now() - t0;
-    const busy = (await backend.requests(web1)) - from;
-    const perRefresh = (busy - (idle * (Date.now() - t0)) / 1_000) / 10;
-    process.stdout.write(
-      `board refresh on ${name}: ${(spent / 10).toFixed(1)} ms, ~${perRefresh.toFixed(1)} server requests (${busy} in ${spent} ms for 10, ${idle} idle per s; measured in ${Date.now() - start} ms)\n`,
-    );
-
-    // The worker releases: web-2 holds next, the page follows without a reload.
-    worker.release(held.id);
-    await second.held;
-    await pageShows(page, 'web-2 holds after the release', (h) => h['order:1'] === 'web-2');
-
-    // web-2 dies: its holds go with its session; web-1 takes order:1 (where it waits).
-    web2.worker.kill();
-    await third?.held;
-    await pageShows(
-      page,
-      "the killed instance's rows gone",
-      (h) => h['order:1'] === (third ? 'web-1' : undefined) && h['order:3'] === undefined,
-      30_000,
-    );
-    await page.close();
-  });
-});
+/**
+ * The cost of one refresh: requests the server answered (or the page's instance sent) and ms,
+ * over ten in a row, less what the instances ask meanwhile (counted over a second before).
+ */
+async function refreshCost(
+  name: string,
+  backend: BackendUnderTest,
+  web1: App,
+  overview: () => Promise<BoardOverview>,
+): Promise<void> {
+  const before = await backend.requests(web1);
+  await new Promise((r) => setTimeout(r, 1_000));
+  const idle = (await backend.requests(web1)) - before;
+  const t0 = Date.now();
+  const from = await backend.requests(web1);
+  for (let i = 0; i < 10; i++) await overview();
+  const spent = Date.now() - t0;
+  const busy = (await backend.requests(web1)) - from;
+  const perRefresh = (busy - (idle * spent) / 1_000) / 10;
+  process.stdout.write(
+    `board refresh on ${name}: ${(spent / 10).toFixed(1)} ms, ~${perRefresh.toFixed(1)} server requests (${busy} in ${spent} ms for 10; ${idle} a second without)\n`,
+  );
+}
