@@ -1,4 +1,10 @@
-import type { BoardHeldKey, BoardHolder, BoardKeyLine, BoardSource } from '../core/board-source';
+import type {
+  BoardHeldKey,
+  BoardHolder,
+  BoardKeyLine,
+  BoardNodeState,
+  BoardSource,
+} from '../core/board-source';
 import type { LockBackend } from '../core/lock-backend';
 import type { BoardEvent, BoardEventType } from './board-recorder';
 import {
@@ -111,15 +117,10 @@ export interface BoardInstance {
   readonly self: boolean;
 }
 
-export interface BoardNode {
+/** A lock server of a group, as the page lists it. */
+export interface BoardNode extends BoardNodeState {
   readonly group: string;
   readonly backend: string;
-  readonly node: string;
-  readonly status: 'up' | 'down';
-  readonly latencyMs?: number;
-  readonly role?: string;
-  readonly warning?: string;
-  readonly error?: string;
 }
 
 export interface BoardOverview {

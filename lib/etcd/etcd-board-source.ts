@@ -3,13 +3,20 @@ import type {
   BoardHeldKey,
   BoardHolder,
   BoardKeyLine,
-  BoardLineWaiter,
   BoardMode,
   BoardPublishedEvent,
   BoardScan,
   BoardSource,
   BoardViewStore,
 } from '../core/board-source';
+import {
+  heldAndWaited,
+  liveView,
+  type OrderedEntry,
+  splitLine,
+  viewRecord,
+  waitingLines,
+} from '../core/board-lines';
 import { linePrefix, OTHER_PART, prefixEnd, READ_PART } from './etcd-names';
 import type { EtcdSession } from './etcd-session';
 
@@ -22,15 +29,9 @@ export interface EtcdBoardBackend {
   session(): Promise<EtcdSession> | undefined;
 }
 
-/** One hold or waiting place of a line, as found in etcd. */
-interface LineEntry {
+/** One hold or waiting place of a line, as found in etcd (its token: the etcd key). */
+interface LineEntry extends OrderedEntry {
   readonly key: string;
-  /** The etcd key: the holder's token. */
-  readonly name: string;
-  /** The session's lease ID in hex (what names its process). */
-  readonly owner: string;
-  /** `w`, `r` or N. */
-  readonly kind: string;
   readonly revision: bigint;
   readonly lease: string;
 }
@@ -88,27 +89,22 @@ export class EtcdBoardSource implements BoardSource {
       if (key !== undefined && key.includes(search)) keys.add(key);
     }
     const sorted = [...keys].sort();
-    const lines = await this.read(sorted);
-    return {
-      held: sorted.filter((k) => (lines.get(k)?.length ?? 0) > 0),
-      waited: sorted.filter((k) => split(lines.get(k) ?? []).waiting.length > 0),
-      complete: !res.more,
-    };
+    return { ...heldAndWaited(sorted, await this.read(sorted)), complete: !res.more };
   }
 
   async held(keys: readonly string[]): Promise<BoardHeldKey[]> {
     const lines = await this.read(keys);
     const leases = await this.leasesLeft(
-      [...lines.values()].flatMap((line) => split(line).holding),
+      [...lines.values()].flatMap((line) => splitLine(line).holding),
     );
     return keys.flatMap((key): BoardHeldKey[] => {
-      const { holding } = split(lines.get(key) ?? []);
+      const { holding } = splitLine(lines.get(key) ?? []);
       if (holding.length === 0) return [];
       const left = Math.min(...holding.map((e) => leases.get(e.lease) ?? Infinity));
       return [
         {
           key,
-          mode: modeOf(holding[0].kind),
+          mode: holding[0].mode,
           leaseLeftMs: Number.isFinite(left) ? left : null,
           holders: holding.map(holderOf),
         },
@@ -117,15 +113,7 @@ export class EtcdBoardSource implements BoardSource {
   }
 
   async lines(keys: readonly string[], limit: number): Promise<BoardKeyLine[]> {
-    const lines = await this.read(keys);
-    return keys.flatMap((key): BoardKeyLine[] => {
-      const { waiting } = split(lines.get(key) ?? []);
-      if (waiting.length === 0) return [];
-      const waiters = waiting
-        .slice(0, limit)
-        .map((e): BoardLineWaiter => ({ owner: e.owner, token: e.name, mode: modeOf(e.kind) }));
-      return [{ key, length: waiting.length, waiters }];
-    });
+    return waitingLines(keys, await this.read(keys), limit);
   }
 
   async forceRelease(key: string, holder: BoardHolder): Promise<boolean> {
@@ -205,34 +193,17 @@ function entryOf(key: string, prefixLength: number, kv: IKeyValue): LineEntry[] 
   return [
     {
       key,
-      name,
+      token: name,
       owner: dot < 0 ? own : own.slice(0, dot),
-      kind: kv.value.toString(),
+      mode: modeOf(kv.value.toString()),
       revision: BigInt(kv.create_revision),
       lease: kv.lease,
     },
   ];
 }
 
-/**
- * Who holds and who waits in a line in create order, by the recipe's rules: an exclusive
- * holder is first; readers hold up to the first writer; permits of N are the first N.
- */
-function split(line: readonly LineEntry[]): { holding: LineEntry[]; waiting: LineEntry[] } {
-  if (line.length === 0) return { holding: [], waiting: [] };
-  const { kind } = line[0];
-  let count = 1;
-  if (kind === 'r') {
-    while (count < line.length && line[count].kind === 'r') count++;
-  } else if (kind !== 'w') {
-    const permits = Number(kind);
-    while (count < line.length && count < permits && line[count].kind === kind) count++;
-  }
-  return { holding: line.slice(0, count), waiting: line.slice(count) };
-}
-
 function holderOf(e: LineEntry): BoardHolder {
-  return { owner: e.owner, token: e.name, fence: Number(e.revision) };
+  return { owner: e.owner, token: e.token, fence: Number(e.revision) };
 }
 
 function modeOf(kind: string): BoardMode {
@@ -242,7 +213,7 @@ function modeOf(kind: string): BoardMode {
 
 /**
  * The instances' views of an etcd group: one key each, `<base><id>`, holding
- * `<expiry ms>\n<view>`, bound to a lease of this process that lives the view's expiry; the
+ * its `viewRecord`, bound to a lease of this process that lives the view's expiry; the
  * page's open mark is `<base>\0watched` holding the time it lasts until.
  */
 class EtcdBoardViews implements BoardViewStore {
@@ -269,7 +240,7 @@ class EtcdBoardViews implements BoardViewStore {
       });
       this.lease = lease;
     }
-    await this.lease.put(this.base + id).value(`${Date.now() + expiry}\n${view}`);
+    await this.lease.put(this.base + id).value(viewRecord(view, Date.now() + expiry));
     const watched = await this.client.get(`${this.base}\0watched`).string();
     return watched !== null && Number(watched) > Date.now();
   }
@@ -286,9 +257,8 @@ class EtcdBoardViews implements BoardViewStore {
     const all = await this.client.getAll().prefix(this.base).strings();
     const now = Date.now();
     return Object.entries(all).flatMap(([name, value]) => {
-      if (name.endsWith('\0watched')) return [];
-      const nl = value.indexOf('\n');
-      return Number(value.slice(0, nl)) > now ? [value.slice(nl + 1)] : [];
+      const view = name.endsWith('\0watched') ? undefined : liveView(value, now);
+      return view === undefined ? [] : [view];
     });
   }
 

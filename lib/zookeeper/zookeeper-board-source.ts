@@ -9,6 +9,14 @@ import type {
   BoardSource,
   BoardViewStore,
 } from '../core/board-source';
+import {
+  heldAndWaited,
+  liveView,
+  type OrderedEntry,
+  splitLine,
+  viewRecord,
+  waitingLines,
+} from '../core/board-lines';
 import { type LockNode, lockLine } from './lock-nodes';
 import { ZK, type ZooKeeperDriver, type ZooKeeperSession, zkCode } from './zookeeper-session';
 
@@ -32,9 +40,8 @@ export interface ZooKeeperBoardBackend {
 }
 
 /** A line's node with what its name tells. */
-interface LineNode extends LockNode {
-  readonly token: string;
-  readonly owner: string;
+interface LineNode extends OrderedEntry {
+  readonly name: string;
 }
 
 /**
@@ -79,19 +86,14 @@ export class ZooKeeperBoardSource implements BoardSource {
       if (key.includes(search)) keys.push(key);
     }
     keys.sort();
-    const lines = await this.read(keys);
-    return {
-      held: keys.filter((k) => (lines.get(k)?.length ?? 0) > 0),
-      waited: keys.filter((k) => split(lines.get(k) ?? []).waiting.length > 0),
-      complete: names.length <= maxScan,
-    };
+    return { ...heldAndWaited(keys, await this.read(keys)), complete: names.length <= maxScan };
   }
 
   async held(keys: readonly string[]): Promise<BoardHeldKey[]> {
     const lines = await this.read(keys);
     const rows = await Promise.all(
       keys.map(async (key): Promise<BoardHeldKey | undefined> => {
-        const { holding } = split(lines.get(key) ?? []);
+        const { holding } = splitLine(lines.get(key) ?? []);
         if (holding.length === 0) return undefined;
         const parent = this.backend.parentOf(key);
         const holders = await Promise.all(
@@ -108,22 +110,14 @@ export class ZooKeeperBoardSource implements BoardSource {
             };
           }),
         );
-        return { key, mode: modeOf(holding[0].kind), leaseLeftMs: null, holders };
+        return { key, mode: holding[0].mode, leaseLeftMs: null, holders };
       }),
     );
     return rows.filter((r): r is BoardHeldKey => r !== undefined);
   }
 
   async lines(keys: readonly string[], limit: number): Promise<BoardKeyLine[]> {
-    const lines = await this.read(keys);
-    return keys.flatMap((key): BoardKeyLine[] => {
-      const { waiting } = split(lines.get(key) ?? []);
-      if (waiting.length === 0) return [];
-      const waiters = waiting
-        .slice(0, limit)
-        .map((n) => ({ owner: n.owner, token: n.token, mode: modeOf(n.kind) }));
-      return [{ key, length: waiting.length, waiters }];
-    });
+    return waitingLines(keys, await this.read(keys), limit);
   }
 
   async forceRelease(_key: string, holder: BoardHolder): Promise<boolean> {
@@ -169,28 +163,12 @@ export class ZooKeeperBoardSource implements BoardSource {
   }
 }
 
-/** A node's token (`<kind>-<token>-<sequence>`) and its process's prefix. */
+/** A node with its token (`<kind>-<token>-<sequence>`), its process's prefix and its mode. */
 function withToken(node: LockNode): LineNode {
   const token = node.name.slice(node.kind.length + 1, -11);
   const dot = token.lastIndexOf('.');
-  return { ...node, token, owner: dot < 0 ? token : token.slice(0, dot) };
-}
-
-/**
- * Who holds and who waits in a line in sequence order, by the recipe's rules: an exclusive
- * holder is first; readers hold up to the first writer; permits of N are the first N.
- */
-function split(line: readonly LineNode[]): { holding: LineNode[]; waiting: LineNode[] } {
-  if (line.length === 0) return { holding: [], waiting: [] };
-  const { kind } = line[0];
-  let count = 1;
-  if (kind === 'read') {
-    while (count < line.length && line[count].kind === 'read') count++;
-  } else if (kind !== 'write') {
-    const permits = Number(kind.slice('permits'.length));
-    while (count < line.length && count < permits && line[count].kind === kind) count++;
-  }
-  return { holding: line.slice(0, count), waiting: line.slice(count) };
+  const owner = dot < 0 ? token : token.slice(0, dot);
+  return { name: node.name, token, owner, mode: modeOf(node.kind) };
 }
 
 function modeOf(kind: string): BoardMode {
@@ -200,7 +178,7 @@ function modeOf(kind: string): BoardMode {
 
 /**
  * The instances' views of a ZooKeeper group: one ephemeral node each, `<base>/<id>`, holding
- * `<expiry ms>\n<view>`; the base node's data is the time a page is open until.
+ * its `viewRecord`; the base node's data is the time a page is open until.
  */
 class ZooKeeperBoardViews implements BoardViewStore {
   constructor(
@@ -214,7 +192,7 @@ class ZooKeeperBoardViews implements BoardViewStore {
     _events: readonly BoardPublishedEvent[],
     expiry: number,
   ): Promise<boolean> {
-    const data = Buffer.from(`${Date.now() + expiry}\n${view}`);
+    const data = Buffer.from(viewRecord(view, Date.now() + expiry));
     const path = `${this.base}/${id}`;
     const { session, zk } = this.backend;
     try {
@@ -269,9 +247,8 @@ class ZooKeeperBoardViews implements BoardViewStore {
       ),
     );
     return read.flatMap((data) => {
-      const text = data?.toString() ?? '';
-      const nl = text.indexOf('\n');
-      return nl > 0 && Number(text.slice(0, nl)) > now ? [text.slice(nl + 1)] : [];
+      const view = liveView(data?.toString() ?? '', now);
+      return view === undefined ? [] : [view];
     });
   }
 }
