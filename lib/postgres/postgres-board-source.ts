@@ -129,7 +129,10 @@ export class PostgresBoardSource implements BoardSource {
     return keys.flatMap((key): BoardHeldKey[] => {
       const mine = rows.filter((r) => this.keyOf(r.id) === key);
       if (mine.length === 0) return [];
-      const holders = mine.map((r): BoardHolder => ({ owner: r.app, session: `${r.pid}:${r.id}` }));
+      const holders = mine.map((r): BoardHolder => ({
+        owner: r.app || null,
+        session: `${r.pid}:${r.id}`,
+      }));
       return [{ key, mode: this.modeOf(mine[0]), leaseLeftMs: null, holders }];
     });
   }
@@ -140,7 +143,8 @@ export class PostgresBoardSource implements BoardSource {
       const mine = rows.filter((r) => this.keyOf(r.id) === key);
       if (mine.length === 0) return [];
       const waiters = mine.slice(0, limit).map((r) => ({
-        owner: r.app,
+        // A session without an application_name names no process.
+        owner: r.app || null,
         mode: this.modeOf(r),
         ...(r.waitstart !== null && { since: Number(r.waitstart) }),
       }));

@@ -45,8 +45,9 @@ export class RedisBoardSource implements BoardSource {
 
   constructor(private readonly backend: RedisBoardBackend) {
     this.node = backend.nodes[0];
-    // A quorum races instead of queueing; one node (or a Cluster) queues in Redis.
-    this.queued = backend.nodes.length === 1;
+    // One node queues its waiters in Redis; a quorum races, and a Cluster's lines are read
+    // from the views (as before the sources).
+    this.queued = backend.nodes.length === 1 && !isCluster(this.node);
     this.views = new RedisBoardStore(backend.name, this.node, backend.space);
   }
 
