@@ -42,6 +42,8 @@ interface BackendUnderTest {
   readonly lines?: false;
   /** A force release's refusal, where the server cannot tell what else a session holds. */
   readonly refusal?: RegExp;
+  /** The refusal of a force release of one key of a hold of two (one session holds both). */
+  readonly sessionRefusal?: RegExp;
   stop(): Promise<void>;
 }
 
@@ -90,6 +92,7 @@ const backends: Record<string, () => Promise<BackendUnderTest>> = {
     const pg = await startPostgres();
     return {
       spec: { kind: 'postgres', options: { ...pg.config } },
+      sessionRefusal: /holds 1 other advisory lock/,
       requests: (app) => app.count(),
       stop: () => pg.stop(),
     };
@@ -151,7 +154,7 @@ function startApp(spec: BackendSpec, keyPrefix: string, instance: string, http: 
   return {
     worker,
     /** Takes `key` (waiting for it); resolves with its id once sent. */
-    hold(key: string): { id: string; held: Promise<void> } {
+    hold(key: string | string[]): { id: string; held: Promise<void> } {
       const id = `${instance}-${++seq}`;
       const held = new Promise<void>((resolve, reject) =>
         worker.onLine((l) => {
@@ -298,6 +301,21 @@ each(
         expect(audited.events.find((e) => e.type === 'forced')).toMatchObject({
           key: 'order:2',
           detail: expect.stringMatching(/^by ops, held by web-1/),
+        });
+      }
+      if (backend.sessionRefusal) {
+        // One session holds both keys: ending it would free the other too.
+        await web1.hold(['order:4', 'order:5']).held;
+        await readUntil('order:4 held', overview, (o) =>
+          o.held.rows.some((r) => r.key === 'order:4'),
+        );
+        const refused = await fetch(
+          `${url}/locks/api/release?group=default&key=order:4&confirm=order:4`,
+          { method: 'POST', headers: { authorization: HEADER, 'x-lock-board': 'release' } },
+        );
+        expect(refused.status).toBe(409);
+        expect(await refused.json()).toMatchObject({
+          reason: expect.stringMatching(backend.sessionRefusal),
         });
       }
       await page.close();
