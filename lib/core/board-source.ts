@@ -21,7 +21,10 @@ export interface BoardHolder {
   readonly fence?: number;
   /** When the hold started, epoch ms on the server's clock, where the server stores it. */
   readonly since?: number;
-  /** The server's own handle of the holder's session (a backend pid), for a force release. */
+  /**
+   * What the backend's force release needs to find this hold on the server (a PostgreSQL pid
+   * and lock id, a MySQL connection and lock name, a znode's path); opaque to the board.
+   */
   readonly session?: string;
 }
 

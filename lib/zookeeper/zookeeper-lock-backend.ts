@@ -1,8 +1,8 @@
-import type { BoardSource } from '../core/board-source';
-import { ZooKeeperBoardSource } from './zookeeper-board-source';
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type * as Zk from 'node-zookeeper-client';
+import type { BoardSource } from '../core/board-source';
+import { ZooKeeperBoardSource } from './zookeeper-board-source';
 import { LockBackendError, LockNotAcquiredError } from '../errors';
 import { Lease, Leases } from '../core/lease';
 import { LocallyCountedBackend } from '../core/local-locks';
