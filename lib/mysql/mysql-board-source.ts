@@ -12,19 +12,41 @@ import { MYSQL_BOARD_RELEASE_REFUSED } from './mysql.messages';
 /** Where the server lists its named locks, best first (see `MysqlBoardSource`). */
 type LockTable = 'metadata_lock_info' | 'performance_schema' | 'none';
 
+/** A pool's connection attributes (mysql2 keeps them in its pool's config). */
+type WithConfig = Pool & {
+  pool?: { config?: { connectionConfig?: { connectAttributes?: Record<string, string> } } };
+};
+
 /** MariaDB's plugin: one row per granted user lock (`TABLE_SCHEMA` is the lock's name). */
 const MARIADB_LOCKS = `
 SELECT TABLE_SCHEMA AS name, THREAD_ID AS thread, 1 AS granted
 FROM information_schema.METADATA_LOCK_INFO WHERE LOCK_TYPE = 'User lock'`;
 
-/** MySQL 8 (and MariaDB with performance_schema on): holders and waiters, in queue order. */
+/**
+ * MySQL 8 (and MariaDB with performance_schema on and its `wait/lock/metadata/sql/mdl`
+ * instrument): holders and waiters, the waiters longest waiting first (`$WAITED`: ms each
+ * connection has run its statement), each connection with the `program_name` it connected
+ * with (the lock's own pool sends `nest-locked:<random>`).
+ */
 const PS_LOCKS = `
 SELECT m.OBJECT_NAME AS name, t.PROCESSLIST_ID AS thread,
-       m.LOCK_STATUS = 'GRANTED' AS granted
+       m.LOCK_STATUS = 'GRANTED' AS granted, a.ATTR_VALUE AS owner
 FROM performance_schema.metadata_locks m
 JOIN performance_schema.threads t ON t.THREAD_ID = m.OWNER_THREAD_ID
+LEFT JOIN performance_schema.session_connect_attrs a
+  ON a.PROCESSLIST_ID = t.PROCESSLIST_ID AND a.ATTR_NAME = 'program_name'
+$JOIN
 WHERE m.OBJECT_TYPE = 'USER LEVEL LOCK'
-ORDER BY m.OBJECT_INSTANCE_BEGIN`;
+ORDER BY granted DESC, $WAITED DESC, t.PROCESSLIST_ID`;
+
+/** How long each connection has run its statement, ms: MariaDB's is to the ms. */
+const WAITED = {
+  mariadb: {
+    join: 'LEFT JOIN information_schema.PROCESSLIST p ON p.ID = t.PROCESSLIST_ID',
+    waited: 'p.TIME_MS',
+  },
+  mysql: { join: '', waited: 't.PROCESSLIST_TIME * 1000' },
+};
 
 const STATEMENTS = {
   create: `CREATE TABLE IF NOT EXISTS ${BOARD_TABLE} (grp VARCHAR(191) NOT NULL, id VARCHAR(64) NOT NULL, expires_at BIGINT NOT NULL, body MEDIUMTEXT NOT NULL, PRIMARY KEY (grp, id))`,
@@ -47,6 +69,8 @@ interface LockRow {
   readonly name: string;
   readonly thread: number;
   readonly granted: boolean;
+  /** The connection's `program_name` (performance_schema only). */
+  readonly owner: string | null;
 }
 
 /**
@@ -59,8 +83,9 @@ interface LockRow {
  * - `performance_schema.metadata_locks` (`USER LEVEL LOCK`; on by default on MySQL 8, off on
  *   MariaDB): holders and waiters;
  * - else `IS_USED_LOCK(name)` per key the instances name: holders only.
- * No server names a connection's process without performance_schema: the holder's instance is
- * the one instance that publishes a hold of the key. Views live in the table
+ * With performance_schema a connection is named by the `program_name` it connected with (the
+ * lock's own pool sends `nest-locked:<random>` per process); without it no server names a
+ * connection's process, and the holder's instance is the one that publishes a hold of the key. Views live in the table
  * `nest_locked_board`. A force release is `KILL CONNECTION` of the holder's connection when it
  * holds nothing else (refused where the server cannot tell).
  * @internal
@@ -69,6 +94,8 @@ export class MysqlBoardSource implements BoardSource {
   readonly everyCaller = true;
   readonly views: SqlBoardViews;
   private table?: Promise<LockTable>;
+  /** `PS_LOCKS` for this server (MariaDB or MySQL). */
+  private psLocks = '';
   /** Lock names of the keys the last scan was given. */
   private names = new Map<string, string>();
 
@@ -87,16 +114,18 @@ export class MysqlBoardSource implements BoardSource {
 
   get legend(): string {
     const base =
-      'MySQL keeps no fence, no lease and no start of a hold: they come from the holder\'s published view; the holder\'s instance is the one that publishes a hold of the key ("—" when none does).';
+      "MySQL keeps no fence, no lease and no start of a hold: they come from the holder's published view.";
     if (this.known === 'performance_schema') return base;
-    return `${base} Waiting lines are not shown: this server lists no lock a session waits for (turn on performance_schema).`;
+    return `${base} Without performance_schema no connection is named: the holder's instance is the one that publishes a hold of the key ("—" when none does), and waiting lines are not shown (the server lists no lock a session waits for: turn on performance_schema with its wait/lock/metadata/sql/mdl instrument, and grant SELECT on it).`;
   }
 
   /** The lock table found (before the first scan: none yet). */
   private known?: LockTable;
 
-  owner(): undefined {
-    return undefined;
+  owner(): string | undefined {
+    // The name this process's connections give (read by performance_schema only).
+    return (this.backend.pool as WithConfig).pool?.config?.connectionConfig?.connectAttributes
+      ?.program_name;
   }
 
   async serverTime(): Promise<number> {
@@ -127,7 +156,8 @@ export class MysqlBoardSource implements BoardSource {
       const holder = rows.find((r) => r.granted && this.keyOf(r.name) === key);
       if (!holder) return [];
       const session = `${holder.thread}:${holder.name}`;
-      return [{ key, mode: 'exclusive', leaseLeftMs: null, holders: [{ owner: null, session }] }];
+      const owner = holder.owner;
+      return [{ key, mode: 'exclusive', leaseLeftMs: null, holders: [{ owner, session }] }];
     });
   }
 
@@ -136,7 +166,9 @@ export class MysqlBoardSource implements BoardSource {
     return keys.flatMap((key): BoardKeyLine[] => {
       const mine = rows.filter((r) => this.keyOf(r.name) === key);
       if (mine.length === 0) return [];
-      const waiters = mine.slice(0, limit).map(() => ({ owner: null, mode: 'exclusive' as const }));
+      const waiters = mine
+        .slice(0, limit)
+        .map((r) => ({ owner: r.owner, mode: 'exclusive' as const }));
       return [{ key, length: mine.length, waiters }];
     });
   }
@@ -166,12 +198,13 @@ export class MysqlBoardSource implements BoardSource {
     const table = await this.lockTable();
     if (table !== 'none') {
       const [rows] = await pool.query<RowDataPacket[]>(
-        table === 'metadata_lock_info' ? MARIADB_LOCKS : PS_LOCKS,
+        table === 'metadata_lock_info' ? MARIADB_LOCKS : this.psLocks,
       );
       return rows.map((r) => ({
         name: String(r.name),
         thread: Number(r.thread),
         granted: Boolean(Number(r.granted)),
+        owner: typeof r.owner === 'string' ? r.owner : null,
       }));
     }
     if (names.length === 0) return [];
@@ -181,7 +214,7 @@ export class MysqlBoardSource implements BoardSource {
     );
     return names.flatMap((name, i) => {
       const thread = rows[0][`h${i}`] as number | null;
-      return thread === null ? [] : [{ name, thread: Number(thread), granted: true }];
+      return thread === null ? [] : [{ name, thread: Number(thread), granted: true, owner: null }];
     });
   }
 
@@ -199,9 +232,13 @@ export class MysqlBoardSource implements BoardSource {
         () => false,
       );
     const [ps] = await pool
-      .query<RowDataPacket[]>("SHOW VARIABLES LIKE 'performance_schema'")
+      .query<RowDataPacket[]>(
+        "SELECT @@performance_schema AS ps, VERSION() LIKE '%MariaDB%' AS mariadb",
+      )
       .catch(() => [[]] as unknown as [RowDataPacket[]]);
-    if (ps[0]?.Value === 'ON' && (await works(PS_LOCKS))) return 'performance_schema';
+    const { join, waited } = Number(ps[0]?.mariadb) ? WAITED.mariadb : WAITED.mysql;
+    this.psLocks = PS_LOCKS.replace('$JOIN', join).replace('$WAITED', waited);
+    if (Number(ps[0]?.ps) === 1 && (await works(this.psLocks))) return 'performance_schema';
     if (await works(MARIADB_LOCKS)) return 'metadata_lock_info';
     return 'none';
   }

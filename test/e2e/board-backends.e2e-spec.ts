@@ -7,7 +7,7 @@ import type { BoardOverview } from 'nest-locked/board';
 import type { BackendSpec } from '../fixtures/backend-spec';
 import type { BoardAppConfig, BoardAppLine } from '../fixtures/board-app';
 import { uniquePrefix } from '../support/lock-app';
-import { startMariadb } from '../support/mariadb-server';
+import { type MariadbServerHandle, startMariadb } from '../support/mariadb-server';
 import { startPostgres } from '../support/postgres-server';
 import { sendCommand, useRedis } from '../support/redis-server';
 import { startEtcdCluster } from '../support/etcd-server';
@@ -97,20 +97,30 @@ const backends: Record<string, () => Promise<BackendUnderTest>> = {
       stop: () => pg.stop(),
     };
   },
+  // MariaDB with performance_schema (and its metadata-lock instrument) on: holders and lines.
   mysql: async () => {
-    const db = await startMariadb();
-    return {
-      spec: { kind: 'mysql', options: { ...db.config } },
-      lines: false,
-      refusal: /does not list the other locks a connection holds/,
-      requests: async () => {
-        const [row] = await db.sql<{ Value: string }>("SHOW GLOBAL STATUS LIKE 'Questions'");
-        return Number(row.Value);
-      },
-      stop: () => db.stop(),
-    };
+    const db = await startMariadb({ performanceSchema: true });
+    await db.sql("GRANT SELECT ON performance_schema.* TO 'locks'@'%'");
+    return mysqlUnderTest(db);
   },
+  // MariaDB as Debian ships it (performance_schema off): holders only.
+  'mysql-plain': async () => ({
+    ...mysqlUnderTest(await startMariadb()),
+    lines: false,
+    refusal: /does not list the other locks a connection holds/,
+  }),
 };
+
+function mysqlUnderTest(db: MariadbServerHandle): BackendUnderTest {
+  return {
+    spec: { kind: 'mysql', options: { ...db.config } },
+    requests: async () => {
+      const [row] = await db.sql<{ Value: string }>("SHOW GLOBAL STATUS LIKE 'Questions'");
+      return Number(row.Value);
+    },
+    stop: () => db.stop(),
+  };
+}
 
 const only = process.env.BOARD_BACKENDS?.split(',');
 const chosen = Object.keys(backends).filter((b) => !only || only.includes(b));
@@ -259,7 +269,7 @@ each(
         expect(order).toEqual(['web-2', 'web-1']);
       } else {
         // The legend says why the lines are missing.
-        await page.locator('#legend', { hasText: 'Waiting lines are not shown' }).waitFor();
+        await page.locator('#legend', { hasText: 'waiting lines are not shown' }).waitFor();
       }
       await page.screenshot({ path: path.join(artifacts, `board-${name}.png`), fullPage: true });
 
