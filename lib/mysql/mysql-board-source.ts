@@ -30,7 +30,8 @@ FROM information_schema.METADATA_LOCK_INFO WHERE LOCK_TYPE = 'User lock'`;
  */
 const PS_LOCKS = `
 SELECT m.OBJECT_NAME AS name, t.PROCESSLIST_ID AS thread,
-       m.LOCK_STATUS = 'GRANTED' AS granted, a.ATTR_VALUE AS owner
+       m.LOCK_STATUS = 'GRANTED' AS granted, a.ATTR_VALUE AS owner,
+       CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 - $WAITED AS SIGNED) AS since
 FROM performance_schema.metadata_locks m
 JOIN performance_schema.threads t ON t.THREAD_ID = m.OWNER_THREAD_ID
 LEFT JOIN performance_schema.session_connect_attrs a
@@ -71,6 +72,8 @@ interface LockRow {
   readonly granted: boolean;
   /** The connection's `program_name` (performance_schema only). */
   readonly owner: string | null;
+  /** Since when its statement runs, server epoch ms (performance_schema only). */
+  readonly since?: number;
 }
 
 /**
@@ -168,7 +171,7 @@ export class MysqlBoardSource implements BoardSource {
       if (mine.length === 0) return [];
       const waiters = mine
         .slice(0, limit)
-        .map((r) => ({ owner: r.owner, mode: 'exclusive' as const }));
+        .map((r) => ({ owner: r.owner, mode: 'exclusive' as const, since: r.since }));
       return [{ key, length: mine.length, waiters }];
     });
   }
@@ -205,6 +208,7 @@ export class MysqlBoardSource implements BoardSource {
         thread: Number(r.thread),
         granted: Boolean(Number(r.granted)),
         owner: typeof r.owner === 'string' ? r.owner : null,
+        ...(r.since !== undefined && r.since !== null && { since: Number(r.since) }),
       }));
     }
     if (names.length === 0) return [];
@@ -237,7 +241,7 @@ export class MysqlBoardSource implements BoardSource {
       )
       .catch(() => [[]] as unknown as [RowDataPacket[]]);
     const { join, waited } = Number(ps[0]?.mariadb) ? WAITED.mariadb : WAITED.mysql;
-    this.psLocks = PS_LOCKS.replace('$JOIN', join).replace('$WAITED', waited);
+    this.psLocks = PS_LOCKS.replace('$JOIN', join).replaceAll('$WAITED', waited);
     if (Number(ps[0]?.ps) === 1 && (await works(this.psLocks))) return 'performance_schema';
     if (await works(MARIADB_LOCKS)) return 'metadata_lock_info';
     return 'none';
