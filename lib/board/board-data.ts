@@ -1,23 +1,24 @@
+import type {
+  BoardHeldKey,
+  BoardHolder,
+  BoardKeyLine,
+  BoardNodeState,
+  BoardSource,
+} from '../core/board-source';
 import type { LockBackend } from '../core/lock-backend';
 import type { BoardEvent, BoardEventType } from './board-recorder';
 import {
   type HoldMode,
   type HoldView,
   type InstanceView,
-  modeOf,
   VIEW_LIMIT,
   type WaitView,
 } from './instance-view';
 import { STEP_MS, STEPS, type StepCounts } from './key-rates';
-import {
-  LINE_LIMIT,
-  type RedisBoardStore,
-  type ScanResult,
-  type StoredLine,
-  type StoredLock,
-} from './redis-board-store';
 import { addSparse, quantile } from './wait-histogram';
 
+/** Waiters read and listed per line at most. */
+export const LINE_LIMIT = 50;
 /** Rows per page of held locks. */
 export const PAGE_SIZE = 50;
 /** Waiting lines shown on the overview besides those of the page's keys. */
@@ -32,18 +33,13 @@ export interface BoardGroup {
   readonly name: string;
   readonly backend: string;
   readonly client: LockBackend;
-  /** Redis groups: where views, events, locks and queues are read. */
-  readonly store?: RedisBoardStore;
-  /** Redis groups on one node queue their waiters in Redis (quorums race). */
-  readonly queued: boolean;
+  /** Where the group's lock server is read (every process's holds and lines) and views kept. */
+  readonly source?: BoardSource;
   /**
    * The backend lives in this process (`memory`): what this instance publishes is every hold and
-   * waiter there is. Other backends' other processes are not read (yet): their lines are lower
-   * bounds.
+   * waiter there is.
    */
   readonly inProcess: boolean;
-  /** Redis groups: the prefix of this process's tokens (it names the instance in queues). */
-  readonly tokenPrefix?: string;
 }
 
 /** A held key, one row. */
@@ -66,7 +62,8 @@ export interface BoardWaiter {
   readonly instance: string | null;
   readonly token: string | null;
   readonly mode: HoldMode;
-  readonly waitedMs: number;
+  /** null when neither the server nor the waiter's instance tells since when it waits. */
+  readonly waitedMs: number | null;
   readonly deadlineInMs: number | null;
   /**
    * It waits inside its process, behind another caller of the same process or its hold (on one
@@ -120,15 +117,10 @@ export interface BoardInstance {
   readonly self: boolean;
 }
 
-export interface BoardNode {
+/** A lock server of a group, as the page lists it. */
+export interface BoardNode extends BoardNodeState {
   readonly group: string;
   readonly backend: string;
-  readonly node: string;
-  readonly status: 'up' | 'down';
-  readonly latencyMs?: number;
-  readonly role?: string;
-  readonly warning?: string;
-  readonly error?: string;
 }
 
 export interface BoardOverview {
@@ -136,6 +128,8 @@ export interface BoardOverview {
   readonly self: string;
   readonly actions: boolean;
   readonly groups: Array<{ name: string; backend: string }>;
+  /** Per group, what its columns cannot tell on its backend, and why (the page's legend). */
+  readonly legends: Array<{ group: string; text: string }>;
   readonly instances: BoardInstance[];
   readonly held: {
     readonly total: number;
@@ -170,79 +164,97 @@ export interface GroupSources {
   readonly group: BoardGroup;
   /** Every live instance's view of the group (this one's fresh). */
   readonly views: InstanceView[];
-  /** Redis: the server's clock, ms; else this process's. */
+  /** The server's clock, ms, where the group has a source; else this process's. */
   readonly serverNow: number;
 }
 
-/** A token shown on the board: the first characters of its prefix and its counter. */
+/**
+ * A token shown on the board: its first characters and its counter (the part after its last
+ * `.`, where the backend's tokens have one), never the whole token.
+ */
 export function tokenHint(token: string): string {
-  const dot = token.lastIndexOf('.');
-  return dot < 0 ? `${token.slice(0, 4)}…` : `${token.slice(0, 4)}….${token.slice(dot + 1)}`;
+  // A token that is a path (an etcd key) is told apart by its last part.
+  const own = token.slice(token.lastIndexOf('/') + 1);
+  const dot = own.lastIndexOf('.');
+  return dot < 0 ? `${own.slice(0, 4)}…` : `${own.slice(0, 4)}….${own.slice(dot + 1)}`;
 }
 
-/** Who holds or waits with `token`: the instance whose token prefix it carries. */
+/** Who holds or waits on the server: the instance that published the same owner. */
 export class Holders {
-  private readonly prefixes = new Map<string, string>();
-  private readonly holds = new Map<string, HoldView>();
+  private readonly names = new Map<string, string>();
+  private readonly byToken = new Map<string, HoldView>();
+  private readonly byInstance = new Map<string, HoldView>();
+  /** Per key, the instances that publish a hold of it. */
+  private readonly byKey = new Map<string, string[]>();
 
   constructor(views: readonly InstanceView[]) {
     for (const view of views) {
-      if (view.tokenPrefix) this.prefixes.set(view.tokenPrefix, view.name);
-      for (const hold of view.holds) this.holds.set(`${hold.token}\n${hold.key}`, hold);
+      if (view.owner) this.names.set(view.owner, view.name);
+      for (const hold of view.holds) {
+        this.byToken.set(`${hold.token}\n${hold.key}`, hold);
+        this.byInstance.set(`${view.name}\n${hold.key}`, hold);
+        this.byKey.set(hold.key, [...(this.byKey.get(hold.key) ?? []), view.name]);
+      }
     }
   }
 
-  instance(token: string): string | null {
-    const dot = token.lastIndexOf('.');
-    return this.prefixes.get(dot < 0 ? token : token.slice(0, dot)) ?? null;
+  instance(who: { readonly owner: string | null }): string | null {
+    return who.owner === null ? null : (this.names.get(who.owner) ?? null);
   }
 
-  hold(token: string, key: string): HoldView | undefined {
-    return this.holds.get(`${token}\n${key}`);
+  /**
+   * The instance of a holder of `key`: by its owner, else (a server that names no process)
+   * the one instance that publishes a hold of the key, if only one does.
+   */
+  holderOf(holder: BoardHolder, key: string): string | null {
+    const named = this.instance(holder);
+    if (named !== null || holder.owner !== null) return named;
+    const publishing = this.byKey.get(key) ?? [];
+    return publishing.length === 1 ? publishing[0] : null;
+  }
+
+  /** The published hold of `key` by `holder`: by its token, else by its instance. */
+  hold(holder: BoardHolder, key: string): HoldView | undefined {
+    const byToken = holder.token && this.byToken.get(`${holder.token}\n${key}`);
+    if (byToken) return byToken;
+    const name = this.holderOf(holder, key);
+    return name === null ? undefined : this.byInstance.get(`${name}\n${key}`);
   }
 }
 
-/** The held row of a lock found in Redis. */
-export function heldFromRedis(
+/**
+ * The held row of a key the server holds: holder and lease from the server, what only the
+ * holder knows (fence where the server keeps none, age, renewals) from its published view.
+ */
+export function heldFromServer(
   group: string,
-  lock: StoredLock,
+  held: BoardHeldKey,
   holders: Holders,
   serverNow: number,
   now: number,
-): BoardHeld | undefined {
-  if (lock.value === null) return undefined;
-  const leaseLeftMs = lock.pttl >= 0 ? lock.pttl : null;
-  if (lock.value.startsWith('\0')) {
-    const kind = lock.value.slice(1);
-    const mode: HoldMode = kind === 'r' ? 'read' : `permits ${Number(kind)}`;
-    const live = lock.shares.filter(([, end]) => end > serverNow);
-    const names = [...new Set(live.map(([t]) => holders.instance(t) ?? '?'))];
-    const first = live[0] && holders.hold(live[0][0], lock.key);
-    return {
-      group,
-      key: lock.key,
-      mode,
-      instance: names.length ? names.join(', ') : null,
-      token: live[0] ? tokenHint(live[0][0]) : null,
-      fence: first?.fence ?? null,
-      heldMs: first ? now - first.since : null,
-      leaseLeftMs,
-      renewals: first?.renewals ?? null,
-      holders: live.length,
-    };
-  }
-  const hold = holders.hold(lock.value, lock.key);
+): BoardHeld {
+  const first = held.holders[0] as BoardHolder | undefined;
+  const hold = first && holders.hold(first, held.key);
+  const names = held.holders.map((h) => holders.holderOf(h, held.key));
+  const token = first?.token ?? hold?.token;
+  let heldMs: number | null = null;
+  if (hold) heldMs = now - hold.since;
+  else if (first?.since !== undefined) heldMs = Math.max(0, serverNow - first.since);
+  let leaseLeftMs = held.leaseLeftMs;
+  if (leaseLeftMs === null && hold) leaseLeftMs = Math.max(0, hold.validUntil - now);
   return {
     group,
-    key: lock.key,
-    mode: hold?.mode ?? 'exclusive',
-    instance: holders.instance(lock.value),
-    token: tokenHint(lock.value),
-    fence: hold?.fence ?? null,
-    heldMs: hold ? now - hold.since : null,
+    key: held.key,
+    mode: held.mode === 'exclusive' ? (hold?.mode ?? 'exclusive') : held.mode,
+    instance: names.some((n) => n !== null)
+      ? [...new Set(names.map((n) => n ?? '?'))].join(', ')
+      : null,
+    token: token ? tokenHint(token) : null,
+    fence: first?.fence ?? hold?.fence ?? null,
+    heldMs,
     leaseLeftMs,
     renewals: hold?.renewals ?? null,
-    holders: 1,
+    holders: held.holders.length,
   };
 }
 
@@ -278,33 +290,43 @@ export function heldFromViews(
 }
 
 /**
- * A key's Redis queue (one node) as a line: its waiters in order, each with its instance, wait
- * and deadline (server clock), then the callers waiting inside their process (from the views),
- * which Redis does not see; the count is every caller when each queued one is attributed.
+ * A key's line on the server as a board line: its waiters in order, each with its instance,
+ * wait and deadline (server clock; a deadline the server does not keep comes from the
+ * waiter's view), then, where a process queues one caller per key (`everyCaller` false), the
+ * callers waiting inside their process (from the views), which the server does not see; the
+ * count is every caller when each queued one is attributed.
  */
-export function lineFromRedis(
+export function lineFromServer(
   group: string,
-  line: StoredLine,
+  line: BoardKeyLine,
   holders: Holders,
   views: readonly InstanceView[],
-  serverNow: number,
-  now: number,
+  times: { readonly serverNow: number; readonly now: number },
+  everyCaller: boolean,
 ): BoardLine {
+  const { serverNow, now } = times;
+  const deadlines = viewTimes(views, line.key, (w) => w.deadline);
+  const sinces = viewTimes(views, line.key, (w) => w.since);
   const queued = line.waiters.map((w): BoardWaiter => {
-    // Meta: "<lease ms>:<deadline ms>[:r|:<N>]".
-    const [, deadline, kind] = (w.meta ?? '').split(':');
-    const share = kind === 'r' ? 'read' : kind ? Number(kind) : undefined;
-    const deadlineMs = Number(deadline);
+    const instance = holders.instance(w);
+    const viewDeadline = instance === null ? undefined : deadlines.get(instance)?.shift();
+    const viewSince = instance === null ? undefined : sinces.get(instance)?.shift();
+    let waitedMs: number | null = null;
+    if (w.since !== undefined) waitedMs = Math.max(0, serverNow - w.since);
+    else if (viewSince !== undefined) waitedMs = Math.max(0, now - viewSince);
+    let deadlineInMs: number | null = null;
+    if (w.deadline !== undefined) deadlineInMs = w.deadline - serverNow;
+    else if (viewDeadline !== undefined) deadlineInMs = viewDeadline - now;
     return {
-      instance: holders.instance(w.token),
-      token: tokenHint(w.token),
-      mode: modeOf(share),
-      waitedMs: Math.max(0, serverNow - Math.floor(w.queuedUs / 1000)),
-      deadlineInMs: Number.isFinite(deadlineMs) && deadline ? deadlineMs - serverNow : null,
+      instance,
+      token: w.token ? tokenHint(w.token) : null,
+      mode: w.mode,
+      waitedMs,
+      deadlineInMs,
       inProcess: false,
     };
   });
-  const inProcess = waitersOf(views, line.key, now, (w) => !w.queued, true);
+  const inProcess = everyCaller ? [] : waitersOf(views, line.key, now, behindQueued(queued), true);
   return {
     group,
     key: line.key,
@@ -312,9 +334,57 @@ export function lineFromRedis(
     complete:
       line.waiters.length === line.length &&
       queued.every((w) => w.instance !== null) &&
-      views.every((v) => v.waiting.length < VIEW_LIMIT),
+      (everyCaller || views.every((v) => v.waiting.length < VIEW_LIMIT)),
     waiters: [...queued, ...inProcess.slice(0, LINE_LIMIT)],
   };
+}
+
+/**
+ * A pick of the callers of each view that wait inside their process: not the one(s) the server
+ * queued (`queued`: the line's waiters it names). A view may be a moment older than the line
+ * (its caller queued on the server, the answer not back yet): its oldest callers then stand
+ * for its entries in the line, flagged or not, so no caller is counted twice.
+ */
+function behindQueued(
+  queued: readonly BoardWaiter[],
+): (w: WaitView, view: InstanceView) => boolean {
+  const entries = new Map<string, number>();
+  for (const w of queued) {
+    if (w.instance !== null) entries.set(w.instance, (entries.get(w.instance) ?? 0) + 1);
+  }
+  const skipped = new Map<InstanceView, Set<WaitView>>();
+  return (w, view) => {
+    let skip = skipped.get(view);
+    if (!skip) {
+      const mine = view.waiting.filter((x) => x.key === w.key).sort((a, b) => a.since - b.since);
+      const count = entries.get(view.name) ?? 0;
+      const flagged = mine.filter((x) => x.queued);
+      const unflagged = mine.filter((x) => !x.queued);
+      skip = new Set([...flagged, ...unflagged.slice(0, Math.max(0, count - flagged.length))]);
+      skipped.set(view, skip);
+    }
+    return !skip.has(w);
+  };
+}
+
+/** Per instance, a time (`of`) of each of its callers waiting for `key`, oldest first. */
+function viewTimes(
+  views: readonly InstanceView[],
+  key: string,
+  of: (w: WaitView) => number | undefined,
+): Map<string, number[]> {
+  const out = new Map<string, number[]>();
+  for (const view of views) {
+    const waits = view.waiting.filter((w) => w.key === key).sort((a, b) => a.since - b.since);
+    out.set(
+      view.name,
+      waits.flatMap((w) => {
+        const t = of(w);
+        return t === undefined ? [] : [t];
+      }),
+    );
+  }
+  return out;
 }
 
 /** The callers of every view waiting for `key` that `pick` keeps, oldest first. */
@@ -322,12 +392,12 @@ function waitersOf(
   views: readonly InstanceView[],
   key: string,
   now: number,
-  pick: (w: WaitView) => boolean,
+  pick: (w: WaitView, view: InstanceView) => boolean,
   inProcess: boolean,
 ): BoardWaiter[] {
   return views
     .flatMap((view) =>
-      view.waiting.filter((w) => w.key === key && pick(w)).map((w) => ({ view, w })),
+      view.waiting.filter((w) => w.key === key && pick(w, view)).map((w) => ({ view, w })),
     )
     .sort((x, y) => x.w.since - y.w.since)
     .map(({ view, w }) => ({
@@ -484,19 +554,19 @@ export function instancesOf(
 }
 
 /**
- * The Redis queues of up to `LINES_MEASURED` keys (and those of `pageKeys`), and a line with no
- * queue for each key of `inProcess` that has none (its callers wait inside their process).
+ * The server's lines of up to `LINES_MEASURED` keys (and those of `pageKeys`), and an empty line
+ * for each key of `inProcess` that has none (its callers wait inside their process).
  */
-export async function linesOfRedis(
-  store: RedisBoardStore,
-  scan: ScanResult,
+export async function linesOfServer(
+  source: BoardSource,
+  waited: readonly string[],
   pageKeys: ReadonlySet<string>,
   inProcess: ReadonlySet<string>,
-): Promise<StoredLine[]> {
-  const wanted = new Set(scan.queues.slice(0, LINES_MEASURED));
-  for (const key of scan.queues) if (pageKeys.has(key)) wanted.add(key);
+): Promise<BoardKeyLine[]> {
+  const wanted = new Set(waited.slice(0, LINES_MEASURED));
+  for (const key of waited) if (pageKeys.has(key)) wanted.add(key);
   for (const key of inProcess) if (wanted.size < 2 * LINES_MEASURED) wanted.add(key);
-  const lines = await store.lines([...wanted]);
+  const lines = await source.lines([...wanted], LINE_LIMIT);
   const read = new Set(lines.map((l) => l.key));
   for (const key of inProcess) if (!read.has(key)) lines.push({ key, length: 0, waiters: [] });
   return lines;

@@ -18,7 +18,7 @@ export const BOARD_PUBLISH_FAILED = (group: string, reason: string) =>
   `lock board: could not publish this instance's view to group "${group}" (${reason}); retrying.`;
 export const BOARD_RELEASE_NOT_HELD = (key: string) => `"${key}" is not held: nothing to release.`;
 export const BOARD_RELEASE_UNSUPPORTED = (group: string, backend: string) =>
-  `Group "${group}" runs on ${backend}: the board force-releases Redis locks only.`;
+  `Group "${group}" runs on ${backend}, whose locks live in one process: the board cannot force-release them; release them in that process.`;
 export const BOARD_EMPTY_PASSWORD =
   'lockBoardBasicAuth: the password is empty; set it (from an environment variable or a secret) so the board is not open to anyone.';
 export const BOARD_RELEASE_UNCONFIRMED =

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { LockService } from '../api/lock.service';
+import type { BoardMode } from '../core/board-source';
 import type { LockBackend, Share } from '../core/lock-backend';
 import type { BoardRecorder } from './board-recorder';
 import type { GroupRates } from './key-rates';
@@ -9,12 +10,12 @@ import type { GroupRates } from './key-rates';
 export const VIEW_LIMIT = 1_000;
 
 /** How a key is held. */
-export type HoldMode = 'exclusive' | 'read' | `permits ${number}`;
+export type HoldMode = BoardMode;
 
 /** A hold of this instance, one per key. */
 export interface HoldView {
   readonly key: string;
-  /** Redis only, never sent to a browser: matches the lock's value. */
+  /** Never sent to a browser: matches the holder's token the lock server keeps. */
   readonly token: string;
   readonly fence: number;
   readonly mode: HoldMode;
@@ -33,7 +34,7 @@ export interface WaitView {
   readonly since: number;
   readonly deadline?: number;
   readonly mode: HoldMode;
-  /** It has (or may have) an entry in the Redis queue of the key, which the board reads. */
+  /** It has (or may have) an entry in the server's line of the key, which the board reads. */
   readonly queued?: boolean;
 }
 
@@ -49,8 +50,11 @@ export interface InstanceView {
   readonly group: string;
   /** `redis`, `memory`, `postgres`... */
   readonly backend: string;
-  /** The group's token prefix in this process (Redis): tokens in queues name their instance. */
-  readonly tokenPrefix?: string;
+  /**
+   * What names this process on the group's lock server (`BoardSource.owner`): the server's rows
+   * with the same owner are this instance's.
+   */
+  readonly owner?: string;
   readonly holds: HoldView[];
   /** True when it holds more than it published. */
   readonly holdsCut: boolean;
@@ -82,7 +86,7 @@ export class InstanceViews {
   ) {}
 
   /** The view of `group`, whose backend is `client`. */
-  of(group: string, backend: string, client: LockBackend, tokenPrefix?: string): InstanceView {
+  of(group: string, backend: string, client: LockBackend, owner?: string): InstanceView {
     const now = Date.now();
     // Leases keep performance.now() times: this turns them into epoch ms.
     const offset = now - performance.now();
@@ -124,7 +128,7 @@ export class InstanceViews {
       at: now,
       group,
       backend,
-      tokenPrefix,
+      owner,
       holds,
       holdsCut,
       waiting,

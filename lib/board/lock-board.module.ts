@@ -10,8 +10,6 @@ import {
 import { HttpAdapterHost } from '@nestjs/core';
 import { LockService } from '../api/lock.service';
 import { LockGroupRegistry } from '../module/lock-group.registry';
-import type { ResolvedRedlockOptions } from '../options/redlock-options';
-import { RESOLVED_OPTIONS } from '../redlock.constants';
 import { BOARD_NO_HTTP, BOARD_PUBLIC } from './board.messages';
 import { BoardHttp } from './board-http';
 import type { LockBoardOptions, ResolvedLockBoardOptions } from './lock-board-options.interface';
@@ -27,12 +25,11 @@ export class LockBoardMount implements OnModuleInit, BeforeApplicationShutdown {
 
   constructor(
     @Inject(LOCK_BOARD_OPTIONS) private readonly options: ResolvedLockBoardOptions,
-    @Inject(RESOLVED_OPTIONS) lockOptions: ResolvedRedlockOptions,
     locks: LockService,
     registry: LockGroupRegistry,
     private readonly adapterHost: HttpAdapterHost,
   ) {
-    this.board = new LockBoardService(options, locks, registry, lockOptions.keyPrefix);
+    this.board = new LockBoardService(options, locks, registry);
   }
 
   onModuleInit(): void {

@@ -1,11 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import type { LockService } from '../api/lock.service';
+import type { BoardScan } from '../core/board-source';
+import type { LockBackend } from '../core/lock-backend';
 import type { LockGroupRegistry } from '../module/lock-group.registry';
-import { evictionPolicy } from '../redis/protocol/eviction-policy';
-import { KeySpace } from '../redis/protocol/key-space';
-import { pingNode } from '../redis/protocol/node-ping';
-import { isCluster } from '../redis/protocol/redis-node';
 import {
   BOARD_PUBLISH_FAILED,
   BOARD_RELEASE_NOT_HELD,
@@ -20,24 +18,24 @@ import {
   type BoardOverview,
   type EventFilter,
   type GroupSources,
-  heldFromRedis,
+  heldFromServer,
   heldFromViews,
   Holders,
   hotKeys,
   instancesOf,
   keysWaitedInProcess,
-  lineFromRedis,
+  lineFromServer,
   linesFromViews,
-  linesOfRedis,
+  LINE_LIMIT,
+  linesOfServer,
   longestLines,
   newestEvents,
   PAGE_SIZE,
   seriesOf,
 } from './board-data';
-import { BoardRecorder } from './board-recorder';
-import { InstanceViews } from './instance-view';
+import { type BoardEvent, BoardRecorder } from './board-recorder';
+import { type InstanceView, InstanceViews } from './instance-view';
 import type { ResolvedLockBoardOptions } from './lock-board-options.interface';
-import { RedisBoardStore, type ScanResult } from './redis-board-store';
 
 /** How often instances publish while a page is open, ms (at most; `publishInterval` if less). */
 const WATCHED_PUBLISH_MS = 250;
@@ -62,8 +60,9 @@ export interface OverviewQuery {
 export type ReleaseOutcome = { released: true } | { released: false; reason: string };
 
 /**
- * The board's work: publishes this instance's view to every Redis group, and builds the views
- * a page asks for (across instances) from the protocol's keys and the published views.
+ * The board's work: publishes this instance's view where each group keeps views, and builds the
+ * views a page asks for (across instances) from each group's lock server (`BoardSource`) and
+ * the published views.
  * @internal
  */
 export class LockBoardService {
@@ -77,7 +76,7 @@ export class LockBoardService {
   /** Groups whose last publish failed (warned once until it works again). */
   private readonly failing = new Set<string>();
   private nodes?: { at: number; value: Promise<BoardNode[]> };
-  private readonly scans = new Map<string, { at: number; value: Promise<ScanResult> }>();
+  private readonly scans = new Map<string, { at: number; value: Promise<BoardScan> }>();
   /** Whether a page was open at the last publish (then publishing is faster). */
   private watched = false;
   /** When this instance last told the others a page is open. */
@@ -86,33 +85,19 @@ export class LockBoardService {
   constructor(
     readonly options: ResolvedLockBoardOptions,
     locks: LockService,
-    private readonly registry: LockGroupRegistry,
-    keyPrefix: string,
+    registry: LockGroupRegistry,
   ) {
     this.recorder = new BoardRecorder(locks, options.instance);
     this.views = new InstanceViews(this.id, options.instance, locks, this.recorder);
-    for (const [name, client] of registry.redisBackends()) {
-      const node = client.nodes[0];
-      const space = new KeySpace(keyPrefix, client.nodes.some(isCluster));
+    const add = (name: string, backend: string, client: LockBackend) =>
       this.groups.push({
         name,
-        backend: 'redis',
+        backend,
         client,
-        store: new RedisBoardStore(name, node, space),
-        queued: client.nodes.length === 1 && !isCluster(node),
-        inProcess: false,
-        tokenPrefix: client.tokenPrefix,
+        source: client.boardSource?.(),
+        inProcess: backend === 'memory',
       });
-    }
-    for (const [name, { backend: client, kind }] of registry.backends()) {
-      this.groups.push({
-        name,
-        backend: kind,
-        client,
-        queued: false,
-        inProcess: kind === 'memory',
-      });
-    }
+    for (const [name, { backend: client, kind }] of registry.all()) add(name, kind, client);
   }
 
   start(): void {
@@ -132,19 +117,29 @@ export class LockBoardService {
     this.timer = undefined;
     this.recorder.stop();
     await this.publishing;
-    await Promise.all(this.groups.map((g) => g.store?.withdraw(this.id).catch(() => undefined)));
+    await Promise.all(
+      this.groups.map(async (g) => {
+        await g.source?.views?.withdraw(this.id).catch(() => undefined);
+        await g.source?.close?.().catch(() => undefined);
+      }),
+    );
   }
 
-  /** Publishes this instance's view and new events to every Redis group. */
+  /** Publishes this instance's view and new events to every group that keeps views. */
   async publish(): Promise<void> {
     const { expiry, eventsKept } = this.options;
     let watched = false;
     await Promise.all(
       this.groups.map(async (g) => {
-        if (!g.store) return;
-        const events = this.recorder.takeUnpublished(g.name);
+        const store = g.source?.views;
+        if (!store) return;
+        const events = this.recorder.takeUnpublished(g.name).map((e) => ({
+          stream: e.type === 'busy' ? ('busy' as const) : ('events' as const),
+          json: JSON.stringify(e),
+        }));
         try {
-          watched = (await g.store.publish(this.view(g), events, expiry, eventsKept)) || watched;
+          const view = JSON.stringify(this.view(g));
+          watched = (await store.publish(this.id, view, events, expiry, eventsKept)) || watched;
           this.failing.delete(g.name);
         } catch (err) {
           if (!this.failing.has(g.name)) {
@@ -165,7 +160,7 @@ export class LockBoardService {
     const now = Date.now();
     if (now - this.watchSent < 1_000) return;
     this.watchSent = now;
-    for (const g of groups) void g.store?.watch(WATCHED_FOR_MS).catch(() => undefined);
+    for (const g of groups) void g.source?.views?.watch(WATCHED_FOR_MS).catch(() => undefined);
   }
 
   /** Everything the overview page shows. */
@@ -174,17 +169,19 @@ export class LockBoardService {
     const search = query.search ?? '';
     const groups = this.groups.filter((g) => !query.group || g.name === query.group);
     this.watch(groups);
-    // Independent reads go out together: the views, the scans, the events and the node checks.
+    // Independent reads go out together: the views, the events and the node checks; the scans
+    // once the views name the keys (a server that keeps digests only needs the names).
     const filter = query.events ?? 'problems';
     const eventsRead = Promise.all(groups.map((g) => this.events(g, 100, filter)));
     const nodesRead = this.nodeChecks();
-    const scansRead = Promise.all(groups.map((g) => (g.store ? this.scan(g, search) : undefined)));
-    for (const read of [eventsRead, nodesRead, scansRead]) read.catch(() => undefined);
+    for (const read of [eventsRead, nodesRead]) read.catch(() => undefined);
     const sources = await Promise.all(groups.map((g) => this.sources(g)));
-    const scanned = await scansRead;
+    const scanned = await Promise.all(
+      sources.map((s) => (s.group.source ? this.scan(s, search) : undefined)),
+    );
     // Held keys of every group, sorted, then one page of them read in detail.
     const listed: Array<{ source: GroupSources; key: string }> = [];
-    const scans = new Map<string, ScanResult>();
+    const scans = new Map<string, BoardScan>();
     let complete = true;
     const localRows = new Map<string, BoardHeld>();
     for (const [i, source] of sources.entries()) {
@@ -193,7 +190,7 @@ export class LockBoardService {
       if (scan) {
         scans.set(group.name, scan);
         complete &&= scan.complete;
-        for (const key of scan.locks) listed.push({ source, key });
+        for (const key of scan.held) listed.push({ source, key });
       } else {
         for (const row of heldFromViews(group.name, source.views, now)) {
           if (!row.key.includes(search)) continue;
@@ -210,26 +207,34 @@ export class LockBoardService {
     for (const source of sources) {
       const { group, views, serverNow } = source;
       const keys = shown.filter((s) => s.source === source).map((s) => s.key);
-      if (group.store) {
+      const server = group.source;
+      if (server) {
         const holders = new Holders(views);
-        const inProcess = [...keysWaitedInProcess(views)].filter((k) => k.includes(search));
-        const [locks, stored] = await Promise.all([
-          group.store.locks(keys),
-          group.queued
-            ? linesOfRedis(group.store, scans.get(group.name)!, new Set(keys), new Set(inProcess))
+        const inProcess = server.everyCaller
+          ? []
+          : [...keysWaitedInProcess(views)].filter((k) => k.includes(search));
+        const [held, stored] = await Promise.all([
+          server.held(keys),
+          server.queued
+            ? linesOfServer(
+                server,
+                scans.get(group.name)!.waited,
+                new Set(keys),
+                new Set(inProcess),
+              )
             : [],
         ]);
-        for (const lock of locks) {
-          const row = heldFromRedis(group.name, lock, holders, serverNow, now);
-          if (row) rows.push(row);
-        }
+        for (const h of held) rows.push(heldFromServer(group.name, h, holders, serverNow, now));
+        const times = { serverNow, now };
         lines.push(
-          ...stored.map((l) => lineFromRedis(group.name, l, holders, views, serverNow, now)),
+          ...stored.map((l) =>
+            lineFromServer(group.name, l, holders, views, times, server.everyCaller),
+          ),
         );
       } else {
         for (const key of keys) rows.push(localRows.get(`${group.name}\n${key}`)!);
       }
-      if (!group.queued) {
+      if (!server?.queued) {
         const all = linesFromViews(group.name, views, now, group.inProcess);
         lines.push(...all.filter((l) => l.key.includes(search)));
       }
@@ -240,6 +245,7 @@ export class LockBoardService {
       self: this.options.instance,
       actions: this.options.actions,
       groups: this.groups.map((g) => ({ name: g.name, backend: g.backend })),
+      legends: this.legends(),
       instances: instancesOf(sources, this.id, now),
       held: { total: listed.length, page, pages, complete, rows },
       lines: longestLines(lines, new Set(shown.map((s) => `${s.source.group.name}\n${s.key}`))),
@@ -265,20 +271,21 @@ export class LockBoardService {
     const { views, serverNow } = await this.sources(group);
     let held: BoardHeld[];
     let line: BoardLine | null = null;
-    if (group.store) {
+    const server = group.source;
+    if (server) {
       const holders = new Holders(views);
-      const [lock] = await group.store.locks([key]);
-      const row = heldFromRedis(group.name, lock, holders, serverNow, now);
-      held = row ? [row] : [];
-      if (group.queued) {
-        const [stored = { key, length: 0, waiters: [] }] = await group.store.lines([key]);
-        const found = lineFromRedis(group.name, stored, holders, views, serverNow, now);
-        if (found.length > 0) line = found;
+      const found = await server.held([key]);
+      held = found.map((h) => heldFromServer(group.name, h, holders, serverNow, now));
+      if (server.queued) {
+        const [stored = { key, length: 0, waiters: [] }] = await server.lines([key], LINE_LIMIT);
+        const times = { serverNow, now };
+        const read = lineFromServer(group.name, stored, holders, views, times, server.everyCaller);
+        if (read.length > 0) line = read;
       }
     } else {
       held = heldFromViews(group.name, views, now).filter((r) => r.key === key);
     }
-    if (!group.queued) {
+    if (!server?.queued) {
       const all = linesFromViews(group.name, views, now, group.inProcess);
       line = all.find((l) => l.key === key) ?? null;
     }
@@ -298,98 +305,98 @@ export class LockBoardService {
     };
   }
 
-  /** Force release of `key` (Redis groups), recorded as a `forced` event naming `who`. */
+  /**
+   * Force release of `key` through its backend's own mechanism, recorded as a `forced` event
+   * naming `who`; refused with a sentence where the backend cannot do it safely.
+   */
   async forceRelease(groupName: string, key: string, who: string): Promise<ReleaseOutcome> {
     const group = this.groups.find((g) => g.name === groupName);
     if (!group) return { released: false, reason: BOARD_RELEASE_NOT_HELD(key) };
-    if (!group.store) {
+    const server = group.source;
+    if (!server?.forceRelease) {
       return { released: false, reason: BOARD_RELEASE_UNSUPPORTED(group.name, group.backend) };
     }
-    const [lock] = await group.store.locks([key]);
-    if (lock.value === null || lock.value.startsWith('\0')) {
+    const [held] = await server.held([key]);
+    if (!held || held.mode !== 'exclusive' || held.holders.length !== 1) {
       return { released: false, reason: BOARD_RELEASE_NOT_HELD(key) };
     }
-    const holder = new Holders((await this.sources(group)).views).instance(lock.value);
-    if (!(await group.store.forceRelease(key, lock.value))) {
-      return { released: false, reason: BOARD_RELEASE_NOT_HELD(key) };
-    }
-    this.recorder.add('forced', group.name, [key], `by ${who}, held by ${holder ?? 'unknown'}`);
+    const [holder] = held.holders;
+    const instance = new Holders((await this.sources(group)).views).holderOf(holder, key);
+    const freed = await server.forceRelease(key, holder);
+    if (typeof freed === 'string') return { released: false, reason: freed };
+    if (!freed) return { released: false, reason: BOARD_RELEASE_NOT_HELD(key) };
+    this.recorder.add('forced', group.name, [key], `by ${who}, held by ${instance ?? 'unknown'}`);
     this.logger.warn(`lock board: ${who} force-released "${key}" (group ${group.name})`);
     await this.publish();
     return { released: true };
   }
 
+  /** What the page's legend says per group of the columns its server cannot tell. */
+  private legends(): Array<{ group: string; text: string }> {
+    return this.groups.flatMap((g) =>
+      g.source?.legend ? [{ group: g.name, text: g.source.legend }] : [],
+    );
+  }
+
   /** This instance's view of a group, fresh. */
-  private view(g: BoardGroup) {
-    return this.views.of(g.name, g.backend, g.client, g.tokenPrefix);
+  private view(g: BoardGroup): InstanceView {
+    return this.views.of(g.name, g.backend, g.client, g.source?.owner());
   }
 
   /** The views of a group's instances (this one's fresh), and the clock its times are on. */
   private async sources(group: BoardGroup): Promise<GroupSources> {
     const mine = this.view(group);
-    if (!group.store) return { group, views: [mine], serverNow: Date.now() };
+    const server = group.source;
+    if (!server) return { group, views: [mine], serverNow: Date.now() };
     const [published, serverNow] = await Promise.all([
-      group.store.instances(),
-      group.store.serverTime(),
+      server.views?.views() ?? [],
+      server.serverTime(),
     ]);
-    return { group, views: [mine, ...published.filter((v) => v.id !== this.id)], serverNow };
+    const others = published
+      .map((json) => JSON.parse(json) as InstanceView)
+      .filter((v) => v.id !== this.id);
+    return { group, views: [mine, ...others], serverNow };
   }
 
   private async events(group: BoardGroup, count: number, filter: EventFilter) {
-    if (!group.store) return this.recorder.events().filter((e) => e.group === group.name);
+    const store = group.source?.views;
+    if (!store?.events) return this.recorder.events().filter((e) => e.group === group.name);
     const streams: Array<'events' | 'busy'> =
       filter === 'busy' ? ['busy'] : filter === 'all' ? ['events', 'busy'] : ['events'];
-    return group.store.events(count, streams);
+    return (await store.events(count, streams)).map((json) => JSON.parse(json) as BoardEvent);
   }
 
-  private scan(group: BoardGroup, search: string): Promise<ScanResult> {
+  private scan({ group, views }: GroupSources, search: string): Promise<BoardScan> {
     const id = `${group.name}\n${search}`;
     const cached = this.scans.get(id);
     // Reused within one refresh: many open pages cost one scan, each refresh sees new keys.
     if (cached && Date.now() - cached.at < this.options.refreshInterval * 0.8) return cached.value;
     if (this.scans.size > 100) this.scans.clear();
-    const value = group.store!.scan(search, this.options.maxScan);
+    const named = new Set<string>();
+    for (const v of views) {
+      for (const h of v.holds) named.add(h.key);
+      for (const w of v.waiting) named.add(w.key);
+    }
+    const value = group.source!.scan(search, this.options.maxScan, [...named]);
     value.catch(() => this.scans.delete(id));
     this.scans.set(id, { at: Date.now(), value });
     return value;
   }
 
-  /** Every node of every group: reachability, latency, role, eviction risk (cached a while). */
+  /** Every node of every group: reachability, latency, role, settings at risk (cached a while). */
   private nodeChecks(): Promise<BoardNode[]> {
     if (this.nodes && Date.now() - this.nodes.at < NODES_TTL) return this.nodes.value;
     const timeout = 1_000;
-    const value = Promise.all([
-      ...[...this.registry.redisBackends()].flatMap(([group, client]) =>
-        client.nodes.map(async (node): Promise<BoardNode> => {
-          const health = await pingNode(node, timeout);
-          if (health.status === 'down' || isCluster(node)) {
-            return { group, backend: 'redis', ...health };
-          }
-          const [role, policy] = await Promise.all([roleOf(node), evictionPolicy(node)]);
-          const warning = policy && `maxmemory-policy ${policy}: held locks may be evicted`;
-          return { group, backend: 'redis', ...health, role, warning };
-        }),
-      ),
-      ...[...this.registry.backends()].map(async ([group, { backend: client, kind }]) => {
-        const health = await client.health?.(timeout);
-        return (health?.nodes ?? [{ node: 'in process', status: 'up' as const }]).map(
-          (n): BoardNode => ({ group, backend: kind, ...n }),
-        );
+    const value = Promise.all(
+      this.groups.map(async ({ name: group, backend, client, source }) => {
+        const nodes = (await source?.nodes?.(timeout)) ??
+          (await client.health?.(timeout))?.nodes ?? [
+            { node: 'in process', status: 'up' as const },
+          ];
+        return nodes.map((n): BoardNode => ({ group, backend, ...n }));
       }),
-    ]).then((all) => all.flat());
+    ).then((all) => all.flat());
     this.nodes = { at: Date.now(), value };
     return value;
-  }
-}
-
-/** `master` or `replica` (INFO replication), undefined when not told. */
-async function roleOf(node: {
-  info(section: string): Promise<string>;
-}): Promise<string | undefined> {
-  try {
-    const info = await node.info('replication');
-    return /^role:(\w+)/m.exec(info)?.[1];
-  } catch {
-    return undefined;
   }
 }

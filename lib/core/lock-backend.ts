@@ -1,3 +1,4 @@
+import type { BoardSource } from './board-source';
 import type { Lease, Share } from './lease';
 
 export type { Lease } from './lease';
@@ -208,6 +209,13 @@ export interface LockBackend<L extends Lease = Lease> {
    * lock board, on demand, for a backend whose waiting lines no other process can read).
    */
   waitingNow?(limit: number): LocalWait[];
+  /**
+   * The lock board's reads of this group's lock server (every process's holds and lines) and
+   * its force release; built once, by `nest-locked/board` only. Absent where the backend lives
+   * in this process (`memory`: what this process publishes is everything), or undefined where
+   * the server's state cannot be read.
+   */
+  boardSource?(): BoardSource | undefined;
   /** Closes what the backend opened (never a pool or client the user passed in). */
   close(): Promise<void>;
 }

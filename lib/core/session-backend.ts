@@ -63,6 +63,11 @@ export abstract class SessionBackend<H extends SessionHold, W extends AbortableW
     this.tokens = new TokenMint(base.tokenPrefix);
   }
 
+  /** What this process's tokens start with: its id beside other processes on the server. */
+  protected get tokenPrefix(): string {
+    return this.base.tokenPrefix;
+  }
+
   abstract acquire(keys: readonly string[], request: AcquireRequest): Promise<Lease>;
   /** One try, no waiting: the lease, or (busy) `busyAnswer`. */
   abstract tryAcquire(keys: readonly string[], ttl: number): Promise<Lease | number>;

@@ -10,6 +10,8 @@ import type { SessionHold } from '../core/session-hold';
 import { abortReason, outageRetryDelay } from '../core/wait-rules';
 import { ETCD_SESSION_LOST } from './etcd.messages';
 import { firstOf, kindValue, linePrefix, OTHER_PART, prefixEnd, READ_PART } from './etcd-names';
+import type { BoardSource } from '../core/board-source';
+import { EtcdBoardSource } from './etcd-board-source';
 import { EtcdSession, type SessionListener } from './etcd-session';
 import { EtcdWait } from './etcd-wait';
 import { checkEndpoints } from './etcd-health';
@@ -111,6 +113,16 @@ export class EtcdLockBackend extends SessionBackend<Held, EtcdWait> implements S
     this.waits = new LineWaits(client, this.stats, this.keys);
     this.errors = new EtcdErrors(config.hosts.join(', ') || 'the endpoints of your client');
     this.leaseLeft = new EtcdLeaseLeft(client, config.commandTimeout);
+  }
+
+  /** The lock board's reads and force release on this group (`nest-locked/board` only). */
+  boardSource(): BoardSource {
+    return new EtcdBoardSource({
+      client: this.client,
+      group: this.name,
+      keyPrefix: this.config.keyPrefix,
+      session: () => this.current,
+    });
   }
 
   /**

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Pool, PoolOptions } from 'mysql2/promise';
 import type { LockBackendDefinition } from '../core/lock-backend-definition';
 import { sqlBackendDefinition } from '../sql/sql-lock-backend';
@@ -69,6 +70,9 @@ export function mysqlBackend(options: MysqlBackendOptions = {}): LockBackendDefi
       // mysql2 captures a stack trace per query otherwise, the largest client cost of a lock
       // cycle; the backend words every driver error itself (`describe`).
       trace: false,
+      // Names this process's connections (performance_schema.session_connect_attrs): the lock
+      // board tells who holds and waits.
+      connectAttributes: { program_name: `nest-locked:${randomBytes(4).toString('hex')}` },
       ...(config as PoolOptions),
     };
     const lockPool = pool ?? mysql.createPool(settings);

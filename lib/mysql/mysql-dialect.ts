@@ -1,8 +1,10 @@
 import { performance } from 'node:perf_hooks';
 import type { Pool, RowDataPacket } from 'mysql2/promise';
+import type { BoardSource } from '../core/board-source';
 import { keyDigest } from '../sql/key-hash';
 import { SqlDialectBase } from '../sql/sql-dialect-base';
 import type { SqlErrorCodes } from '../sql/sql-errors';
+import { MysqlBoardSource } from './mysql-board-source';
 import { MysqlSession } from './mysql-session';
 
 /** mysql2 error codes that mean a setting to fix. @internal */
@@ -92,6 +94,11 @@ export class MysqlDialect extends SqlDialectBase<MysqlSession, Pool> {
       name,
     ]);
     return rows[0].holder !== null;
+  }
+
+  boardSource(group: string, keyPrefix: string): BoardSource {
+    const lockName = (key: string) => this.lockName(key);
+    return new MysqlBoardSource({ pool: this.pool, group, keyPrefix, lockName });
   }
 
   async kill(id: number): Promise<void> {

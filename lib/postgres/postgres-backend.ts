@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Pool, PoolConfig } from 'pg';
 import type { LockBackendDefinition } from '../core/lock-backend-definition';
 import { sqlBackendDefinition } from '../sql/sql-lock-backend';
@@ -65,7 +66,8 @@ export function postgresBackend(options: PostgresBackendOptions = {}): LockBacke
       pool ??
       new pg.Pool({
         max: POSTGRES_DEFAULT_POOL_SIZE,
-        application_name: 'nest-locked',
+        // Names this process's lock sessions on the server: the board tells who holds what.
+        application_name: `nest-locked:${randomBytes(4).toString('hex')}`,
         // The OS notices a dead server or network between keep-alives.
         keepAlive: true,
         // pg's pool applies this to a caller queued for a free connection too: long enough

@@ -1,10 +1,12 @@
 import type { Pool, QueryConfig } from 'pg';
+import type { BoardSource } from '../core/board-source';
 import type { Share } from '../core/lease';
 import { LockConfigError } from '../errors';
 import { POSTGRES_PERMITS_ONE_KEY } from './postgres.messages';
 import { keyDigest } from '../sql/key-hash';
 import { SqlDialectBase } from '../sql/sql-dialect-base';
 import type { SqlErrorCodes, SqlTarget } from '../sql/sql-errors';
+import { PostgresBoardSource } from './postgres-board-source';
 import { PostgresSession } from './postgres-session';
 
 /** SQLSTATEs that mean a setting to fix. */
@@ -211,6 +213,11 @@ export class PostgresDialect extends SqlDialectBase<PostgresSession, Pool> {
       [(key >> 32n).toString(), (key & 0xffffffffn).toString()],
     );
     return rows[0].held;
+  }
+
+  boardSource(group: string, keyPrefix: string): BoardSource {
+    const lockName = (key: string) => this.lockName(key);
+    return new PostgresBoardSource({ pool: this.pool, group, keyPrefix, lockName });
   }
 
   async kill(id: number): Promise<void> {

@@ -5,9 +5,11 @@ import type { Redlock } from '../interfaces/redlock.interface';
 import { pingNode } from './protocol/node-ping';
 import type { RedisConnections } from './protocol/redis-connections';
 import { LockNotAcquiredError } from '../errors';
+import type { BoardSource } from '../core/board-source';
 import { KeySpace } from './protocol/key-space';
 import { LockNotifier } from './protocol/lock-notifier';
 import { LockProtocol, type ReplicaAcks, type Taken } from './protocol/lock-protocol';
+import { RedisBoardSource } from './redis-board-source';
 import { isCluster, type RedisNode } from './protocol/redis-node';
 import { ScriptRunner } from './protocol/script-runner';
 import { WriteBatching } from './protocol/write-batching';
@@ -158,6 +160,17 @@ export class RedisLockBackend implements LockBackend<RedisLease> {
   /** The prefix of every token of this group in this process (what its grant channel is named by). */
   get tokenPrefix(): string {
     return this.tokens.prefix;
+  }
+
+  /** The lock board's reads and force release on this group (`nest-locked/board` only). */
+  boardSource(): BoardSource {
+    return new RedisBoardSource({
+      name: this.name,
+      nodes: this.nodes,
+      space: this.space,
+      owner: () => this.tokenPrefix,
+      forceRelease: (key, token) => this.protocol.forceRelease(key, token),
+    });
   }
 
   /** Nodes whose majority decides. */

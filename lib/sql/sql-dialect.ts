@@ -1,3 +1,4 @@
+import type { BoardSource } from '../core/board-source';
 import type { Share } from '../core/lease';
 
 /**
@@ -59,6 +60,11 @@ export interface SqlDialect<S extends SqlSession = SqlSession> {
   ping(): Promise<void>;
   /** Ends the pool if the backend created it (never a pool the application passed in). */
   close(): Promise<void>;
+  /**
+   * The lock board's reads of the server's locks (`nest-locked/board` only); `keyPrefix` is
+   * the module's.
+   */
+  boardSource?(group: string, keyPrefix: string): BoardSource;
   /** The driver's error in words: auth, unknown database, refused... */
   describe(error: unknown): Error;
   /** Whether `error` is a setting to fix (auth, database, permission), not an outage. */

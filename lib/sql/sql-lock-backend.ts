@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { LoggerService } from '@nestjs/common';
+import type { BoardSource } from '../core/board-source';
 import { LockBackendError, LockConfigError, LockError, LockNotAcquiredError } from '../errors';
 import { heldLease } from '../core/held-lease';
 import type { Lease, Share } from '../core/lease';
@@ -203,6 +204,11 @@ export class SqlLockBackend<S extends SqlSession> extends SessionBackend<SqlHold
         nodes: [{ node, status: 'down', error: this.dialect.describe(err).message }],
       };
     }
+  }
+
+  /** The lock board's reads and force release on this group (`nest-locked/board` only). */
+  boardSource(): BoardSource | undefined {
+    return this.dialect.boardSource?.(this.name, this.settings.keyPrefix);
   }
 
   async close(): Promise<void> {

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type * as Zk from 'node-zookeeper-client';
+import type { BoardSource } from '../core/board-source';
+import { ZooKeeperBoardSource } from './zookeeper-board-source';
 import { LockBackendError, LockNotAcquiredError } from '../errors';
 import { heldLease } from '../core/held-lease';
 import type { Lease } from '../core/lease';
@@ -72,7 +74,7 @@ export class ZooKeeperLockBackend extends SessionBackend<Hold, Wait> {
   private readonly turns: TurnWaits;
 
   constructor(
-    zk: ZooKeeperDriver,
+    private readonly zk: ZooKeeperDriver,
     private readonly settings: ZooKeeperSettings,
   ) {
     // Tokens name nodes beside other processes' (`lock-nodes.ts`): this process's random id.
@@ -117,6 +119,20 @@ export class ZooKeeperLockBackend extends SessionBackend<Hold, Wait> {
 
   get name(): string {
     return this.settings.name;
+  }
+
+  /** The lock board's reads and force release on this group (`nest-locked/board` only). */
+  boardSource(): BoardSource {
+    const { name: group, root, keyPrefix } = this.settings;
+    return new ZooKeeperBoardSource({
+      zk: this.zk,
+      session: this.session,
+      group,
+      root,
+      keyPrefix,
+      instance: this.tokenPrefix,
+      parentOf: (key) => this.parentOf(key),
+    });
   }
 
   /**

@@ -172,6 +172,37 @@ describe('lock board', () => {
     },
   );
 
+  it("a force release grants the key to its next queued waiter, as the holder's release would", async () => {
+    const prefix = uniquePrefix('board-force');
+    const a = await boardApp(prefix, 'alpha', 'express', { actions: true });
+    const b = await boardApp(prefix, 'beta', 'express');
+    const release: Array<() => void> = [];
+    try {
+      // beta holds the key with a long lease; alpha queues for it in Redis.
+      release.push(await holdUntilReleased(b.get(LockService), 'job:force'));
+      const locks = a.get(LockService);
+      const before = locks.stats();
+      const taken = locks.acquire('job:force', { waitTimeout: 20_000 });
+      await overviewUntil(a, (o) =>
+        o.lines.some((l) => l.key === 'job:force' && l.waiters.some((w) => !w.inProcess)),
+      );
+      const forced = await request(a.getHttpServer())
+        .post('/locks/api/release?group=default&key=job:force&confirm=job:force')
+        .set('authorization', AUTH)
+        .set('x-lock-board', 'release');
+      expect(forced.body).toEqual({ released: true });
+      const lock = await taken;
+      const after = locks.stats();
+      await lock.release();
+      // The key came to the queued waiter by a grant, not by its fallback timer.
+      expect(after.grants - before.grants).toBe(1);
+      expect(after.timerWakeups - before.timerWakeups).toBe(0);
+    } finally {
+      release.forEach((done) => done());
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
   it('counts every caller waiting for a key, those waiting inside their process too', async () => {
     const prefix = uniquePrefix('board-count');
     const a = await boardApp(prefix, 'alpha', 'express');

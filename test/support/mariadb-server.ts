@@ -39,7 +39,12 @@ export interface MariadbServerHandle extends DatabaseServerHandle {
 }
 
 /** Starts a fresh server and resolves once it answers as root, with the `locks` user made. */
-export async function startMariadb(): Promise<MariadbServerHandle> {
+export async function startMariadb(
+  options: {
+    /** Turn on performance_schema with its metadata-lock instrument (the lock board reads it). */
+    performanceSchema?: boolean;
+  } = {},
+): Promise<MariadbServerHandle> {
   const mariadbd = ensureBinary('mariadbd', 'mariadb-server', BIN_DIRS);
   const installDb = ensureBinary('mariadb-install-db', 'mariadb-server', BIN_DIRS);
   const dir = serverDir('mariadb');
@@ -91,6 +96,12 @@ export async function startMariadb(): Promise<MariadbServerHandle> {
         '--innodb-buffer-pool-size=16M',
         '--innodb-flush-log-at-trx-commit=2',
         '--skip-log-bin',
+        ...(options.performanceSchema
+          ? [
+              '--performance-schema=ON',
+              '--performance-schema-instrument=wait/lock/metadata/sql/mdl=ON',
+            ]
+          : []),
       ],
       stopSignal: 'SIGTERM',
       ready: async () => (await sql('SELECT 1')).length === 1,

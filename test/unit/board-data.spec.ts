@@ -1,8 +1,9 @@
+import type { BoardKeyLine } from '../../lib/core/board-source';
 import {
-  heldFromRedis,
+  heldFromServer,
   heldFromViews,
   Holders,
-  lineFromRedis,
+  lineFromServer,
   linesFromViews,
   seriesOf,
   tokenHint,
@@ -29,7 +30,7 @@ describe('board data', () => {
   const a = view({
     id: 'A',
     name: 'app-1',
-    tokenPrefix: 'AAAAAAAAAAAA',
+    owner: 'AAAAAAAAAAAA',
     holds: [
       {
         key: 'product:1',
@@ -43,60 +44,83 @@ describe('board data', () => {
       },
     ],
   });
-  const b = view({ id: 'B', name: 'app-2', tokenPrefix: 'BBBBBBBBBBBB' });
+  const b = view({ id: 'B', name: 'app-2', owner: 'BBBBBBBBBBBB' });
 
   it('never shows a whole token', () => {
     expect(tokenHint('AAAAAAAAAAAA.7')).toBe('AAAA….7');
     expect(tokenHint('AAAAAAAAAAAA.7')).not.toContain('AAAAAAAAAAAA');
   });
 
-  it('names the holder of a Redis lock and takes fence and age from its view', () => {
+  const holder = (token: string) => ({ owner: token.split('.')[0], token });
+
+  it("names the holder of a server's lock and takes fence and age from its view", () => {
     const holders = new Holders([a, b]);
-    const row = heldFromRedis(
+    const row = heldFromServer(
       'g',
-      { key: 'product:1', value: 'AAAAAAAAAAAA.7', pttl: 20_000, shares: [] },
+      {
+        key: 'product:1',
+        mode: 'exclusive',
+        leaseLeftMs: 20_000,
+        holders: [holder('AAAAAAAAAAAA.7')],
+      },
       holders,
       0,
       4_000,
     );
     expect(row).toMatchObject({ instance: 'app-1', fence: 42, heldMs: 3_000, leaseLeftMs: 20_000 });
-    const shared = heldFromRedis(
+    const shared = heldFromServer(
       'g',
       {
         key: 'k',
-        value: '\u00003',
-        pttl: 5_000,
-        shares: [
-          ['AAAAAAAAAAAA.1', 9_000],
-          ['BBBBBBBBBBBB.2', 9_000],
-          ['BBBBBBBBBBBB.3', 10],
-        ],
+        mode: 'permits 3',
+        leaseLeftMs: 5_000,
+        holders: [holder('AAAAAAAAAAAA.1'), holder('BBBBBBBBBBBB.2')],
       },
       holders,
       100,
       100,
     );
     expect(shared).toMatchObject({ mode: 'permits 3', instance: 'app-1, app-2', holders: 2 });
-    expect(heldFromRedis('g', { key: 'k', value: null, pttl: -2, shares: [] }, holders, 0, 0)).toBe(
-      undefined,
+    // A server that keeps no lease and no fence (a session lock): both from the holder's view.
+    const session = heldFromServer(
+      'g',
+      {
+        key: 'product:1',
+        mode: 'exclusive',
+        leaseLeftMs: null,
+        holders: [{ owner: 'AAAAAAAAAAAA' }],
+      },
+      holders,
+      0,
+      4_000,
     );
+    expect(session).toMatchObject({ instance: 'app-1', fence: 42, leaseLeftMs: 27_000 });
+    // A holder no instance publishes: no name.
+    const unknown = heldFromServer(
+      'g',
+      { key: 'x', mode: 'exclusive', leaseLeftMs: 1_000, holders: [{ owner: 'C', since: 500 }] },
+      holders,
+      1_000,
+      4_000,
+    );
+    expect(unknown).toMatchObject({ instance: null, fence: null, heldMs: 500 });
   });
 
-  it('reads a Redis queue in order with instance, wait and deadline', () => {
-    const line = lineFromRedis(
+  it("reads a server's line in order with instance, wait and deadline", () => {
+    const line = lineFromServer(
       'g',
       {
         key: 'product:1',
         length: 2,
         waiters: [
-          { token: 'BBBBBBBBBBBB.1', queuedUs: 1_000_000, meta: '30000:9000' },
-          { token: 'AAAAAAAAAAAA.9', queuedUs: 2_000_000, meta: '30000:12000:r' },
+          { ...holder('BBBBBBBBBBBB.1'), mode: 'exclusive', since: 1_000, deadline: 9_000 },
+          { ...holder('AAAAAAAAAAAA.9'), mode: 'read', since: 2_000, deadline: 12_000 },
         ],
       },
       new Holders([a, b]),
       [a, b],
-      5_000,
-      5_000,
+      { serverNow: 5_000, now: 5_000 },
+      false,
     );
     expect(line.waiters).toEqual([
       {
@@ -120,7 +144,7 @@ describe('board data', () => {
   });
 
   it('counts the callers waiting inside their process, and says "at least" past what it sees', () => {
-    // app-2's first caller is queued in Redis; two more wait behind it in app-2.
+    // app-2's first caller is queued on the server; two more wait behind it in app-2.
     const b2 = view({
       ...b,
       waiting: [
@@ -130,18 +154,19 @@ describe('board data', () => {
         { key: 'other', since: 3_000, mode: 'exclusive' },
       ],
     });
-    const stored = (tokens: string[], length = tokens.length) => ({
+    const stored = (tokens: string[], length = tokens.length): BoardKeyLine => ({
       key: 'product:1',
       length,
-      waiters: tokens.map((token) => ({ token, queuedUs: 1_000_000, meta: null })),
+      waiters: tokens.map((token) => ({ ...holder(token), mode: 'exclusive', since: 1_000 })),
     });
-    const line = lineFromRedis(
+    const times = { serverNow: 5_000, now: 5_000 };
+    const line = lineFromServer(
       'g',
       stored(['BBBBBBBBBBBB.1']),
       new Holders([a, b2]),
       [a, b2],
-      5_000,
-      5_000,
+      times,
+      false,
     );
     expect(line).toMatchObject({ length: 3, complete: true });
     expect(line.waiters.map((w) => [w.instance, w.inProcess, w.waitedMs])).toEqual([
@@ -149,30 +174,47 @@ describe('board data', () => {
       ['app-2', true, 3_000],
       ['app-2', true, 2_000],
     ]);
-    // A process that publishes nothing may have more callers behind its one in Redis.
-    const unknown = lineFromRedis(
+    // A server whose line holds every caller: the views add none.
+    const every = lineFromServer(
+      'g',
+      stored(['BBBBBBBBBBBB.1']),
+      new Holders([a, b2]),
+      [a, b2],
+      times,
+      true,
+    );
+    expect(every).toMatchObject({ length: 1, complete: true });
+    // A process that publishes nothing may have more callers behind its one on the server.
+    const unknown = lineFromServer(
       'g',
       stored(['CCCCCCCCCCCC.1']),
       new Holders([a, b]),
       [a, b],
-      5_000,
-      5_000,
+      times,
+      false,
     );
     expect(unknown).toMatchObject({ length: 1, complete: false });
-    // A queue longer than what was read: its unread waiters are not attributed.
-    const long = lineFromRedis(
+    // A line longer than what was read: its unread waiters are not attributed.
+    const long = lineFromServer(
       'g',
       stored(['BBBBBBBBBBBB.1'], 80),
       new Holders([a, b]),
       [a, b],
-      5_000,
-      5_000,
+      times,
+      false,
     );
     expect(long).toMatchObject({ length: 80, complete: false });
-    // Only in-process waiters (their process holds the key): a line with no Redis queue.
+    // Only in-process waiters (their process holds the key): a line with none on the server.
     const a2 = view({ ...a, waiting: b2.waiting.slice(1) });
-    const holder = lineFromRedis('g', stored([]), new Holders([a2]), [a2], 0, 5_000);
-    expect(holder).toMatchObject({ length: 2, complete: true });
+    const only = lineFromServer(
+      'g',
+      stored([]),
+      new Holders([a2]),
+      [a2],
+      { serverNow: 0, now: 5_000 },
+      false,
+    );
+    expect(only).toMatchObject({ length: 2, complete: true });
   });
 
   it('builds rows and lines of a backend from what its instances publish', () => {

@@ -190,6 +190,7 @@ function skeletonOverview() {
       </div>
       <div id="held"></div>
       <p class="muted">Fence, held for and renewals come from the holder's instance: “—” until it has published them (every 250 ms while a page is open).</p>
+      <p class="muted" id="legend"></p>
       <nav class="pager" id="pager" aria-label="Pages of held locks"></nav>
     </section>
     <section class="panel" aria-labelledby="h-lines"><h2 id="h-lines">Waiting lines</h2><div id="lines"></div></section>
@@ -335,6 +336,11 @@ function renderOverview(d) {
       heldRows(h.rows),
       state.q ? 'No held key matches.' : 'Nothing is held right now.',
     ),
+  );
+  // What a backend's server cannot tell (a column's "—"), and why.
+  patch(
+    'legend',
+    (d.legends ?? []).map((l) => `Group ${esc(l.group)}: ${esc(l.text)}`).join('<br />'),
   );
   patch(
     'pager',

@@ -45,6 +45,11 @@ export const GRANT_WORD = 'g';
 export const WRITER_WORD = 'w';
 /** Separates a token's process prefix from its counter. */
 export const TOKEN_SEPARATOR = '.';
+/**
+ * First character of a lock's value while shared holders hold it (`lua/includes/marker-of.lua`),
+ * followed by the kind: `r` readers, N permits of N. No token starts with it.
+ */
+export const SHARED_MARKER = '\0';
 /** The names and words above, as the Lua scripts take them (`$NAME`: see `scripts.ts`). */
 export const PROTOCOL_WORDS = {
   RELEASE_CHANNEL_SUFFIX,
@@ -54,6 +59,9 @@ export const PROTOCOL_WORDS = {
   WRITER_WORD,
   TOKEN_SEPARATOR,
 } as const;
+
+/** Suffix of a key's queue (the lock key, then this). */
+const QUEUE_SUFFIX = ':q';
 
 /** Redis keys per lock key in the full scripts. */
 export const KEYS_PER_LOCK = 6;
@@ -113,7 +121,13 @@ export class KeySpace {
   /** The queue, queue meta and shared holders of a key, without the key-set cache (board reads). */
   lineKeys(key: string): { queue: string; meta: string; shared: string } {
     const rk = this.lockKey(key);
-    return { queue: `${rk}:q`, meta: `${rk}:qm`, shared: `${rk}:h` };
+    return { queue: `${rk}${QUEUE_SUFFIX}`, meta: `${rk}:qm`, shared: `${rk}:h` };
+  }
+
+  /** The lock key whose queue `queueKey` is, or undefined if it is not one of this group's. */
+  keyOfQueue(queueKey: string): string | undefined {
+    if (!queueKey.endsWith(QUEUE_SUFFIX)) return undefined;
+    return this.keyOf(queueKey.slice(0, -QUEUE_SUFFIX.length));
   }
 
   /**

@@ -19,6 +19,7 @@ import {
   ACQUIRE_SHARED,
   CLAIM,
   type FenceMode,
+  FORCE_RELEASE,
   HANDOFF,
   LET_EXPIRE,
   PASS_SHARE,
@@ -379,6 +380,22 @@ export class LockProtocol {
   ): void {
     if (this.group.single) return releaseOnOne(this.group, keys, token, done);
     runRelease(this.group, keys, token, done);
+  }
+
+  /**
+   * The lock board's force release: frees `key` from `token` (read just before) on every node,
+   * as a release of the holder would (FORCE_RELEASE: the key goes to its oldest queued waiter).
+   * @returns whether some node freed it (false: that token held it nowhere any more)
+   */
+  async forceRelease(key: string, token: string): Promise<boolean> {
+    const { nodes, space, runner, settings, fenceMode } = this.group;
+    const keys = space.keySet(key).all;
+    const freed = await Promise.all(
+      nodes.map((node) =>
+        runner.run(node, FORCE_RELEASE, keys, [token, settings.block, fenceMode]),
+      ),
+    );
+    return freed.some((n) => n === 1);
   }
 
   /**

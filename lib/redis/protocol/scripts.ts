@@ -127,6 +127,16 @@ export const RELEASE = defineScript<[Token, Leave, Block, FenceMode], number>(
 );
 
 /**
+ * `[token, fences to reserve for a grant, fence mode]`, KEYS one `KeySet.all`: the lock board's
+ * force release of a key from the token read just before. Its reply: 1 freed, 0 not that token's.
+ */
+export const FORCE_RELEASE = defineScript<[Token, Block, FenceMode], number>(
+  'FORCE_RELEASE',
+  'force-release',
+  Number,
+);
+
+/**
  * `[token, next local token, its lease ms, its remaining wait ms, fences to reserve, fence
  * mode]`.
  */

@@ -170,7 +170,7 @@ describe('postgresBackend: read locks, permits, session settings, pool size (rea
     );
     await waitFor(async () => (await waiting()) >= 9);
     const [{ n }] = await pg.sql<{ n: string }>(
-      `SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = 'nest-locked'`,
+      `SELECT count(*) AS n FROM pg_stat_activity WHERE application_name LIKE 'nest-locked:%'`,
     );
     expect(Number(n)).toBeLessThanOrEqual(10);
     await held.release();
