@@ -7,6 +7,8 @@ import type { LockBackend } from '../core/lock-backend';
  * @internal
  */
 export abstract class LockGroups {
+  /** The names of the groups. */
+  abstract get names(): string[];
   /** The group's engine; a `LockConfigError` naming the configured groups if there is none. */
   abstract get(name: string): LockBackend;
   /** Ends every wait in progress in every group (shutdown: waiting requests answer now). */

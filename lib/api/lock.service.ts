@@ -3,6 +3,7 @@ import {
   Inject,
   Injectable,
   Logger,
+  type OnApplicationBootstrap,
   type OnModuleInit,
   Optional,
 } from '@nestjs/common';
@@ -35,6 +36,13 @@ import {
   type LockServiceEvents,
 } from './lock-events';
 import { LockGroups } from './lock-groups';
+import { hostname } from 'node:os';
+import { callClassSet } from '../lock-order/call-classes';
+import { EdgeSharing } from '../lock-order/edge-sharing';
+import type { CallKind, HeldChain } from '../lock-order/held-chain';
+import { type FoundCycle, LockOrderChecker } from '../lock-order/lock-order-checker';
+import type { OrderEdgeStore } from '../lock-order/order-edge-store';
+import { publicEdges } from '../lock-order/order-report';
 import { LockTelemetry } from './lock-telemetry';
 
 /** Counters of a client group's waiting engine (see `LockService.stats`). */
@@ -60,6 +68,8 @@ export interface LockedMethod {
   readonly where: string;
   readonly render: KeyRenderer;
   readonly options: LockedOptions;
+  /** The lock classes of its templates (undefined for a key function): see `lock-order/`. */
+  readonly classes?: readonly string[];
 }
 
 /** A locked call in progress: what `runHeld` runs, and the promise it settles. */
@@ -71,9 +81,16 @@ interface HeldCall {
   readonly segment: number | undefined;
   /** Holds of the enclosing calls that this nested call re-entered: left when it ends. */
   readonly entered: readonly HoldRecord[];
+  /** The lock classes its context holds once it has its keys (lock-order checking on). */
+  readonly chain: HeldChain | undefined;
   readonly resolve: (value: unknown) => void;
   readonly reject: (reason: unknown) => void;
 }
+
+/** How often the lock-order edges other instances stored are read again, in ms. */
+const ORDER_REFRESH_MS = 5_000;
+/** How long startup waits for the first read of the stored lock-order edges, in ms. */
+const ORDER_FIRST_READ_MS = 2_000;
 
 /** No hold re-entered (a call outside any locked call, or a segmented one). */
 const NONE: readonly HoldRecord[] = [];
@@ -94,7 +111,9 @@ const NONE: readonly HoldRecord[] = [];
  * @publicApi
  */
 @Injectable()
-export class LockService implements OnModuleInit, BeforeApplicationShutdown {
+export class LockService
+  implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown
+{
   private readonly logger = new Logger('nest-locked');
   /** Who observes lock events; every emission point reads its flag first. */
   private readonly events = new LockEvents((event, err) =>
@@ -107,6 +126,9 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
   /** Resolved options of decorated methods, per options object. */
   private readonly behaviours = new WeakMap<LockedOptions, Behaviour>();
   private readonly segmented: SegmentedStrategy;
+  /** Lock-order checking (`lockOrder`), absent when `'off'`. */
+  private readonly order?: LockOrderChecker;
+  private readonly sharing?: EdgeSharing;
 
   constructor(
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedRedlockOptions,
@@ -114,6 +136,42 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     @Optional() private readonly moduleRef?: ModuleRef,
   ) {
     this.segmented = new SegmentedStrategy();
+    if (options.lockOrder !== 'off') {
+      const sharing = new EdgeSharing(
+        (edges) => this.order?.merge(edges),
+        (message) => this.logger.warn(message),
+        ORDER_REFRESH_MS,
+      );
+      this.sharing = sharing;
+      this.order = new LockOrderChecker(
+        options.lockOrder,
+        `${hostname()}:${process.pid}`,
+        (found) => this.cycleFound(found),
+        (group, store, edge) => sharing.send(group, store, edge),
+      );
+    }
+  }
+
+  /**
+   * @internal Reads the lock-order edges other instances stored in the groups' backends (bounded:
+   * a store that does not answer is read again in the background).
+   */
+  async onApplicationBootstrap(): Promise<void> {
+    if (!this.sharing) return;
+    const stores: [string, OrderEdgeStore][] = [];
+    for (const name of this.registry.names) {
+      const store = this.registry.get(name).orderEdges;
+      if (store) stores.push([name, store]);
+    }
+    await this.sharing.start(stores, ORDER_FIRST_READ_MS);
+  }
+
+  /**
+   * The lock-order cycles this service found (for `expectNoLockOrderCycles` of
+   * `nest-locked/testing`), oldest first. @internal
+   */
+  lockOrderCycles(): readonly FoundCycle[] {
+    return this.order?.cycles ?? [];
   }
 
   /**
@@ -164,10 +222,10 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     if (this.tracing) {
       const client = options.client ?? DEFAULT_CLIENT;
       return this.tracing.traced('LockService.using', client, list, () =>
-        this.run(list, options, body, false, options.signal),
+        this.run(list, options, body, undefined, options.signal),
       );
     }
-    return this.run(list, options, body, false, options.signal);
+    return this.run(list, options, body, undefined, options.signal);
   }
 
   /**
@@ -191,8 +249,17 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
       return Promise.reject(err);
     }
     let acquired: Promise<Lease>;
+    const sorted = sortUnique(list);
     try {
-      acquired = b.client.acquire(sortUnique(list), acquireRequest(b, options.signal));
+      // A handle's hold is not in the async context (nothing nests in it), but it may be asked
+      // for inside a locked call: that nesting is an edge like any other.
+      if (this.order)
+        this.orderChain(LockContext.scope(), b, options, undefined, list, sorted, sorted);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    try {
+      acquired = b.client.acquire(sorted, acquireRequest(b, options.signal));
     } catch (err) {
       return Promise.reject(this.refused(err, b));
     }
@@ -266,14 +333,15 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     if (this.tracing) {
       const client = method.options.client ?? DEFAULT_CLIENT;
       return this.tracing.traced(method.where, client, keys, () =>
-        this.run(keys, method.options, fn, true),
+        this.run(keys, method.options, fn, method),
       );
     }
-    return this.run(keys, method.options, fn, true);
+    return this.run(keys, method.options, fn, method);
   }
 
   /** @internal */
   async beforeApplicationShutdown(): Promise<void> {
+    this.sharing?.stop();
     this.holds.shutdown();
     // Callers still waiting for a lock get a LockBackendError now instead of holding the
     // shutdown up until their waitTimeout.
@@ -295,10 +363,12 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
   }
 
   /** A decorated method passes the same options object at every call: resolved once. */
-  private behaviour(options: LockedOptions): Behaviour {
+  private behaviour(method: LockedMethod): Behaviour {
+    const { options } = method;
     let b = this.behaviours.get(options);
     if (!b) {
       b = this.resolveBehaviour(options);
+      b.site = method.where;
       this.behaviours.set(options, b);
     }
     return b;
@@ -317,12 +387,12 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     keys: string[],
     options: LockedOptions,
     fn: () => unknown,
-    decorated = false,
+    method?: LockedMethod,
     signal?: AbortSignal,
   ): Promise<never> {
     let running: Promise<never>;
     try {
-      running = this.routeLocked(keys, options, fn, decorated, signal);
+      running = this.routeLocked(keys, options, fn, method, signal);
     } catch (err) {
       running = Promise.reject(err);
     }
@@ -337,15 +407,16 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     keys: string[],
     options: LockedOptions,
     fn: () => unknown,
-    decorated: boolean,
+    method: LockedMethod | undefined,
     signal: AbortSignal | undefined,
   ): Promise<never> {
-    const b = decorated ? this.behaviour(options) : this.resolveBehaviour(options);
+    const b = method ? this.behaviour(method) : this.resolveBehaviour(options);
     const sorted = sortUnique(keys);
     const scope = LockContext.scope();
 
     if (b.segments !== undefined) {
       const base = sorted[0];
+      const chain = this.order && this.orderChain(scope, b, options, method, keys, sorted, sorted);
       const running = this.segmented.run({
         id: holdId(b.clientName, base),
         base,
@@ -356,7 +427,18 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
           const slice = [sliceKey(base, segment)];
           const hold = await this.takeSlice(slice, { ...b, waitTimeout: waitMs }, signal);
           if (typeof hold === 'number') return { busy: true, pttl: hold };
-          return { busy: false, value: await this.runWith(hold, slice, b, fn, scope, segment) };
+          const value = await this.runWith(
+            hold,
+            slice,
+            b,
+            fn,
+            scope,
+            segment,
+            undefined,
+            NONE,
+            chain,
+          );
+          return { busy: false, value };
         },
         queued: (segment) => b.client.queued(sliceKey(base, segment)),
         heldHere: (segment) => b.client.holds(sliceKey(base, segment)),
@@ -368,7 +450,18 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
               const segment = order[r.index];
               const hold = this.holds.start(r.lease, b);
               try {
-                const value = await this.runWith(hold, [keys[r.index]], b, fn, scope, segment);
+                const taken = [keys[r.index]];
+                const value = await this.runWith(
+                  hold,
+                  taken,
+                  b,
+                  fn,
+                  scope,
+                  segment,
+                  undefined,
+                  NONE,
+                  chain,
+                );
                 return { busy: false, value };
               } catch (err) {
                 if (err instanceof SegmentExhaustedError) {
@@ -384,14 +477,35 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
       }) as Promise<never>;
     }
     if (!scope) {
-      return this.runWith(undefined, sorted, b, fn, scope, undefined, signal) as Promise<never>;
+      const chain = this.order && this.orderChain(scope, b, options, method, keys, sorted, sorted);
+      const running = this.runWith(undefined, sorted, b, fn, scope, undefined, signal, NONE, chain);
+      return running as Promise<never>;
     }
     checkReentry(scope, sorted, b);
     // Keys this context already holds are not taken twice: the call enters their holds, which
     // are then released only once it has ended too (awaited or not). Every key held: it runs at
     // once, without a round trip.
     const { entered, needed } = reenter(scope, b.clientName, sorted);
-    const running = this.runWith(undefined, needed, b, fn, scope, undefined, signal, entered);
+    let chain: HeldChain | undefined;
+    if (this.order && needed.length > 0) {
+      try {
+        chain = this.orderChain(scope, b, options, method, keys, sorted, needed);
+      } catch (err) {
+        // Refused by the order check before any wait: it leaves the holds it entered.
+        return new Promise<never>((_, reject) => leaveAll(entered, () => reject(err)));
+      }
+    }
+    const running = this.runWith(
+      undefined,
+      needed,
+      b,
+      fn,
+      scope,
+      undefined,
+      signal,
+      entered,
+      chain,
+    );
     return running as Promise<never>;
   }
 
@@ -410,9 +524,10 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     segment?: number,
     signal?: AbortSignal,
     entered = NONE,
+    chain?: HeldChain,
   ): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      const call: HeldCall = { needed, b, fn, parent, segment, entered, resolve, reject };
+      const call: HeldCall = { needed, b, fn, parent, segment, entered, chain, resolve, reject };
       if (given || needed.length === 0) return this.runHeld(given, call);
       let acquiring: Promise<Lease>;
       try {
@@ -443,7 +558,7 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
   private runHeld(hold: ActiveHold | undefined, call: HeldCall): void {
     const { b, resolve, reject, entered } = call;
     const scope = hold
-      ? new HoldScope(hold, b.clientName, call.needed, call.parent, call.segment)
+      ? new HoldScope(hold, b.clientName, call.needed, call.parent, call.segment, call.chain)
       : (call.parent as LockScope);
     let result: unknown;
     try {
@@ -460,6 +575,78 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
       (value) => endCall(hold, entered, () => resolve(value)),
       (err: unknown) => endCall(hold, entered, () => reject(err)),
     );
+  }
+
+  /**
+   * The lock classes the call's context holds once it has taken `needed` (of `sorted`, rendered
+   * as `keys`): looked up by identity once the pair was seen (the steady state), checked against
+   * the order graph the first time.
+   * @throws LockOrderError with `lockOrder: 'throw'`, for a call that would close a cycle
+   */
+  private orderChain(
+    scope: LockScope | undefined,
+    b: Behaviour,
+    options: LockedOptions,
+    method: LockedMethod | undefined,
+    keys: readonly string[],
+    sorted: readonly string[],
+    needed: readonly string[],
+  ): HeldChain {
+    const order = this.order as LockOrderChecker;
+    let held = order.root;
+    let holder: LockScope | undefined;
+    for (let s = scope; s; s = s.parent) {
+      // The innermost hold still in force: a context can outlive its holds (a timer set inside).
+      if (s.record.active) {
+        held = s.chain ?? held;
+        holder = s;
+        break;
+      }
+    }
+    const templates = method?.classes;
+    const set =
+      needed.length === sorted.length && method
+        ? (b.orderSet ??= callClassSet(
+            order.classes,
+            b.clientName,
+            options,
+            keys,
+            templates,
+            sorted,
+          ))
+        : callClassSet(order.classes, b.clientName, options, keys, templates, needed);
+    const kind: CallKind =
+      b.waitTimeout === 0 && b.segments === undefined
+        ? 'tries'
+        : options.nestedInOrder
+          ? 'declared'
+          : 'waits';
+    return (
+      held.next(set, kind) ??
+      order.enter({
+        held,
+        set,
+        kind,
+        site: method?.where,
+        heldAt: holder?.record.site,
+        keys: needed,
+        group: b.clientName,
+        store: b.client.orderEdges,
+      })
+    );
+  }
+
+  /** A lock-order cycle, once: logged, told to `lockOrder` listeners. */
+  private cycleFound(found: FoundCycle): void {
+    this.logger.warn(found.report);
+    if (this.events.lockOrder && this.events.wants('lockOrder')) {
+      this.events.emit('lockOrder', {
+        keys: found.keys,
+        client: found.group,
+        cycle: publicEdges(found.cycle),
+        report: found.report,
+      });
+    }
   }
 
   /** An acquire that failed: told to the `busy` / `error` listeners, and the error to throw. */

@@ -1,5 +1,6 @@
 import type { ReplicaAcks } from '../redis/lock-protocol';
 import type { Lease, Share } from './lease';
+import type { OrderEdgeStore } from '../lock-order/order-edge-store';
 
 export type { Lease } from './lease';
 
@@ -160,6 +161,11 @@ export interface LockBackend {
    * lock board, on demand, for a backend whose waiting lines no other process can read).
    */
   waitingNow?(limit: number): LocalWait[];
+  /**
+   * Where the group's instances share their lock-order edges (see `lock-order/`), for a backend
+   * that can store them; without it each instance checks its own edges only.
+   */
+  readonly orderEdges?: OrderEdgeStore;
   /** Closes what the backend opened (never a pool or client the user passed in). */
   close(): Promise<void>;
 }
