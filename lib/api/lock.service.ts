@@ -89,7 +89,8 @@ interface HeldCall {
 
 /** How often the lock-order edges other instances stored are read again, in ms. */
 const ORDER_REFRESH_MS = 5_000;
-/** How long startup waits for the first read of the stored lock-order edges, in ms. */
+/** How long startup waits for the first read of the stored lock-order edges, and shutdown for
+ * the last edges sent, in ms. */
 const ORDER_FIRST_READ_MS = 2_000;
 
 /** No hold re-entered (a call outside any locked call, or a segmented one). */
@@ -341,12 +342,14 @@ export class LockService
 
   /** @internal */
   async beforeApplicationShutdown(): Promise<void> {
-    this.sharing?.stop();
+    // Edges still being stored are given a moment: the next instance to start reads them.
+    const edgesStored = this.sharing?.stop(ORDER_FIRST_READ_MS);
     this.holds.shutdown();
     // Callers still waiting for a lock get a LockBackendError now instead of holding the
     // shutdown up until their waitTimeout.
     this.registry.abortWaits();
     await this.holds.endAll();
+    await edgesStored;
   }
 
   /**

@@ -1,4 +1,6 @@
 import { performance } from 'node:perf_hooks';
+import type { OrderEdgeStore } from '../lock-order/order-edge-store';
+import { EtcdOrderEdges } from './etcd-order-edges';
 import type { Etcd3, ITxnResponse } from 'etcd3';
 import { LockBackendError, LockNotAcquiredError } from '../errors';
 import { DeadlineTimer } from '../core/deadline-timer';
@@ -89,6 +91,8 @@ export class EtcdLockBackend
 {
   readonly canTakeAny = true;
   readonly name: string;
+  /** Where the group's instances share their lock-order edges. */
+  readonly orderEdges: OrderEdgeStore;
   private readonly leases: Leases;
   private readonly held = new Map<Lease, Held>();
   /** The entries of this process into lines, in the order they were asked. */
@@ -121,6 +125,7 @@ export class EtcdLockBackend
     );
     this.waits = new LineWaits(client, this.stats, this.keys);
     this.errors = new EtcdErrors(config.hosts.join(', ') || 'the endpoints of your client');
+    this.orderEdges = new EtcdOrderEdges(client, config.keyPrefix);
   }
 
   /**

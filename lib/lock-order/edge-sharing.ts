@@ -18,6 +18,8 @@ export class EdgeSharing {
     string,
     { group: string; store: OrderEdgeStore; edge: StoredOrderEdge }
   >();
+  /** Edges being stored right now (shutdown waits for them, bounded). */
+  private readonly inFlight = new Set<Promise<void>>();
   private timer?: NodeJS.Timeout;
   private stores: readonly (readonly [string, OrderEdgeStore])[] = [];
 
@@ -47,9 +49,17 @@ export class EdgeSharing {
     clearTimeout(bound);
   }
 
-  stop(): void {
+  /** Stops reading, and waits up to `ms` for the edges still being stored. */
+  async stop(ms: number): Promise<void> {
     clearInterval(this.timer);
     this.timer = undefined;
+    if (this.inFlight.size === 0) return;
+    let bound: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled(this.inFlight),
+      new Promise<void>((resolve) => (bound = setTimeout(resolve, ms))),
+    ]);
+    clearTimeout(bound);
   }
 
   /** Stores `edge` in `store` unless this process sent it already. */
@@ -57,14 +67,18 @@ export class EdgeSharing {
     const field = `${group}\0${storedEdgeField(edge)}`;
     if (this.sent.has(field)) return;
     this.sent.add(field);
-    store.add(edge).then(
-      () => this.failing.delete(`${group}\0add`),
+    const adding = store.add(edge).then(
+      () => {
+        this.failing.delete(`${group}\0add`);
+      },
       (err: unknown) => {
         this.sent.delete(field);
         this.retry.set(field, { group, store, edge });
         this.failed(group, 'add', err);
       },
     );
+    this.inFlight.add(adding);
+    void adding.finally(() => this.inFlight.delete(adding));
   }
 
   /** Sends again what failed, then reads every store and merges what it holds. */
