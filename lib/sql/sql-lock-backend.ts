@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { serverDeadlock } from './sql-errors';
 import type { LoggerService } from '@nestjs/common';
 import { LockBackendError, LockConfigError, LockError, LockNotAcquiredError } from '../errors';
 import { Lease, Leases, type Share } from '../core/lease';
@@ -420,6 +421,8 @@ export class SqlLockBackend<S extends SqlSession>
   ): unknown {
     if (wait.aborted !== undefined && err === wait.aborted) return err;
     if (err instanceof LockError) return err;
+    const deadlock = serverDeadlock(keys, err);
+    if (deadlock) return deadlock;
     if (err instanceof SqlTimeoutError && err.what === 'a connection' && this.dialect.saturated()) {
       // Every connection of the pool holds or waits for a lock: contention, not an outage.
       return new LockNotAcquiredError(keys, performance.now() - startedAt, ttl);
