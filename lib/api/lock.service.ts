@@ -43,6 +43,7 @@ import type { CallKind, HeldChain } from '../lock-order/held-chain';
 import { type FoundCycle, LockOrderChecker } from '../lock-order/lock-order-checker';
 import type { OrderEdgeStore } from '../lock-order/order-edge-store';
 import { publicEdges } from '../lock-order/order-report';
+import { type LocalHolder, LongWaits } from '../lock-order/long-waits';
 import { LockTelemetry } from './lock-telemetry';
 
 /** Counters of a client group's waiting engine (see `LockService.stats`). */
@@ -130,6 +131,8 @@ export class LockService
   /** Lock-order checking (`lockOrder`), absent when `'off'`. */
   private readonly order?: LockOrderChecker;
   private readonly sharing?: EdgeSharing;
+  /** Long waits named with their holder (`holderReportAfter`), absent when 0. */
+  private readonly longWaits?: LongWaits;
 
   constructor(
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedRedlockOptions,
@@ -137,6 +140,15 @@ export class LockService
     @Optional() private readonly moduleRef?: ModuleRef,
   ) {
     this.segmented = new SegmentedStrategy();
+    const instance = `${hostname()}:${process.pid}`;
+    if (options.holderReportAfter > 0) {
+      this.longWaits = new LongWaits(
+        options.holderReportAfter,
+        instance,
+        (backend, key) => this.holderOf(backend, key),
+        (message) => this.logger.warn(message),
+      );
+    }
     if (options.lockOrder !== 'off') {
       const sharing = new EdgeSharing(
         (edges) => this.order?.merge(edges),
@@ -146,7 +158,7 @@ export class LockService
       this.sharing = sharing;
       this.order = new LockOrderChecker(
         options.lockOrder,
-        `${hostname()}:${process.pid}`,
+        instance,
         (found) => this.cycleFound(found),
         (group, store, edge) => sharing.send(group, store, edge),
       );
@@ -158,11 +170,12 @@ export class LockService
    * a store that does not answer is read again in the background).
    */
   async onApplicationBootstrap(): Promise<void> {
+    const groups = this.registry.names.map((name) => this.registry.get(name));
+    this.longWaits?.start(groups);
     if (!this.sharing) return;
     const stores: [string, OrderEdgeStore][] = [];
-    for (const name of this.registry.names) {
-      const store = this.registry.get(name).orderEdges;
-      if (store) stores.push([name, store]);
+    for (const group of groups) {
+      if (group.orderEdges) stores.push([group.name, group.orderEdges]);
     }
     await this.sharing.start(stores, ORDER_FIRST_READ_MS);
   }
@@ -344,6 +357,7 @@ export class LockService
   async beforeApplicationShutdown(): Promise<void> {
     // Edges still being stored are given a moment: the next instance to start reads them.
     const edgesStored = this.sharing?.stop(ORDER_FIRST_READ_MS);
+    this.longWaits?.stop();
     this.holds.shutdown();
     // Callers still waiting for a lock get a LockBackendError now instead of holding the
     // shutdown up until their waitTimeout.
@@ -637,6 +651,19 @@ export class LockService
         store: b.client.orderEdges,
       })
     );
+  }
+
+  /** The hold of this process on `key` of `backend`, if any (for a long wait's report). */
+  private holderOf(backend: LockBackend, key: string): LocalHolder | undefined {
+    for (const hold of this.holds) {
+      if (hold.client === backend && hold.active && hold.lease.keys.includes(key)) {
+        return {
+          site: hold.site ?? 'LockService.using/acquire',
+          acquiredAt: hold.lease.acquiredAt,
+        };
+      }
+    }
+    return undefined;
   }
 
   /** A lock-order cycle, once: logged, told to `lockOrder` listeners. */
