@@ -1,5 +1,6 @@
 import { LockOrderError } from '../errors/lock-order.error';
 import { callSite } from './call-site';
+import { logCycle } from './cycle-log';
 import { type CallKind, HeldChain } from './held-chain';
 import { type ClassSet, type LockClass, LockClasses } from './lock-class';
 import type { OrderEdgeStore, StoredLockClass, StoredOrderEdge } from './order-edge-store';
@@ -123,6 +124,7 @@ export class LockOrderChecker {
     if (!found) {
       found = { cycle, report: cycleReport(cycle), keys, group };
       this.reported.set(key, found);
+      logCycle(found);
       this.report(found);
     }
     return found;

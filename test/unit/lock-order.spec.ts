@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import {
   Locked,
@@ -9,6 +9,7 @@ import {
   RedlockModule,
   type RedlockModuleOptions,
 } from 'nest-locked';
+import { expectNoLockOrderCycles, RedlockTestingModule } from 'nest-locked/testing';
 
 /**
  * Lock-order checking within one instance (PRODUCT 2.11) on the memory backend: the rules live
@@ -207,4 +208,31 @@ describe('lock-order checking', () => {
   });
 });
 
-void Logger;
+describe('expectNoLockOrderCycles (nest-locked/testing)', () => {
+  it('passes while the orders agree, and fails with the report once they do not', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [RedlockTestingModule.forRoot()],
+      providers: [Bank],
+    }).compile();
+    moduleRef.useLogger(false);
+    await moduleRef.init();
+    try {
+      // The cycles the tests above found (each made and closed its own app) are told once.
+      expect(() => expectNoLockOrderCycles()).toThrow(/lock-order cycle\(s\) found/);
+      expectNoLockOrderCycles();
+      const bank = moduleRef.get(Bank);
+      await bank.transfer('1', 'd1');
+      expectNoLockOrderCycles(moduleRef);
+      expectNoLockOrderCycles();
+      await bank.close('d2', '2');
+      expect(() => expectNoLockOrderCycles(moduleRef)).toThrow(
+        /1 lock-order cycle\(s\) found[\s\S]*account:\{\}\/exclusive -> ledger:\{\}\/exclusive/,
+      );
+      expect(() => expectNoLockOrderCycles()).toThrow(/possible deadlock/);
+      // Without an argument, each cycle is told once.
+      expectNoLockOrderCycles();
+    } finally {
+      await moduleRef.close();
+    }
+  });
+});
