@@ -161,6 +161,7 @@ export class LockService
         instance,
         (found) => this.cycleFound(found),
         (group, store, edge) => sharing.send(group, store, edge),
+        (message) => this.logger.warn(message),
       );
     }
   }
@@ -621,8 +622,9 @@ export class LockService
       }
     }
     const templates = method?.classes;
+    // A method's templates are one class set whatever its arguments: found once, kept.
     const set =
-      needed.length === sorted.length && method
+      needed.length === sorted.length && templates
         ? (b.orderSet ??= callClassSet(
             order.classes,
             b.clientName,
@@ -632,6 +634,10 @@ export class LockService
             sorted,
           ))
         : callClassSet(order.classes, b.clientName, options, keys, templates, needed);
+    if (!set) {
+      order.rawClassesFull();
+      return held;
+    }
     const kind: CallKind =
       b.waitTimeout === 0 && b.segments === undefined
         ? 'tries'

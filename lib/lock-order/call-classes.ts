@@ -18,7 +18,8 @@ export function templateClasses(source: KeySource<never[]>): readonly string[] |
  * The class set of a call's keys. `rendered` are its keys in source order, `templates` their
  * classes when the source was templates; otherwise each key's class is the `lockClass` the
  * caller named (one for every key, or one per key in the order given), or failing that the key
- * itself. `needed` are the keys the call still takes (the others it re-entered).
+ * itself. `needed` are the keys the call still takes (the others it re-entered). Undefined when
+ * a raw key found raw keys' classes full (see `RAW_CLASS_LIMIT`): the call is not checked.
  * @internal
  */
 export function callClassSet(
@@ -28,17 +29,25 @@ export function callClassSet(
   rendered: readonly string[],
   templates: readonly string[] | undefined,
   needed: readonly string[],
-): ClassSet {
+): ClassSet | undefined {
   const mode = classMode(options.mode ?? 'write', options.permits ?? 1);
   const named = templates ?? namedClasses(options.lockClass);
-  const classOf = (key: string): LockClass => {
-    if (named === undefined) return classes.get(group, mode, key);
+  const classOf = (key: string): LockClass | undefined => {
+    if (named === undefined) return classes.rawClass(group, mode, key);
     if (typeof named === 'string') return classes.get(group, mode, named);
     const i = rendered.indexOf(key);
-    return classes.get(group, mode, i >= 0 && i < named.length ? named[i] : key);
+    return i >= 0 && i < named.length
+      ? classes.get(group, mode, named[i])
+      : classes.rawClass(group, mode, key);
   };
-  if (needed.length === 1) return classOf(needed[0]).alone;
-  return classes.set(needed.map(classOf));
+  if (needed.length === 1) return classOf(needed[0])?.alone;
+  const list: LockClass[] = [];
+  for (const key of needed) {
+    const c = classOf(key);
+    if (!c) return undefined;
+    list.push(c);
+  }
+  return classes.set(list);
 }
 
 /** The `lockClass` option in class form: one class, one per key, or none. */

@@ -19,7 +19,9 @@ export function callSite(): string {
       continue;
     }
     const where = `${relative(process.cwd(), file)}:${line}`;
-    return fn && fn !== '<anonymous>' ? `${fn.replace(/^async /, '')} (${where})` : where;
+    const site = fn && fn !== '<anonymous>' ? `${fn.replace(/^async /, '')} (${where})` : where;
+    // A copy: the parts matched out of the stack would keep the whole stack text alive.
+    return Buffer.from(site).toString();
   }
   return 'an unknown caller';
 }

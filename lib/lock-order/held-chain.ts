@@ -16,23 +16,23 @@ export type CallKind = 'waits' | 'declared' | 'tries';
  * @internal
  */
 export class HeldChain {
-  /** Next chains, per kind of call, reached by the class sets checked. */
-  private readonly waits = new Map<ClassSet, HeldChain>();
-  private readonly declared = new Map<ClassSet, HeldChain>();
-  private readonly tries = new Map<ClassSet, HeldChain>();
+  /** Next chains, per kind of call, reached by the class sets checked (made on first use). */
+  private waits?: Map<ClassSet, HeldChain>;
+  private declared?: Map<ClassSet, HeldChain>;
+  private tries?: Map<ClassSet, HeldChain>;
 
   constructor(readonly classes: readonly LockClass[]) {}
 
   /** The chain a call taking `set` leads to, if it was checked before. */
   next(set: ClassSet, kind: CallKind): HeldChain | undefined {
-    return this[kind].get(set);
+    return this[kind]?.get(set);
   }
 
   /** Remembers that `set` was checked in this chain (a refused call is not remembered). */
   remember(set: ClassSet, kind: CallKind): HeldChain {
     const added = set.classes.filter((c) => !this.classes.includes(c));
     const chain = added.length === 0 ? this : new HeldChain([...this.classes, ...added]);
-    this[kind].set(set, chain);
+    (this[kind] ??= new Map()).set(set, chain);
     return chain;
   }
 }

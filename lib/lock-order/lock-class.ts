@@ -58,6 +58,13 @@ export function classTemplate(template: string): string {
   return out;
 }
 
+/**
+ * Raw keys (no template, no `lockClass`) that get a class of their own, per process: past it,
+ * a raw key never seen is not checked (one warning says so).
+ * @internal
+ */
+export const RAW_CLASS_LIMIT = 10_000;
+
 /** The mode of a call's class. @internal */
 export const classMode = (mode: 'read' | 'write', permits: number): LockClassMode =>
   mode === 'read' ? 'read' : permits > 1 ? 'permits' : 'exclusive';
@@ -71,6 +78,27 @@ export class LockClasses {
   private readonly byGroup = new Map<string, Map<LockClassMode, Map<string, LockClass>>>();
   private readonly all: LockClass[] = [];
   private readonly sets = new Map<string, ClassSet>();
+  /** Classes made from raw keys (no template, no `lockClass`): bounded, see `rawClass`. */
+  private raw = 0;
+
+  constructor(private readonly rawLimit = RAW_CLASS_LIMIT) {}
+
+  /**
+   * The class of a raw key (the key itself), or undefined once `rawLimit` such classes exist and
+   * this key is not one: a key with an id in it is a class per id, and a process that nests
+   * `using('order:' + id)` would keep one per order it ever saw.
+   */
+  rawClass(group: string, mode: LockClassMode, key: string): LockClass | undefined {
+    const found = this.byGroup.get(group)?.get(mode)?.get(key);
+    if (found || this.raw >= this.rawLimit) return found;
+    this.raw++;
+    return this.get(group, mode, key);
+  }
+
+  /** Whether raw keys stopped getting classes of their own. */
+  get rawFull(): boolean {
+    return this.raw >= this.rawLimit;
+  }
 
   /** The class of `template` (already in class form, see `classTemplate`). */
   get(group: string, mode: LockClassMode, template: string): LockClass {

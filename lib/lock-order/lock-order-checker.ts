@@ -2,7 +2,8 @@ import { LockOrderError } from '../errors/lock-order.error';
 import { callSite } from './call-site';
 import { logCycle } from './cycle-log';
 import { type CallKind, HeldChain } from './held-chain';
-import { type ClassSet, type LockClass, LockClasses } from './lock-class';
+import { type ClassSet, type LockClass, LockClasses, RAW_CLASS_LIMIT } from './lock-class';
+import { RAW_CLASSES_FULL } from './lock-order.messages';
 import type { OrderEdgeStore, StoredLockClass, StoredOrderEdge } from './order-edge-store';
 import { type OrderEdge, OrderGraph } from './order-graph';
 import { cycleKey, cycleReport, publicEdges } from './order-report';
@@ -51,6 +52,7 @@ export class LockOrderChecker {
   readonly root = new HeldChain([]);
   /** The cycles reported, by key. */
   private readonly reported = new Map<string, FoundCycle>();
+  private rawFullTold = false;
 
   constructor(
     private readonly mode: 'warn' | 'throw',
@@ -59,6 +61,8 @@ export class LockOrderChecker {
     private readonly report: (found: FoundCycle) => void,
     /** Told each new edge of this instance, for the group's store. */
     private readonly share: (group: string, store: OrderEdgeStore, edge: StoredOrderEdge) => void,
+    /** Logs what the checker has to say besides cycles. */
+    private readonly warn: (message: string) => void,
   ) {}
 
   /** The cycles found so far, oldest first. */
@@ -73,6 +77,13 @@ export class LockOrderChecker {
    */
   enter(call: OrderedCall): HeldChain {
     return call.held.next(call.set, call.kind) ?? this.firstTime(call);
+  }
+
+  /** A raw key found raw keys' classes full: its call is not checked (told once). */
+  rawClassesFull(): void {
+    if (this.rawFullTold) return;
+    this.rawFullTold = true;
+    this.warn(RAW_CLASSES_FULL(RAW_CLASS_LIMIT));
   }
 
   /** Merges edges other instances stored; a cycle they close is reported like a local one. */

@@ -45,3 +45,8 @@ export const LONG_WAIT = (keys: readonly string[], waitedMs: number, holder: str
 
 export const HOLDER_HERE = (site: string, instance: string, heldMs: number) =>
   `held by ${site} in this instance (${instance}) for ${Math.round(heldMs)} ms`;
+
+export const RAW_CLASSES_FULL = (limit: number) =>
+  `lock order: ${limit} raw keys (no template, no lockClass) got a lock class of their own; ` +
+  `further new raw keys are not checked. A key with an id in it is a class per id: name its ` +
+  `class with the lockClass option (using('order:' + id, fn, { lockClass: 'order:{id}' })).`;
