@@ -435,6 +435,8 @@ export class LockService
     if (b.segments !== undefined) {
       const base = sorted[0];
       const chain = this.order && this.orderChain(scope, b, options, method, keys, sorted, sorted);
+      const runSlice = (hold: ActiveHold, taken: string[], segment: number) =>
+        this.runWith(hold, taken, b, fn, scope, segment, undefined, NONE, chain);
       const running = this.segmented.run({
         id: holdId(b.clientName, base),
         base,
@@ -445,18 +447,7 @@ export class LockService
           const slice = [sliceKey(base, segment)];
           const hold = await this.takeSlice(slice, { ...b, waitTimeout: waitMs }, signal);
           if (typeof hold === 'number') return { busy: true, pttl: hold };
-          const value = await this.runWith(
-            hold,
-            slice,
-            b,
-            fn,
-            scope,
-            segment,
-            undefined,
-            NONE,
-            chain,
-          );
-          return { busy: false, value };
+          return { busy: false, value: await runSlice(hold, slice, segment) };
         },
         queued: (segment) => b.client.queued(sliceKey(base, segment)),
         heldHere: (segment) => b.client.holds(sliceKey(base, segment)),
@@ -468,18 +459,7 @@ export class LockService
               const segment = order[r.index];
               const hold = this.holds.start(r.lease, b);
               try {
-                const taken = [keys[r.index]];
-                const value = await this.runWith(
-                  hold,
-                  taken,
-                  b,
-                  fn,
-                  scope,
-                  segment,
-                  undefined,
-                  NONE,
-                  chain,
-                );
+                const value = await runSlice(hold, [keys[r.index]], segment);
                 return { busy: false, value };
               } catch (err) {
                 if (err instanceof SegmentExhaustedError) {

@@ -1,5 +1,6 @@
 import { LockClasses } from '../../lib/lock-order/lock-class';
 import { type OrderEdge, OrderGraph } from '../../lib/lock-order/order-graph';
+import { mulberry32 } from '../../bench/seeded';
 
 /**
  * The cycle check of the lock-order graph (lib/lock-order/order-graph.ts) against a brute-force
@@ -7,18 +8,6 @@ import { type OrderEdge, OrderGraph } from '../../lib/lock-order/order-graph';
  * closure of the graph so far has `to` reaching `from` (or `from === to`), and the path it
  * returns is made of edges of the graph that run from `to` to `from`.
  */
-
-/** mulberry32: a small seeded generator, so a failure replays. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Whether `goal` is reachable from `start` over `edges` (Floyd-Warshall closure). */
 function reachesBrute(n: number, edges: readonly [number, number][], start: number, goal: number) {
@@ -36,7 +25,7 @@ describe('OrderGraph cycle check (seeded property test against brute force)', ()
   it(`agrees with the transitive closure on ${SEEDS} random graphs`, () => {
     let cyclesSeen = 0;
     for (let seed = 1; seed <= SEEDS; seed++) {
-      const rand = random(seed);
+      const rand = mulberry32(seed);
       const n = 2 + Math.floor(rand() * 10);
       const classes = new LockClasses();
       const nodes = Array.from({ length: n }, (_, i) =>
