@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import {
   type BeforeApplicationShutdown,
   Inject,
@@ -36,7 +37,6 @@ import {
   type LockServiceEvents,
 } from './lock-events';
 import { LockGroups } from './lock-groups';
-import { hostname } from 'node:os';
 import { callClassSet } from '../lock-order/call-classes';
 import { EdgeSharing } from '../lock-order/edge-sharing';
 import type { CallKind, HeldChain } from '../lock-order/held-chain';
