@@ -44,6 +44,7 @@ import { type FoundCycle, LockOrderChecker } from '../lock-order/lock-order-chec
 import type { OrderEdgeStore } from '../lock-order/order-edge-store';
 import { publicEdges } from '../lock-order/order-report';
 import { type LocalHolder, LongWaits } from '../lock-order/long-waits';
+import { type LockOrderGraphView, orderGraphView } from '../lock-order/order-graph-view';
 import { LockTelemetry } from './lock-telemetry';
 
 /** Counters of a client group's waiting engine (see `LockService.stats`). */
@@ -187,6 +188,11 @@ export class LockService
    */
   lockOrderCycles(): readonly FoundCycle[] {
     return this.order?.cycles ?? [];
+  }
+
+  /** The lock-order graph this instance knows, for the lock board; none when `'off'`. @internal */
+  lockOrderGraph(): LockOrderGraphView | undefined {
+    return this.order && orderGraphView(this.order.graph, this.order.cycles);
   }
 
   /**

@@ -85,7 +85,7 @@ export class LockBoardService {
 
   constructor(
     readonly options: ResolvedLockBoardOptions,
-    locks: LockService,
+    readonly locks: LockService,
     private readonly registry: LockClientRegistry,
     keyPrefix: string,
   ) {
