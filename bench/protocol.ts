@@ -8,6 +8,7 @@ export const PEERS = [
   'mutex',
   'nest-redlock',
   'ours-locked',
+  'ours-locked-order-off',
   'ours-using',
   'ours-locked-seg10',
   'floor-wait1',
@@ -33,6 +34,8 @@ export const UNCONTENDED_PEERS: readonly PeerName[] = [
   'mutex',
   'nest-redlock',
   'ours-locked',
+  // The main row with lock-order checking off: what the default ('warn') costs.
+  'ours-locked-order-off',
   'ours-using',
 ];
 

@@ -2,6 +2,8 @@
  * Writes the results of `npm run bench`: latest.md (tables, PASS/FAIL per PRODUCT.md section 4
  * target), latest.json (every run, raw) and latest.svg (a hand-written chart, no dependencies).
  */
+import type { LockOrderMemory } from './lock-order-memory';
+import { lockOrderMarkdown } from './report-lock-order';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { type PeerName, TOPOLOGIES, UNCONTENDED_PEERS } from './protocol';
@@ -25,6 +27,8 @@ export interface ReportMeta {
   /** `os.loadavg()` at the start and the end: other work on the machine during the run. */
   load: { start: number[]; end: number[] };
   versions: Record<string, string>;
+  /** What lock-order checking keeps per class pair (the `lockorder` scenario). */
+  lockOrderMemory?: LockOrderMemory;
 }
 
 /** PRODUCT.md section 4. */
@@ -537,6 +541,7 @@ function markdown(summaries: CaseSummary[], d: Derived, meta: ReportMeta): strin
     }
   }
   L.push(...scaleMarkdown(summaries));
+  L.push(...lockOrderMarkdown(summaries, meta.lockOrderMemory));
   L.push('');
   return L.join('\n');
 }

@@ -42,6 +42,7 @@ import {
 } from '../scripts/redis';
 import { runBackends } from './backends/run-backends';
 import { writeReport } from './report';
+import { measureLockOrderMemory } from './lock-order-memory';
 import { fmt } from './report-format';
 import {
   handoffGaps,
@@ -73,6 +74,7 @@ const SCENARIOS = [
   'holds',
   'waiters',
   'backends',
+  'lockorder',
 ] as const;
 
 /** Options set from a plain numeric flag. */
@@ -1383,7 +1385,11 @@ async function main(): Promise<void> {
         ),
       ),
     );
+    const lockOrderMemory = options.only.includes('lockorder')
+      ? await measureLockOrderMemory(options.quick ? 5_000 : 20_000)
+      : undefined;
     const files = writeReport(options.out, summaries, {
+      lockOrderMemory,
       date: new Date().toISOString(),
       wallMs: Date.now() - wallStart,
       argv: process.argv.slice(2),

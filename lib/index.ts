@@ -10,6 +10,7 @@ export {
   type LockEventName,
   type LockHoldEvent,
   type LockLostEvent,
+  type LockOrderEvent,
   type LockReleasedEvent,
   type LockServiceEvents,
 } from './api/lock-events';

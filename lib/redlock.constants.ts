@@ -31,6 +31,8 @@ export const DEFAULT_OPTIONS = Object.freeze({
   localHandoffs: 4,
   commandTimeout: 2_000,
   telemetry: 'auto' as boolean | 'auto',
+  lockOrder: 'warn' as 'off' | 'warn' | 'throw',
+  holderReportAfter: 10_000,
 });
 
 /** Metadata key written by `@Locked` on the wrapped method. @internal */

@@ -6,6 +6,7 @@ import { type ModeFigures, renderChart, renderTerminal, type TerminalLine } from
 import { demoOutDir, freshRunDir, intArg, parseOrExitCode, UsageError } from './demo-args';
 import { stopOnSignals } from './demo-stop';
 import { runChaosDemo } from './demo-chaos';
+import { runInversionDemo } from './demo-inversion';
 import { formatTable, percentile, Progress, say } from './demo-progress';
 import {
   legendLines,
@@ -67,6 +68,8 @@ const USAGE = `Usage: npm run demo -- [options]
   --chaos          the flash sale while things break, lock only vs fenced write
                    (its own options: npm run demo -- --chaos --help)
   --board          then keep the instances up under load and print the lock board's URL
+  --inversion      two instances nest ledger and account locks in opposite orders: the
+                   lock-order warning (SAMPLE_LOCK_INVERSION=on), nothing else
   --backend NAME   postgres: the locked modes once more with the
                    locks in PostgreSQL, rows beside Redis's      (default redis)
   -h, --help       this text`;
@@ -288,6 +291,7 @@ function cronSummary(dbPath: string, instances: number): string | undefined {
 
 async function main(argv: readonly string[]): Promise<number> {
   if (argv.includes('--chaos')) return runChaosDemo(argv.filter((a) => a !== '--chaos'));
+  if (argv.includes('--inversion')) return runInversionDemo();
   const opts = parseOrExitCode(argv, parseArgs, USAGE);
   if (typeof opts === 'number') return opts;
   const startedAt = performance.now();

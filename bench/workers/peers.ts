@@ -441,7 +441,8 @@ async function oursApp(
 
 /**
  * Ours, the main row: `@Locked('{key}')` on a Nest provider method, module defaults (plus
- * `options`: `{ replicaAcks: 1 }` for ours-locked-acks1, the same method otherwise).
+ * `options`: `{ replicaAcks: 1 }` for ours-locked-acks1, `{ lockOrder: 'off' }` for
+ * ours-locked-order-off, the same method otherwise).
  */
 async function oursLockedPeer(
   ports: number[],
@@ -580,6 +581,8 @@ export async function createPeer(
       return nestRedlockPeer(ports, ttl);
     case 'ours-locked':
       return oursLockedPeer(ports);
+    case 'ours-locked-order-off':
+      return oursLockedPeer(ports, { lockOrder: 'off' });
     case 'ours-using':
       return oursUsingPeer(ports);
     case 'ours-locked-seg10':

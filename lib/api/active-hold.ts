@@ -36,6 +36,8 @@ export class ActiveHold implements HoldRecord, WatchedHold {
   mode: 'read' | 'write' = 'write';
   /** How many holders the key admits (`permits`; 1 for exclusive and read holds). */
   permits = 1;
+  /** Where it was taken (`Class.method`); undefined for `using` and `acquire`. */
+  site?: string = undefined;
   /** Its links in the service's chain of holds in progress. */
   prev?: ActiveHold;
   next?: ActiveHold;

@@ -51,6 +51,7 @@ export class ActiveHolds {
     hold.minHold = b.minHold;
     hold.mode = b.mode;
     hold.permits = b.permits;
+    hold.site = b.site;
     // Without renewals it still reports the lease's end, so the signal never outlives it.
     hold.watchdog = new Watchdog(hold, leaseTtl(b), b.maxHold, b.watchdog);
     hold.watchdog.start();

@@ -1,4 +1,5 @@
 import type { LockedOptions } from '../interfaces';
+import type { ClassSet } from '../lock-order/lock-class';
 import type { AcquireRequest, LockBackend, ReplicaAcks, Share } from '../core/lock-backend';
 import { RANGES, type ResolvedRedlockOptions } from '../options/redlock-options';
 
@@ -24,6 +25,10 @@ export interface Behaviour {
   permits: number;
   /** The engine's shared hold, if the call asks for one (read, or permits > 1). */
   share?: Share;
+  /** A decorated method's `Class.method` (its holds say where they were taken). */
+  site?: string;
+  /** A decorated method's lock classes, interned on its first call (lock-order checking). */
+  orderSet?: ClassSet;
 }
 
 /** A call's options over the module's, for the group `client` named `clientName`. @internal */

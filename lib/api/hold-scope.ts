@@ -1,4 +1,5 @@
 import type { LockContextInfo } from '../interfaces';
+import type { HeldChain } from '../lock-order/held-chain';
 import type { ActiveHold } from './active-hold';
 import type { HoldRecord, LockScope } from './lock-context';
 
@@ -18,6 +19,7 @@ export class HoldScope implements LockScope {
     readonly keys: readonly string[],
     readonly parent: LockScope | undefined,
     private readonly segment: number | undefined,
+    readonly chain: HeldChain | undefined,
   ) {
     this.record = hold;
   }

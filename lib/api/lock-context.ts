@@ -1,9 +1,12 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { LockContextInfo } from '../interfaces';
+import type { HeldChain } from '../lock-order/held-chain';
 
 /** A hold as seen by reentrant calls (see `ActiveHold`). @internal */
 export interface HoldRecord {
   active: boolean;
+  /** Where the hold was taken (`Class.method`), for reports; absent for `using`/`acquire`. */
+  readonly site?: string;
   /** A nested call comes in: the hold is not released before it ends. */
   enter(): void;
   /** A call in it ended: `done` at once, or after the release when it was the last one. */
@@ -23,6 +26,8 @@ export interface LockScope {
   readonly mode: 'read' | 'write';
   /** Permits of the key (1: exclusive, or read). */
   readonly permits: number;
+  /** The lock classes held in this scope and its parents (lock-order checking on). */
+  readonly chain?: HeldChain;
 }
 
 /**

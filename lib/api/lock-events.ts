@@ -3,6 +3,7 @@ import type { ModuleRef } from '@nestjs/core';
 import {
   LockBackendError,
   LockConfigError,
+  type LockOrderEdge,
   type LockLostError,
   LockNotAcquiredError,
 } from '../errors';
@@ -55,6 +56,17 @@ export interface LockErrorEvent extends LockEventBase {
 }
 
 /**
+ * What a `lockOrder` listener receives: a cycle of lock orders that can deadlock, once per cycle
+ * (with `lockOrder: 'warn'` or `'throw'`).
+ */
+export interface LockOrderEvent extends LockEventBase {
+  /** The cycle, starting with the edge that closed it (`keys` are that call's, if it was here). */
+  readonly cycle: readonly LockOrderEdge[];
+  /** The report the module logs: the edges and a "possible deadlock" table. */
+  readonly report: string;
+}
+
+/**
  * Events of `LockService` (`locks.on('acquired', listener)`), also emitted as Nest events
  * `nest-locked.<name>` when `@nestjs/event-emitter` is in the application.
  */
@@ -69,6 +81,8 @@ export interface LockServiceEvents {
   lost: (event: LockLostEvent) => void;
   /** Redis failed: an acquire (the call got a `LockBackendError`) or a release. */
   error: (event: LockErrorEvent) => void;
+  /** A cycle of lock orders was found (see the module's `lockOrder`). */
+  lockOrder: (event: LockOrderEvent) => void;
 }
 
 /** The name of a lock event. */
@@ -95,6 +109,7 @@ export const LOCK_NEST_EVENTS = Object.freeze({
   busy: 'nest-locked.busy',
   lost: 'nest-locked.lost',
   error: 'nest-locked.error',
+  lockOrder: 'nest-locked.lockOrder',
 } as const satisfies Record<LockEventName, string>);
 
 const NAMES = Object.keys(LOCK_NEST_EVENTS) as LockEventName[];
@@ -141,6 +156,7 @@ export class LockEvents {
   busy = false;
   lost = false;
   error = false;
+  lockOrder = false;
   private readonly local = new EventEmitter();
   private bus?: NestEventBus;
   private sink?: LockEventSink;

@@ -8,6 +8,8 @@ import type { LockBackendDefinition } from '../core/lock-backend-definition';
  * @internal
  */
 export abstract class LockGroups {
+  /** The names of the groups. */
+  abstract get names(): string[];
   /** The group's engine; a `LockConfigError` naming the configured groups if there is none. */
   abstract get(name: string): LockBackend;
   /**

@@ -1,8 +1,10 @@
+import { hostname } from 'node:os';
 import {
   type BeforeApplicationShutdown,
   Inject,
   Injectable,
   Logger,
+  type OnApplicationBootstrap,
   type OnModuleInit,
   Optional,
 } from '@nestjs/common';
@@ -36,6 +38,14 @@ import {
   type LockServiceEvents,
 } from './lock-events';
 import { LockGroups } from './lock-groups';
+import { callClassSet } from '../lock-order/call-classes';
+import { EdgeSharing } from '../lock-order/edge-sharing';
+import type { CallKind, HeldChain } from '../lock-order/held-chain';
+import { type FoundCycle, LockOrderChecker } from '../lock-order/lock-order-checker';
+import type { OrderEdgeStore } from '../lock-order/order-edge-store';
+import { publicEdges } from '../lock-order/order-report';
+import { type LocalHolder, LongWaits } from '../lock-order/long-waits';
+import { type LockOrderGraphView, orderGraphView } from '../lock-order/order-graph-view';
 import { LockTelemetry } from './lock-telemetry';
 
 /** Counters of a client group's waiting engine (see `LockService.stats`). */
@@ -67,6 +77,8 @@ export interface LockedMethod {
   readonly where: string;
   readonly render: KeyRenderer;
   readonly options: LockedOptions;
+  /** The lock classes of its templates (undefined for a key function): see `lock-order/`. */
+  readonly classes?: readonly string[];
 }
 
 /** A locked call in progress: what `runHeld` runs, and the promise it settles. */
@@ -78,9 +90,17 @@ interface HeldCall {
   readonly segment: number | undefined;
   /** Holds of the enclosing calls that this nested call re-entered: left when it ends. */
   readonly entered: readonly HoldRecord[];
+  /** The lock classes its context holds once it has its keys (lock-order checking on). */
+  readonly chain: HeldChain | undefined;
   readonly resolve: (value: unknown) => void;
   readonly reject: (reason: unknown) => void;
 }
+
+/** How often the lock-order edges other instances stored are read again, in ms. */
+const ORDER_REFRESH_MS = 5_000;
+/** How long startup waits for the first read of the stored lock-order edges, and shutdown for
+ * the last edges sent, in ms. */
+const ORDER_FIRST_READ_MS = 2_000;
 
 /** No hold re-entered (a call outside any locked call, or a segmented one). */
 const NONE: readonly HoldRecord[] = [];
@@ -101,7 +121,9 @@ const NONE: readonly HoldRecord[] = [];
  * @publicApi
  */
 @Injectable()
-export class LockService implements OnModuleInit, BeforeApplicationShutdown {
+export class LockService
+  implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown
+{
   private readonly logger = new Logger('nest-locked');
   /** Who observes lock events; every emission point reads its flag first. */
   private readonly events = new LockEvents((event, err) =>
@@ -114,6 +136,11 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
   /** Resolved options of decorated methods, per options object. */
   private readonly behaviours = new WeakMap<LockedOptions, Behaviour>();
   private readonly segmented: SegmentedStrategy;
+  /** Lock-order checking (`lockOrder`), absent when `'off'`. */
+  private readonly order?: LockOrderChecker;
+  private readonly sharing?: EdgeSharing;
+  /** Long waits named with their holder (`holderReportAfter`), absent when 0. */
+  private readonly longWaits?: LongWaits;
 
   constructor(
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedRedlockOptions,
@@ -121,6 +148,58 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     @Optional() private readonly moduleRef?: ModuleRef,
   ) {
     this.segmented = new SegmentedStrategy();
+    const instance = `${hostname()}:${process.pid}`;
+    if (options.holderReportAfter > 0) {
+      this.longWaits = new LongWaits(
+        options.holderReportAfter,
+        instance,
+        (backend, key) => this.holderOf(backend, key),
+        (message) => this.logger.warn(message),
+      );
+    }
+    if (options.lockOrder !== 'off') {
+      const sharing = new EdgeSharing(
+        (edges) => this.order?.merge(edges),
+        (message) => this.logger.warn(message),
+        ORDER_REFRESH_MS,
+      );
+      this.sharing = sharing;
+      this.order = new LockOrderChecker(
+        options.lockOrder,
+        instance,
+        (found) => this.cycleFound(found),
+        (group, store, edge) => sharing.send(group, store, edge),
+        (message) => this.logger.warn(message),
+      );
+    }
+  }
+
+  /**
+   * @internal Reads the lock-order edges other instances stored in the groups' backends (bounded:
+   * a store that does not answer is read again in the background).
+   */
+  async onApplicationBootstrap(): Promise<void> {
+    const groups = this.registry.names.map((name) => this.registry.get(name));
+    this.longWaits?.start(groups);
+    if (!this.sharing) return;
+    const stores: [string, OrderEdgeStore][] = [];
+    for (const group of groups) {
+      if (group.orderEdges) stores.push([group.name, group.orderEdges]);
+    }
+    await this.sharing.start(stores, ORDER_FIRST_READ_MS);
+  }
+
+  /**
+   * The lock-order cycles this service found (for `expectNoLockOrderCycles` of
+   * `nest-locked/testing`), oldest first. @internal
+   */
+  lockOrderCycles(): readonly FoundCycle[] {
+    return this.order?.cycles ?? [];
+  }
+
+  /** The lock-order graph this instance knows, for the lock board; none when `'off'`. @internal */
+  lockOrderGraph(): LockOrderGraphView | undefined {
+    return this.order && orderGraphView(this.order.graph, this.order.cycles);
   }
 
   /**
@@ -171,10 +250,10 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     if (this.tracing) {
       const client = options.client ?? DEFAULT_CLIENT;
       return this.tracing.traced('LockService.using', client, list, () =>
-        this.run(list, options, body, false, options.signal),
+        this.run(list, options, body, undefined, options.signal),
       );
     }
-    return this.run(list, options, body, false, options.signal);
+    return this.run(list, options, body, undefined, options.signal);
   }
 
   /**
@@ -198,8 +277,17 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
       return Promise.reject(err);
     }
     let acquired: Promise<Lease>;
+    const sorted = sortUnique(list);
     try {
-      acquired = b.client.acquire(sortUnique(list), acquireRequest(b, options.signal));
+      // A handle's hold is not in the async context (nothing nests in it), but it may be asked
+      // for inside a locked call: that nesting is an edge like any other.
+      if (this.order)
+        this.orderChain(LockContext.scope(), b, options, undefined, list, sorted, sorted);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    try {
+      acquired = b.client.acquire(sorted, acquireRequest(b, options.signal));
     } catch (err) {
       return Promise.reject(this.refused(err, b));
     }
@@ -273,19 +361,23 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     if (this.tracing) {
       const client = method.options.client ?? DEFAULT_CLIENT;
       return this.tracing.traced(method.where, client, keys, () =>
-        this.run(keys, method.options, fn, true),
+        this.run(keys, method.options, fn, method),
       );
     }
-    return this.run(keys, method.options, fn, true);
+    return this.run(keys, method.options, fn, method);
   }
 
   /** @internal */
   async beforeApplicationShutdown(): Promise<void> {
+    // Edges still being stored are given a moment: the next instance to start reads them.
+    const edgesStored = this.sharing?.stop(ORDER_FIRST_READ_MS);
+    this.longWaits?.stop();
     this.holds.shutdown();
     // Callers still waiting for a lock get a LockBackendError now instead of holding the
     // shutdown up until their waitTimeout.
     this.registry.abortWaits();
     await this.holds.endAll();
+    await edgesStored;
   }
 
   /**
@@ -302,10 +394,12 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
   }
 
   /** A decorated method passes the same options object at every call: resolved once. */
-  private behaviour(options: LockedOptions): Behaviour {
+  private behaviour(method: LockedMethod): Behaviour {
+    const { options } = method;
     let b = this.behaviours.get(options);
     if (!b) {
       b = this.resolveBehaviour(options, '@Locked');
+      b.site = method.where;
       this.behaviours.set(options, b);
     }
     return b;
@@ -330,12 +424,12 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     keys: string[],
     options: LockedOptions,
     fn: () => unknown,
-    decorated = false,
+    method?: LockedMethod,
     signal?: AbortSignal,
   ): Promise<never> {
     let running: Promise<never>;
     try {
-      running = this.routeLocked(keys, options, fn, decorated, signal);
+      running = this.routeLocked(keys, options, fn, method, signal);
     } catch (err) {
       running = Promise.reject(err);
     }
@@ -350,15 +444,18 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     keys: string[],
     options: LockedOptions,
     fn: () => unknown,
-    decorated: boolean,
+    method: LockedMethod | undefined,
     signal: AbortSignal | undefined,
   ): Promise<never> {
-    const b = decorated ? this.behaviour(options) : this.resolveBehaviour(options);
+    const b = method ? this.behaviour(method) : this.resolveBehaviour(options);
     const sorted = sortUnique(keys);
     const scope = LockContext.scope();
 
     if (b.segments !== undefined) {
       const base = sorted[0];
+      const chain = this.order && this.orderChain(scope, b, options, method, keys, sorted, sorted);
+      const runSlice = (hold: ActiveHold, taken: string[], segment: number) =>
+        this.runWith(hold, taken, b, fn, scope, segment, undefined, NONE, chain);
       const running = this.segmented.run({
         id: holdId(b.clientName, base),
         base,
@@ -369,7 +466,7 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
           const slice = [sliceKey(base, segment)];
           const hold = await this.takeSlice(slice, { ...b, waitTimeout: waitMs }, signal);
           if (typeof hold === 'number') return { busy: true, pttl: hold };
-          return { busy: false, value: await this.runWith(hold, slice, b, fn, scope, segment) };
+          return { busy: false, value: await runSlice(hold, slice, segment) };
         },
         queued: (segment) => b.client.queued(sliceKey(base, segment)),
         heldHere: (segment) => b.client.holds(sliceKey(base, segment)),
@@ -381,7 +478,7 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
               const segment = order[r.index];
               const hold = this.holds.start(r.lease, b);
               try {
-                const value = await this.runWith(hold, [keys[r.index]], b, fn, scope, segment);
+                const value = await runSlice(hold, [keys[r.index]], segment);
                 return { busy: false, value };
               } catch (err) {
                 if (err instanceof SegmentExhaustedError) {
@@ -397,14 +494,35 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
       }) as Promise<never>;
     }
     if (!scope) {
-      return this.runWith(undefined, sorted, b, fn, scope, undefined, signal) as Promise<never>;
+      const chain = this.order && this.orderChain(scope, b, options, method, keys, sorted, sorted);
+      const running = this.runWith(undefined, sorted, b, fn, scope, undefined, signal, NONE, chain);
+      return running as Promise<never>;
     }
     checkReentry(scope, sorted, b);
     // Keys this context already holds are not taken twice: the call enters their holds, which
     // are then released only once it has ended too (awaited or not). Every key held: it runs at
     // once, without a round trip.
     const { entered, needed } = reenter(scope, b.clientName, sorted);
-    const running = this.runWith(undefined, needed, b, fn, scope, undefined, signal, entered);
+    let chain: HeldChain | undefined;
+    if (this.order && needed.length > 0) {
+      try {
+        chain = this.orderChain(scope, b, options, method, keys, sorted, needed);
+      } catch (err) {
+        // Refused by the order check before any wait: it leaves the holds it entered.
+        return new Promise<never>((_, reject) => leaveAll(entered, () => reject(err)));
+      }
+    }
+    const running = this.runWith(
+      undefined,
+      needed,
+      b,
+      fn,
+      scope,
+      undefined,
+      signal,
+      entered,
+      chain,
+    );
     return running as Promise<never>;
   }
 
@@ -423,9 +541,10 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
     segment?: number,
     signal?: AbortSignal,
     entered = NONE,
+    chain?: HeldChain,
   ): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      const call: HeldCall = { needed, b, fn, parent, segment, entered, resolve, reject };
+      const call: HeldCall = { needed, b, fn, parent, segment, entered, chain, resolve, reject };
       if (given || needed.length === 0) return this.runHeld(given, call);
       let acquiring: Promise<Lease>;
       try {
@@ -456,7 +575,7 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
   private runHeld(hold: ActiveHold | undefined, call: HeldCall): void {
     const { b, resolve, reject, entered } = call;
     const scope = hold
-      ? new HoldScope(hold, b.clientName, call.needed, call.parent, call.segment)
+      ? new HoldScope(hold, b.clientName, call.needed, call.parent, call.segment, call.chain)
       : (call.parent as LockScope);
     let result: unknown;
     try {
@@ -473,6 +592,96 @@ export class LockService implements OnModuleInit, BeforeApplicationShutdown {
       (value) => endCall(hold, entered, () => resolve(value)),
       (err: unknown) => endCall(hold, entered, () => reject(err)),
     );
+  }
+
+  /**
+   * The lock classes the call's context holds once it has taken `needed` (of `sorted`, rendered
+   * as `keys`): looked up by identity once the pair was seen (the steady state), checked against
+   * the order graph the first time.
+   * @throws LockOrderError with `lockOrder: 'throw'`, for a call that would close a cycle
+   */
+  private orderChain(
+    scope: LockScope | undefined,
+    b: Behaviour,
+    options: LockedOptions,
+    method: LockedMethod | undefined,
+    keys: readonly string[],
+    sorted: readonly string[],
+    needed: readonly string[],
+  ): HeldChain {
+    const order = this.order as LockOrderChecker;
+    let held = order.root;
+    let holder: LockScope | undefined;
+    for (let s = scope; s; s = s.parent) {
+      // The innermost hold still in force: a context can outlive its holds (a timer set inside).
+      if (s.record.active) {
+        held = s.chain ?? held;
+        holder = s;
+        break;
+      }
+    }
+    const templates = method?.classes;
+    // A method's templates are one class set whatever its arguments: found once, kept.
+    const set =
+      needed.length === sorted.length && templates
+        ? (b.orderSet ??= callClassSet(
+            order.classes,
+            b.clientName,
+            options,
+            keys,
+            templates,
+            sorted,
+          ))
+        : callClassSet(order.classes, b.clientName, options, keys, templates, needed);
+    if (!set) {
+      order.rawClassesFull();
+      return held;
+    }
+    const kind: CallKind =
+      b.waitTimeout === 0 && b.segments === undefined
+        ? 'tries'
+        : options.nestedInOrder
+          ? 'declared'
+          : 'waits';
+    return (
+      held.next(set, kind) ??
+      order.enter({
+        held,
+        set,
+        kind,
+        site: method?.where,
+        heldAt: holder?.record.site,
+        keys: needed,
+        group: b.clientName,
+        store: b.client.orderEdges,
+      })
+    );
+  }
+
+  /** The hold of this process on `key` of `backend`, if any (for a long wait's report). */
+  private holderOf(backend: LockBackend, key: string): LocalHolder | undefined {
+    for (const hold of this.holds) {
+      if (hold.client === backend && hold.active && hold.lease.keys.includes(key)) {
+        return {
+          site: hold.site ?? 'LockService.using/acquire',
+          acquiredAt: hold.lease.acquiredAt,
+        };
+      }
+    }
+    return undefined;
+  }
+
+  /** A lock-order cycle, once: logged, told to `lockOrder` listeners. */
+  private cycleFound(found: FoundCycle): void {
+    this.logger.warn(found.report);
+    if (this.events.lockOrder && this.events.wants('lockOrder')) {
+      this.events.emit('lockOrder', {
+        keys: found.keys,
+        client: found.group,
+        cycle: publicEdges(found.cycle),
+        report: found.report,
+      });
+    }
   }
 
   /** An acquire that failed: told to the `busy` / `error` listeners, and the error to throw. */

@@ -6,6 +6,7 @@ import type { LockedOptions } from '../interfaces';
 import { compileKeySource, type KeySource } from '../keys';
 import type { CheckedKeys, PlaceholderProblems } from '../keys/template-check';
 import { LockService, type LockedMethod } from './lock.service';
+import { templateClasses } from '../lock-order/call-classes';
 import { validateBehaviour } from '../options/redlock-options';
 import { LOCK_SERVICE_PROPERTY, LOCKED_METADATA } from '../redlock.constants';
 import {
@@ -163,6 +164,7 @@ export function Locked(
       where,
       render: compileKeySource(keys, original, where),
       options: Object.freeze({ ...options }),
+      classes: templateClasses(keys),
     });
 
     // A Proxy keeps name, length and own properties; Nest reads route, cron and other metadata

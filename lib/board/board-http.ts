@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { lockOrderGraph } from './lock-order-route';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as path from 'node:path';
 import { LockConfigError } from '../errors';
@@ -14,6 +15,7 @@ import type { LockBoardService } from './lock-board.service';
 const ASSETS: Record<string, { file: string; vendor?: string; type: string }> = {
   'board.mjs': { file: 'board.mjs', type: 'text/javascript; charset=utf-8' },
   'board.css': { file: 'board.css', type: 'text/css; charset=utf-8' },
+  'lock-order-panel.mjs': { file: 'lock-order-panel.mjs', type: 'text/javascript; charset=utf-8' },
   'uPlot.mjs': {
     file: 'uPlot.mjs',
     vendor: 'uplot/dist/uPlot.esm.js',
@@ -176,6 +178,7 @@ export class BoardHttp {
       return page ? this.send(res, 200, page) : this.send(res, 404, { message: 'No such group.' });
     }
     if (route === '/api/stream') return this.stream(req, res, query);
+    if (route === '/api/lock-order') return this.send(res, 200, lockOrderGraph(this.board.locks));
     this.send(res, 404, { message: 'Not found.' });
   }
 

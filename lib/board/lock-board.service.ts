@@ -84,7 +84,7 @@ export class LockBoardService {
 
   constructor(
     readonly options: ResolvedLockBoardOptions,
-    locks: LockService,
+    readonly locks: LockService,
     registry: LockGroupRegistry,
   ) {
     this.recorder = new BoardRecorder(locks, options.instance);

@@ -1,5 +1,6 @@
 import type { BoardSource } from './board-source';
 import type { Lease, Share } from './lease';
+import type { OrderEdgeStore } from '../lock-order/order-edge-store';
 
 export type { Lease } from './lease';
 
@@ -216,6 +217,11 @@ export interface LockBackend<L extends Lease = Lease> {
    * the server's state cannot be read.
    */
   boardSource?(): BoardSource | undefined;
+  /**
+   * Where the group's instances share their lock-order edges (see `lock-order/`), for a backend
+   * that can store them; without it each instance checks its own edges only.
+   */
+  readonly orderEdges?: OrderEdgeStore;
   /** Closes what the backend opened (never a pool or client the user passed in). */
   close(): Promise<void>;
 }

@@ -51,3 +51,11 @@ export const LOCK_LOST = (keys: readonly string[], reason: string) => {
 export const ALL_SEGMENTS_EXHAUSTED = (keys: readonly string[], segments: number) =>
   `No segment of ${quotedList(keys)} can serve the call: all ${segments} slices are exhausted. ` +
   `Replenish them (LockService.resetSegments makes them usable at once).`;
+
+export const LOCK_ORDER_REFUSED = (keys: readonly string[], report: string) =>
+  `Lock ${quotedList(keys)} was not taken (lockOrder: 'throw'): taking it here closes a cycle of ` +
+  `lock orders that can deadlock.\n${report}`;
+
+export const SERVER_DEADLOCK = (keys: readonly string[], report: string) =>
+  `Lock ${quotedList(keys)}: the database server found a deadlock and chose this call as its ` +
+  `victim. Take these locks in one order everywhere, or in one multi-key call.\n${report}`;

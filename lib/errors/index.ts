@@ -6,3 +6,4 @@ export * from './lock-key.error';
 export * from './lock-config.error';
 export * from './segment-exhausted.error';
 export * from './all-segments-exhausted.error';
+export * from './lock-order.error';

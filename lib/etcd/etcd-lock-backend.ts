@@ -1,4 +1,6 @@
 import { performance } from 'node:perf_hooks';
+import type { OrderEdgeStore } from '../lock-order/order-edge-store';
+import { EtcdOrderEdges } from './etcd-order-edges';
 import type { Etcd3, ITxnResponse } from 'etcd3';
 import { LockBackendError, LockNotAcquiredError } from '../errors';
 import { DeadlineTimer } from '../core/deadline-timer';
@@ -81,6 +83,8 @@ export interface EtcdLockBackendConfig {
  */
 export class EtcdLockBackend extends SessionBackend<Held, EtcdWait> implements SessionListener {
   readonly name: string;
+  /** Where the group's instances share their lock-order edges. */
+  readonly orderEdges: OrderEdgeStore;
   /** The entries of this process into lines, in the order they were asked. */
   private readonly order = new EntryOrder<Entry>((entry) => BigInt(entry.revision));
   /** The keys of this process in etcd, and their deletion. */
@@ -113,6 +117,7 @@ export class EtcdLockBackend extends SessionBackend<Held, EtcdWait> implements S
     this.waits = new LineWaits(client, this.stats, this.keys);
     this.errors = new EtcdErrors(config.hosts.join(', ') || 'the endpoints of your client');
     this.leaseLeft = new EtcdLeaseLeft(client, config.commandTimeout);
+    this.orderEdges = new EtcdOrderEdges(client, config.keyPrefix);
   }
 
   /** The lock board's reads and force release on this group (`nest-locked/board` only). */

@@ -54,6 +54,22 @@ export interface LockedOptions extends LockBehaviourOptions {
    * @default 1
    */
   permits?: number;
+  /**
+   * The lock class of the call's keys, for lock-order checking (`lockOrder`), when they are not
+   * rendered from a template: `LockService.using('account:' + id, fn, { lockClass:
+   * 'account:{id}' })`. One class for every key, or one per key in the order given. Without
+   * it, the class of a template's key is its template (`account:{id}`: every account one class),
+   * and of a raw key (or a key function's) the key itself.
+   */
+  lockClass?: string | readonly string[];
+  /**
+   * Declares that this call, nested inside a hold of its own lock class (`account:{a}` inside
+   * `account:{b}`), always comes in one fixed order (ascending ids...), so lock-order checking
+   * does not report the nesting. Taking both keys in one call (`['account:{a}',
+   * 'account:{b}']`, sorted) needs no declaration.
+   * @default false
+   */
+  nestedInOrder?: boolean;
 }
 
 /**

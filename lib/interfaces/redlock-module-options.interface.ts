@@ -183,6 +183,26 @@ export interface RedlockModuleOptions extends LockBehaviourOptions {
    * @default 'auto'
    */
   telemetry?: boolean | 'auto';
+  /**
+   * Lock-order checking (see the README, "Lock order"): while a call holds locks of some classes
+   * (a class is a key template and a mode: `account:{id}` exclusive), a nested call that may wait
+   * for another class adds "held -> asked for" to a graph shared by the group's instances
+   * (through Redis and etcd; the instance's own graph on other backends). The first nesting
+   * that closes a cycle (A inside B here, B inside A anywhere) is a deadlock waiting to happen:
+   * `'warn'` logs it once per cycle, with where each order was first seen, and emits `lockOrder`;
+   * `'throw'` also fails that acquire with `LockOrderError` before it waits (nothing locked);
+   * `'off'` checks nothing. Each chain of held classes is checked once, so the steady state
+   * costs a map lookup and no round trip.
+   * @default 'warn'
+   */
+  lockOrder?: 'off' | 'warn' | 'throw';
+  /**
+   * A caller still waiting for a lock after this many ms logs, once per wait, who holds it and
+   * for how long when this instance holds it (the method or caller that took it), as
+   * go-deadlock does. `0` turns it off.
+   * @default 10_000
+   */
+  holderReportAfter?: number;
 }
 
 /** Extras of `forRoot`/`forRootAsync` that do not reach the options provider. */

@@ -37,6 +37,10 @@ export const EXPECTED = {
   keyPrefix: 'a string',
   interceptor: 'a boolean',
   telemetry: "true, false or 'auto'",
+  lockOrder: "'off', 'warn' or 'throw'",
+  lockClass: "a class name ('account:{id}') or an array of them, one per key",
+  nestedInOrder: 'a boolean',
+  holderReportAfter: 'a number of ms (0 is off)',
   clients: (instance: boolean) =>
     'an array of Redis nodes or a record of named groups' +
     (instance

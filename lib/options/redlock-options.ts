@@ -69,6 +69,8 @@ const LOCKED_KEYS = Object.keys({
   minHold: true,
   mode: true,
   permits: true,
+  lockClass: true,
+  nestedInOrder: true,
 } satisfies Record<keyof LockedOptions, true>);
 const CALL_KEYS = [
   ...LOCKED_KEYS,
@@ -90,6 +92,8 @@ export const MODULE_KEYS = Object.keys({
   localHandoffs: true,
   commandTimeout: true,
   telemetry: true,
+  lockOrder: true,
+  holderReportAfter: true,
 } satisfies Record<keyof RedlockModuleOptions, true>);
 const EXTRA_KEYS = Object.keys({ isGlobal: true } satisfies Record<
   keyof RedlockModuleExtras,
@@ -137,6 +141,7 @@ export const RANGES = {
   localHandoffs: { integer: true, min: 0 },
   commandTimeout: { ms: true, min: 1, max: MAX_TIMER_MS },
   port: { integer: true, noun: 'a port number', min: 1, max: 65535 },
+  holderReportAfter: { ms: true, min: 0, minMeans: 'off', max: MAX_TIMER_MS },
 } as const satisfies Record<string, NumberRange>;
 
 /** Fails with the range's own "expected ..." unless `value` is in it. */
@@ -246,7 +251,17 @@ export function validateBehaviour(
   checkShape(options, where);
   const f = (name: string) => fieldOf(where, name);
   checkBehaviour(options, f);
-  const { segments, client, onBusy, signal, minHold, mode, permits } = options as LockCallOptions;
+  const { segments, client, onBusy, signal, minHold, mode, permits, lockClass, nestedInOrder } =
+    options as LockCallOptions;
+  const isClass = (c: unknown) => typeof c === 'string' && c !== '';
+  if (
+    lockClass !== undefined &&
+    !isClass(lockClass) &&
+    !(Array.isArray(lockClass) && lockClass.length > 0 && lockClass.every(isClass))
+  )
+    fail(f('lockClass'), lockClass, EXPECTED.lockClass);
+  if (nestedInOrder !== undefined && typeof nestedInOrder !== 'boolean')
+    fail(f('nestedInOrder'), nestedInOrder, EXPECTED.nestedInOrder);
   if (segments !== undefined) checkRange(f('segments'), segments, RANGES.segments);
   if (onBusy !== undefined && onBusy !== 'throw' && onBusy !== 'skip')
     fail(f('onBusy'), onBusy, EXPECTED.onBusy);
@@ -309,6 +324,9 @@ export function resolveRedlockOptions(
   if (typeof o.interceptor !== 'boolean') fail('interceptor', o.interceptor, EXPECTED.interceptor);
   if (typeof o.telemetry !== 'boolean' && o.telemetry !== 'auto')
     fail('telemetry', o.telemetry, EXPECTED.telemetry);
+  if (!['off', 'warn', 'throw'].includes(o.lockOrder as string))
+    fail('lockOrder', o.lockOrder, EXPECTED.lockOrder);
+  checkRange('holderReportAfter', o.holderReportAfter, RANGES.holderReportAfter);
 
   const { groups, backends } = resolveGroups(given, backend, named);
   return Object.freeze({

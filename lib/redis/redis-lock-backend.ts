@@ -1,4 +1,6 @@
 import { setMaxListeners } from 'node:events';
+import type { OrderEdgeStore } from '../lock-order/order-edge-store';
+import { RedisOrderEdges } from './redis-order-edges';
 import { performance } from 'node:perf_hooks';
 import NodeRedlock from 'redlock';
 import type { Redlock } from '../interfaces/redlock.interface';
@@ -85,6 +87,8 @@ export interface RedisBackendSettings {
 export class RedisLockBackend implements LockBackend<RedisLease> {
   readonly stats: LockCounts = noCounts();
   readonly notifier: LockNotifier;
+  /** Where the group's instances share their lock-order edges. */
+  readonly orderEdges: OrderEdgeStore;
   private readonly space: KeySpace;
   private readonly runner: ScriptRunner;
   private readonly protocol: LockProtocol;
@@ -155,6 +159,7 @@ export class RedisLockBackend implements LockBackend<RedisLease> {
     this.keysWait = keysWaitContext(core);
     this.shared = new SharedHolds(sharedHoldsEngine(core, this.keysWait));
     this.handoffs = new LocalHandoffs(handoffEngine(core));
+    this.orderEdges = new RedisOrderEdges(nodes, settings.keyPrefix);
   }
 
   /** The prefix of every token of this group in this process (what its grant channel is named by). */

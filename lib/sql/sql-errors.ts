@@ -8,6 +8,7 @@ import {
 } from './sql.messages';
 import { SqlTimeoutError } from './sql-timeout';
 import { DescribedFailure, type FailureKind } from '../errors/failure-hint';
+import { LockOrderError } from '../errors/lock-order.error';
 
 /** Where a backend connects, for messages (never a password). @internal */
 export interface SqlTarget {
@@ -75,4 +76,31 @@ export function isSqlConfigError(codes: SqlErrorCodes, error: unknown): boolean 
     code !== undefined &&
     [...codes.auth, ...codes.unknownDatabase, ...codes.denied, ...HOST_UNKNOWN].includes(code)
   );
+}
+
+/**
+ * The server's own deadlock detector chose this session as its victim: PostgreSQL `40P01`,
+ * MySQL/MariaDB `ER_LOCK_DEADLOCK` (1213) and MySQL's `ER_USER_LOCK_DEADLOCK` (3058, among
+ * `GET_LOCK` names).
+ */
+const DEADLOCK_CODES = ['40P01', 'ER_LOCK_DEADLOCK', 'ER_USER_LOCK_DEADLOCK'];
+
+/**
+ * A deadlock the server detected, as the `LockOrderError` lock-order checking throws, with the
+ * cycle as the server reports it (PostgreSQL's `detail` names each process, what it waits for and
+ * who blocks it); undefined for any other error.
+ * @internal
+ */
+export function serverDeadlock(
+  keys: readonly string[],
+  error: unknown,
+): LockOrderError | undefined {
+  const code = codeOf(error);
+  if (code === undefined || !DEADLOCK_CODES.includes(code)) return undefined;
+  const detail = (error as { detail?: unknown }).detail;
+  const report =
+    typeof detail === 'string' && detail !== ''
+      ? `${messageOf(error)}\n${detail}`
+      : messageOf(error);
+  return new LockOrderError(keys, [], report, 'server', error);
 }

@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { serverDeadlock } from './sql-errors';
 import type { LoggerService } from '@nestjs/common';
 import type { BoardSource } from '../core/board-source';
 import { LockBackendError, LockConfigError, LockError, LockNotAcquiredError } from '../errors';
@@ -367,6 +368,8 @@ export class SqlLockBackend<S extends SqlSession> extends SessionBackend<SqlHold
   ): unknown {
     if (wait.aborted !== undefined && err === wait.aborted) return err;
     if (err instanceof LockError) return err;
+    const deadlock = serverDeadlock(keys, err);
+    if (deadlock) return deadlock;
     if (err instanceof SqlTimeoutError && err.what === 'a connection' && this.dialect.saturated()) {
       // Every connection of the pool holds or waits for a lock: contention, not an outage.
       return new LockNotAcquiredError(keys, performance.now() - startedAt, ttl);

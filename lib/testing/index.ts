@@ -1,4 +1,5 @@
 export { RedlockTestingModule } from './redlock-testing.module';
+export { expectNoLockOrderCycles } from './expect-no-lock-order-cycles';
 export type { RedlockTestingModuleOptions } from './redlock-testing.options';
 export {
   RedlockTestingController,

@@ -22,3 +22,7 @@ export const TESTING_NOTHING_TO_LOSE = (key: string) =>
   `RedlockTestingController.lose(${JSON.stringify(key)}): nobody holds this lock right now, so ` +
   `there is nothing to lose. Call it while the locked call runs (a segmented call holds a ` +
   `slice, "<key>:seg:<n>": LockContext.current().keys names it).`;
+
+export const LOCK_ORDER_CYCLES_FOUND = (reports: readonly string[]) =>
+  `expectNoLockOrderCycles: ${reports.length} lock-order cycle(s) found, each a deadlock ` +
+  `waiting to happen:\n\n${reports.join('\n\n')}`;

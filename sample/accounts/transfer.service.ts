@@ -4,6 +4,7 @@ import { SAMPLE_CONFIG, type SampleConfig } from '../config/sample.config';
 import { DatabaseService } from '../database/database.service';
 import { type Account, AccountsRepository } from './accounts.repository';
 import { InsufficientFundsException } from './insufficient-funds.exception';
+import { LedgerService, today } from './ledger.service';
 
 export interface TransferResult {
   readonly from: Account;
@@ -20,6 +21,7 @@ export class TransferService {
     private readonly accounts: AccountsRepository,
     private readonly database: DatabaseService,
     @Inject(SAMPLE_CONFIG) private readonly config: SampleConfig,
+    private readonly ledger: LedgerService,
   ) {}
 
   /**
@@ -43,6 +45,9 @@ export class TransferService {
       throw new InsufficientFundsException(from, source.balance, amount);
     }
     this.accounts.move(source, target, amount, this.config.instance);
+    // The inversion the demo shows (SAMPLE_LOCK_INVERSION=on): ledger inside the accounts here,
+    // accounts inside the ledger in LedgerService.close.
+    if (this.config.lockInversion) await this.ledger.post(today(), from, to, amount);
     return {
       from: this.accounts.find(from)!,
       to: this.accounts.find(to)!,

@@ -39,6 +39,12 @@ export interface SampleConfig {
    * (`sample/products/chaos-hook.ts`). Unset: nothing is sent.
    */
   readonly chaosUrl?: string;
+  /**
+   * `SAMPLE_LOCK_INVERSION=on`: a transfer also posts to the day's ledger while it holds the
+   * accounts, the opposite order of the ledger's close, which holds the day and audits each
+   * account: a real lock-order inversion for `npm run demo -- --inversion` to show the warning of.
+   */
+  readonly lockInversion: boolean;
   /** `SAMPLE_LOG`: comma-separated Nest log levels (`log,warn,error` by default). */
   readonly logLevels: LogLevel[];
   /**
@@ -122,5 +128,6 @@ export function loadSampleConfig(env: Env = process.env): SampleConfig {
     gatewayLimit: int(env, 'SAMPLE_GATEWAY_LIMIT', 3, 1, 1_000),
     gatewayLatencyMs: int(env, 'SAMPLE_GATEWAY_LATENCY_MS', 20, 0, 10_000),
     boardPassword: env.SAMPLE_BOARD_PASSWORD || 'locks',
+    lockInversion: env.SAMPLE_LOCK_INVERSION === 'on',
   });
 }

@@ -11,6 +11,7 @@ import {
   LockContext,
   Locked,
   type LockErrorEvent,
+  type LockOrderEvent,
   type LockEventName,
   type LockLostEvent,
   LockNotAcquiredError,
@@ -85,6 +86,7 @@ function record(locks: LockService) {
     busy: (e: LockBusyEvent) => seen.push(['busy', e]),
     lost: (e: LockLostEvent) => seen.push(['lost', e]),
     error: (e: LockErrorEvent) => seen.push(['error', e]),
+    lockOrder: (e: LockOrderEvent) => seen.push(['lockOrder', e]),
   };
   for (const [event, listener] of Object.entries(listeners)) {
     locks.on(event as 'acquired', listener as (e: LockAcquiredEvent) => void);

@@ -96,7 +96,7 @@ describe('unknown per-call option keys', () => {
     expectConfigError(
       error,
       'LockService.using options.colour',
-      /^Unknown option "colour" in LockService\.using options; valid options are "client", "ttl", "watchdog", "maxHold", "waitTimeout", "replicaAcks", "replicaAckTimeout", "segments", "onBusy", "minHold", "mode", "permits", "signal"\.$/,
+      /^Unknown option "colour" in LockService\.using options; valid options are "client", "ttl", "watchdog", "maxHold", "waitTimeout", "replicaAcks", "replicaAckTimeout", "segments", "onBusy", "minHold", "mode", "permits", "lockClass", "nestedInOrder", "signal"\.$/,
     );
   });
 
@@ -126,6 +126,8 @@ describe('unknown per-call option keys', () => {
       replicaAckTimeout: 500,
       mode: 'write',
       permits: 1,
+      lockClass: 'order:{id}',
+      nestedInOrder: true,
       signal: new AbortController().signal,
     } satisfies Required<LockCallOptions>;
     expect(await using(options)).toBe(REACHED);

@@ -1,6 +1,7 @@
 /* global document, window, location, EventSource, URLSearchParams, fetch, setTimeout, clearTimeout */
 // The lock board's page: one EventSource per view, rendered with plain DOM; charts by uPlot.
 import uPlot from './uPlot.mjs';
+import { mountLockOrderPanel } from './lock-order-panel.mjs';
 
 const view = document.getElementById('view');
 const status = document.getElementById('status');
@@ -204,7 +205,9 @@ function skeletonOverview() {
     <section class="panel wide" aria-labelledby="h-hot" id="hot"><h2 id="h-hot">Hot keys (last 5 minutes)</h2>${chartBlock()}<div id="hotkeys"></div></section>
     <section class="panel" aria-labelledby="h-inst"><h2 id="h-inst">Instances</h2><div id="instances"></div></section>
     <section class="panel" aria-labelledby="h-nodes"><h2 id="h-nodes">Nodes</h2><div id="nodes"></div></section>
+    <section class="panel wide" id="lock-order"></section>
   </div>`;
+  mountLockOrderPanel(document.getElementById('lock-order'));
   let typing;
   document.getElementById('q').addEventListener('input', (e) => {
     clearTimeout(typing);
