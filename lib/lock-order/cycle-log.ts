@@ -1,4 +1,4 @@
-import type { FoundCycle } from './lock-order-checker';
+import type { FoundCycle } from './order-report';
 
 /** At most this many cycles are kept for `expectNoLockOrderCycles()` without an argument. */
 const KEPT = 100;

@@ -6,18 +6,9 @@ import { type ClassSet, type LockClass, LockClasses, RAW_CLASS_LIMIT } from './l
 import { RAW_CLASSES_FULL } from './lock-order.messages';
 import type { OrderEdgeStore, StoredLockClass, StoredOrderEdge } from './order-edge-store';
 import { type OrderEdge, OrderGraph } from './order-graph';
-import { cycleKey, cycleReport, publicEdges } from './order-report';
+import { cycleKey, cycleReport, type FoundCycle, publicEdges } from './order-report';
 
-/** A cycle found, as the checker hands it to whoever reports it. @internal */
-export interface FoundCycle {
-  /** Its edges, the one that closed it first. */
-  readonly cycle: readonly OrderEdge[];
-  readonly report: string;
-  /** The keys of the call that closed it (none when another instance's edge did). */
-  readonly keys: readonly string[];
-  /** The group of the call that closed it (or of the store the closing edge came from). */
-  readonly group: string;
-}
+export type { FoundCycle } from './order-report';
 
 /** What one acquire asks of the checker. @internal */
 export interface OrderedCall {

@@ -1,5 +1,5 @@
 import type { LockOrderEdge } from '../errors/lock-order.error';
-import type { FoundCycle } from './lock-order-checker';
+import type { FoundCycle } from './order-report';
 import type { OrderGraph } from './order-graph';
 import { publicEdges } from './order-report';
 

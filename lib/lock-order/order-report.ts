@@ -52,3 +52,14 @@ export const cycleKey = (cycle: readonly OrderEdge[]): string =>
     .map((e) => `${e.from.id}>${e.to.id}`)
     .sort()
     .join(',');
+
+/** A cycle found, as the checker hands it to whoever reports it. @internal */
+export interface FoundCycle {
+  /** Its edges, the one that closed it first. */
+  readonly cycle: readonly OrderEdge[];
+  readonly report: string;
+  /** The keys of the call that closed it (none when another instance's edge did). */
+  readonly keys: readonly string[];
+  /** The group of the call that closed it (or of the store the closing edge came from). */
+  readonly group: string;
+}

@@ -121,25 +121,6 @@ export class LockGroupRegistry implements LockGroups, OnModuleInit, OnApplicatio
     return this.groups;
   }
 
-  /**
-   * Every Redis group's backend, by name: what the lock board reads of Redis until it reads
-   * every backend through a source of its own.
-   */
-  redisBackends(): ReadonlyMap<string, RedisLockBackend> {
-    const redis = new Map<string, RedisLockBackend>();
-    for (const [name, group] of this.groups) {
-      if (group.kind === 'redis') redis.set(name, group.backend as RedisLockBackend);
-    }
-    return redis;
-  }
-
-  /** Every group that is not Redis: its backend and kind (for the lock board). */
-  backends(): ReadonlyMap<string, LockGroup> {
-    const others = new Map<string, LockGroup>();
-    for (const [name, group] of this.groups) if (group.kind !== 'redis') others.set(name, group);
-    return others;
-  }
-
   /** The definition a group was built by (what it supports, its kind); undefined if unknown. */
   definition(name: string): LockBackendDefinition | undefined {
     return this.groups.get(name)?.definition;
