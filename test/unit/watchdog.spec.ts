@@ -107,6 +107,31 @@ describe('Watchdog', () => {
       expect(lease.validUntil).toBeGreaterThan(time.now());
     });
 
+    it('never shortens a lease its holder extended past ttl (handle.extend): renews once it is down to the usual', async () => {
+      const r = renewing();
+      const lease = leaseFor();
+      const shortened: number[] = [];
+      r.extend.mockImplementation(async (l: WatchedLease, ttl: number) => {
+        const before = (l as TestLease).validUntil;
+        (l as TestLease).validUntil = leases.validUntil(time.now(), ttl);
+        if ((l as TestLease).validUntil < before) shortened.push(time.now());
+        r.at.push(time.now());
+        return true;
+      });
+      const { lost } = watch(r, lease);
+      await advance(500);
+      // The holder extends to 30 s (what `extend(30_000)` on its handle does to the lease).
+      lease.validUntil = leases.validUntil(time.now(), 30_000);
+      await advance(40_000);
+      expect(shortened).toEqual([]);
+      expect(lost).toEqual([]);
+      // The first renewal comes once the extension is down to what a renewal gives (2/3 ttl
+      // left, as usual), and every ttl / 3 after it.
+      expect(r.at[0]).toBeGreaterThan(500 + 30_000 - TTL);
+      expect(r.at[0]).toBeLessThanOrEqual(500 + 30_000);
+      expect(lease.validUntil).toBeGreaterThan(time.now());
+    });
+
     it('1,000 due at once wake 256 per timer, 1 ms apart, and all renew', async () => {
       const r = renewing();
       const leases1k = Array.from({ length: 1_000 }, () => leaseFor());
