@@ -260,6 +260,13 @@ export class Watchdog implements LeaseEndListener {
     if (this.untilExpiry(now) <= 0) return this.lose('expired');
     if (!this.renews) return this.schedule(this.untilExpiry(now), now);
     const next = Math.min(this.ttl, Math.ceil(left));
+    // Its holder extended it past what a renewal gives (`extend(ms)` on its handle): renewing
+    // now would shorten it. Wait until it is down to the usual (ttl - ttl / 3 left). A renewal
+    // capped by maxHold does shorten it, on purpose: the lease ends at maxHold.
+    const longer = this.untilExpiry(now) - next;
+    if (next === this.ttl && longer > 0) {
+      return this.schedule(longer + this.untilNextRenewal(next), now);
+    }
     this.renewing = true;
     // Wakes at the local expiry if the renewal has not answered by then.
     this.schedule(this.untilExpiry(now), now);
