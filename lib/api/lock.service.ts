@@ -42,7 +42,7 @@ import { callClassSet } from '../lock-order/call-classes';
 import { EdgeSharing } from '../lock-order/edge-sharing';
 import type { CallKind, HeldChain } from '../lock-order/held-chain';
 import { type FoundCycle, LockOrderChecker } from '../lock-order/lock-order-checker';
-import type { OrderEdgeStore } from '../lock-order/order-edge-store';
+import type { OrderEdgeStore } from '../core/order-edge-store';
 import { publicEdges } from '../lock-order/order-report';
 import { type LocalHolder, LongWaits } from '../lock-order/long-waits';
 import { type LockOrderGraphView, orderGraphView } from '../lock-order/order-graph-view';

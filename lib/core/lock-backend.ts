@@ -1,6 +1,6 @@
 import type { BoardSource } from './board-source';
 import type { Lease, Share } from './lease';
-import type { OrderEdgeStore } from '../lock-order/order-edge-store';
+import type { OrderEdgeStore } from './order-edge-store';
 
 export type { Lease } from './lease';
 

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { OrderEdgeStore } from '../lock-order/order-edge-store';
+import type { OrderEdgeStore } from '../core/order-edge-store';
 import { EtcdOrderEdges } from './etcd-order-edges';
 import type { Etcd3, ITxnResponse } from 'etcd3';
 import { LockBackendError, LockNotAcquiredError } from '../errors';

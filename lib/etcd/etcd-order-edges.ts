@@ -1,6 +1,6 @@
 import type { Etcd3 } from 'etcd3';
-import type { OrderEdgeStore, StoredOrderEdge } from '../lock-order/order-edge-store';
-import { parseStoredEdge, storedEdgeField } from '../lock-order/order-edge-store';
+import type { OrderEdgeStore, StoredOrderEdge } from '../core/order-edge-store';
+import { parseStoredEdge, storedEdgeField } from '../core/order-edge-store';
 import { prefixEnd } from './etcd-names';
 
 /**

@@ -1,5 +1,5 @@
 import { ORDER_STORE_FAILED } from './lock-order.messages';
-import { type OrderEdgeStore, type StoredOrderEdge, storedEdgeField } from './order-edge-store';
+import { type OrderEdgeStore, type StoredOrderEdge, storedEdgeField } from '../core/order-edge-store';
 
 /**
  * Shares this instance's lock-order edges through the stores of its groups' backends, and reads

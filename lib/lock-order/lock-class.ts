@@ -1,8 +1,6 @@
-/**
- * How a lock is held, as the order check sees it: two holds of one key template in different
- * modes are different classes (a read inside a read cannot deadlock as a write inside a write).
- */
-export type LockClassMode = 'exclusive' | 'read' | 'permits';
+import type { LockClassMode } from '../core/order-edge-store';
+
+export type { LockClassMode } from '../core/order-edge-store';
 
 /**
  * A lock class (lockdep's term): every lock that is logically the same, here a key template in

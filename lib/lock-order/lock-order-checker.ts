@@ -4,7 +4,7 @@ import { logCycle } from './cycle-log';
 import { type CallKind, HeldChain } from './held-chain';
 import { type ClassSet, type LockClass, LockClasses, RAW_CLASS_LIMIT } from './lock-class';
 import { RAW_CLASSES_FULL } from './lock-order.messages';
-import type { OrderEdgeStore, StoredLockClass, StoredOrderEdge } from './order-edge-store';
+import type { OrderEdgeStore, StoredLockClass, StoredOrderEdge } from '../core/order-edge-store';
 import { type OrderEdge, OrderGraph } from './order-graph';
 import { cycleKey, cycleReport, type FoundCycle, publicEdges } from './order-report';
 

@@ -1,5 +1,5 @@
 import { setMaxListeners } from 'node:events';
-import type { OrderEdgeStore } from '../lock-order/order-edge-store';
+import type { OrderEdgeStore } from '../core/order-edge-store';
 import { RedisOrderEdges } from './redis-order-edges';
 import { performance } from 'node:perf_hooks';
 import NodeRedlock from 'redlock';

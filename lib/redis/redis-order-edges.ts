@@ -1,5 +1,5 @@
-import type { OrderEdgeStore, StoredOrderEdge } from '../lock-order/order-edge-store';
-import { parseStoredEdge, storedEdgeField } from '../lock-order/order-edge-store';
+import type { OrderEdgeStore, StoredOrderEdge } from '../core/order-edge-store';
+import { parseStoredEdge, storedEdgeField } from '../core/order-edge-store';
 import type { RedisNode } from './protocol/redis-node';
 
 /**

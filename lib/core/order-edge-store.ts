@@ -1,4 +1,8 @@
-import type { LockClassMode } from './lock-class';
+/**
+ * How a lock is held, as the order check sees it: two holds of one key template in different
+ * modes are different classes (a read inside a read cannot deadlock as a write inside a write).
+ */
+export type LockClassMode = 'exclusive' | 'read' | 'permits';
 
 /** A lock class as another process names it: its group, template (class form) and mode. */
 export interface StoredLockClass {
