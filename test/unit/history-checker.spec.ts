@@ -154,6 +154,19 @@ describe('checkHistory', () => {
     ]);
   });
 
+  it("explains a hold whose session was killed before its holder saw the grant (the holder's process frozen)", () => {
+    // b asked at 0 and was granted fence 1 on the server; its session was killed at 5-10 while
+    // b's process was frozen, so a, asking at 15, was granted fence 2 at 20; b resumed, saw its
+    // grant at 30, then the session's loss at 40 (history-mysql, seed 2, on a loaded machine).
+    const report = checkHistory({
+      events: [...call('a', 1, 2, [15, 20, 50, 51]), ...call('b', 1, 1, [0, 30, 45, 46], 40)],
+      faults: [{ kind: 'session-killed', from: 5, to: 10 }],
+      lease: 1_000,
+    });
+    expect(report.overlaps.map((o) => o.class)).toEqual(['session-killed']);
+    expect(report.unexplained).toEqual([]);
+  });
+
   it('takes no order between overlapping holds that asked at once (a session kill)', () => {
     // Both asked at 0-2; b was granted first (fence 1) but its reply came last.
     const report = checkHistory({
