@@ -165,6 +165,13 @@ describe('checkHistory', () => {
     });
     expect(report.overlaps.map((o) => o.class)).toEqual(['session-killed']);
     expect(report.unexplained).toEqual([]);
+    // b's fence the higher: the kill did not end a grant made before a's, so nothing explains it.
+    const later = checkHistory({
+      events: [...call('a', 1, 1, [15, 20, 50, 51]), ...call('b', 1, 2, [0, 30, 45, 46], 40)],
+      faults: [{ kind: 'session-killed', from: 5, to: 10 }],
+      lease: 1_000,
+    });
+    expect(later.unexplained).toHaveLength(1);
   });
 
   it('takes no order between overlapping holds that asked at once (a session kill)', () => {

@@ -59,7 +59,9 @@ export function byKey<T extends { readonly key: string }>(items: readonly T[]): 
  *   started at least that long after the freeze began;
  * - `session-killed`: the session of `first` (or of every holder) was ended between its
  *   acquire and `second`'s start, while its section ran (a kill spanning `[from, to]` counts
- *   if any of it falls there);
+ *   if any of it falls there); or the session of `second` was ended between its acquire's
+ *   invoke and its start: the server granted `second` (a lower fence) and ended it before its
+ *   holder saw the grant (its process frozen), and the holder learns of the loss after;
  * - `server-forgot`: a server that forgets its locks went down between `first`'s acquire and
  *   `second`'s start, while `first`'s section ran.
  * Otherwise, `lease-ended` if `first` had been told its lease was gone before `second` started,
@@ -75,6 +77,14 @@ function classify(
   // A kill that takes a while (several sessions) counts from its first to its last moment.
   const during = (f: HistoryFault) =>
     f.to >= first.invokedAt && f.from < first.end && f.from <= second.start;
+  // A kill after `second` asked and before it saw its grant, with `second`'s fence the lower:
+  // the server granted it first and ended it before `first` was granted.
+  const beforeSeen = (f: HistoryFault) =>
+    f.to >= second.invokedAt &&
+    f.from <= second.start &&
+    second.fence !== undefined &&
+    first.fence !== undefined &&
+    second.fence < first.fence;
   for (const f of faults) {
     switch (f.kind) {
       case 'process-frozen':
@@ -89,6 +99,8 @@ function classify(
         break;
       case 'session-killed':
         if ((f.process === undefined || f.process === first.process) && during(f))
+          return { cls: 'session-killed', fault: f };
+        if ((f.process === undefined || f.process === second.process) && beforeSeen(f))
           return { cls: 'session-killed', fault: f };
         break;
       case 'server-restarted':
