@@ -73,6 +73,53 @@ describe('checkHistory', () => {
     expect(report.unexplained).toHaveLength(1);
   });
 
+  it('takes pauses that follow one another (the loop turned once in between) as one freeze', () => {
+    // The history of issue 34's report (seed 2, load ~23), in ms from its start: a's process,
+    // starved by the load and SIGSTOPped briefly, ran one event-loop turn at 3_247.1, 3_619.0
+    // (where it learned it holds the key) and 3_931.9 from 3_127.9 to 4_227.0, none of its
+    // pauses alone as long as a lease minus a renewal interval; its lease ran out meanwhile,
+    // b took the key at 4_169.0 and a was told at 4_228.6, its first turn after 4_227.0.
+    const pause = (from: number, to: number): HistoryFault => ({
+      kind: 'process-frozen',
+      process: 'a',
+      from,
+      to,
+      source: 'measured',
+    });
+    const faults: HistoryFault[] = [
+      pause(3_127.9, 3_247.1),
+      pause(3_247.1, 3_619.0),
+      pause(3_619.0, 3_931.9),
+      { kind: 'process-frozen', process: 'a', from: 3_980.4, to: 4_190.1, source: 'SIGSTOP' },
+      pause(3_931.9, 4_227.0),
+    ];
+    const events = [
+      ...call('a', 1, 733, [244.7, 3_625.0, 4_469.3, 4_607.5], 4_228.6),
+      ...call('b', 3, 950, [3_231.4, 4_169.0, 4_278.7, 4_370.3]),
+    ];
+    const report = checkHistory({ events, faults, lease: 1_000 });
+    expect(report.overlaps.map((o) => o.class)).toEqual(['holder-frozen']);
+    expect(report.overlaps[0].fault).toMatchObject({ from: 3_127.9, to: 4_227.0 });
+  });
+
+  it('does not join pauses with event-loop turns between them, nor count a freeze before the call', () => {
+    const events = [
+      ...call('a', 1, 1, [500, 501, 2_000, 2_001]),
+      ...call('b', 1, 2, [502, 1_300, 1_400, 1_401]),
+    ];
+    // 900 ms of pauses, 20 ms of turns between them: time enough to renew.
+    const gaps = [0, 320, 640].map((from): HistoryFault => ({
+      kind: 'process-frozen',
+      process: 'a',
+      from: 510 + from,
+      to: 810 + from,
+    }));
+    expect(checkHistory({ events, faults: gaps, lease: 1_000 }).unexplained).toHaveLength(1);
+    // 1_100 ms frozen, but 500 of them before a asked for the lock: no lease of a ran then.
+    const early: HistoryFault = { kind: 'process-frozen', process: 'a', from: 0, to: 1_100 };
+    expect(checkHistory({ events, faults: [early], lease: 1_000 }).unexplained).toHaveLength(1);
+  });
+
   it('never explains a frozen holder on a backend whose session outlives a freeze (lease Infinity)', () => {
     const frozen: HistoryFault = { kind: 'process-frozen', process: 'a', from: 5, to: 60_000 };
     const report = checkHistory({

@@ -16,6 +16,7 @@ export function findOverlaps(
   faults: readonly HistoryFault[],
   rules: LeaseRules,
 ): Overlap[] {
+  const frozen = frozenSpans(faults);
   const overlaps: Overlap[] = [];
   for (const list of byKey(holds).values()) {
     const sorted = [...list].sort((a, b) => a.start - b.start || a.end - b.end);
@@ -23,7 +24,7 @@ export function findOverlaps(
     for (const second of sorted) {
       for (let i = open.length - 1; i >= 0; i--) if (open[i].end <= second.start) open.splice(i, 1);
       for (const first of open) {
-        const { cls, fault } = classify(first, second, faults, rules);
+        const { cls, fault } = classify(first, second, faults, frozen, rules);
         overlaps.push({
           key: second.key,
           first,
@@ -56,7 +57,9 @@ export function byKey<T extends { readonly key: string }>(items: readonly T[]): 
  * ended `first`'s lease before `second` started:
  * - `holder-frozen`: `first`'s process was frozen (during its hold, before `second` started)
  *   for at least `lease - renewEvery` (the least a live holder's lease has left), and `second`
- *   started at least that long after the freeze began;
+ *   started at least that long after the freeze began; only the freeze after `first` asked
+ *   counts (its lease cannot have started before), and back-to-back freezes count as one
+ *   (`frozenSpans`);
  * - `session-killed`: the session of `first` (or of every holder) was ended between its
  *   acquire and `second`'s start, while its section ran (a kill spanning `[from, to]` counts
  *   if any of it falls there); or the session of `second` was ended between its acquire's
@@ -71,9 +74,23 @@ function classify(
   first: Hold,
   second: Hold,
   faults: readonly HistoryFault[],
+  frozen: readonly FrozenSpan[],
   { lease, renewEvery }: LeaseRules,
 ): { cls: OverlapClass; fault?: HistoryFault } {
   const lapse = lease - renewEvery;
+  for (const f of frozen) {
+    // The lease starts when its acquire is sent, after the call asked: a freeze before that
+    // took nothing from it.
+    const from = Math.max(f.from, first.invokedAt);
+    if (
+      f.process === first.process &&
+      from < first.end &&
+      f.to > first.start &&
+      f.to - from >= lapse &&
+      second.start - from >= lapse
+    )
+      return { cls: 'holder-frozen', fault: f };
+  }
   // A kill that takes a while (several sessions) counts from its first to its last moment.
   const during = (f: HistoryFault) =>
     f.to >= first.invokedAt && f.from < first.end && f.from <= second.start;
@@ -87,16 +104,6 @@ function classify(
     second.fence < first.fence;
   for (const f of faults) {
     switch (f.kind) {
-      case 'process-frozen':
-        if (
-          f.process === first.process &&
-          f.from < first.end &&
-          f.to > first.start &&
-          f.to - f.from >= lapse &&
-          second.start - f.from >= lapse
-        )
-          return { cls: 'holder-frozen', fault: f };
-        break;
       case 'session-killed':
         if ((f.process === undefined || f.process === first.process) && during(f))
           return { cls: 'session-killed', fault: f };
@@ -112,4 +119,34 @@ function classify(
   }
   if (first.lostAt !== undefined && first.lostAt <= second.start) return { cls: 'lease-ended' };
   return { cls: 'second-holder-within-valid-lease' };
+}
+
+type FrozenSpan = Extract<HistoryFault, { kind: 'process-frozen' }>;
+
+/**
+ * The freezes of each process, those that overlap or touch joined into one. A measured pause
+ * ends at the event-loop turn where the next one starts: pauses end to end are a process whose
+ * loop turned once between them, which is a process that could not run (a lease needs its
+ * holder's timers and the answers to its renewals, more than one turn), and a SIGSTOP inside a
+ * measured pause is the same freeze, not a second one.
+ */
+function frozenSpans(faults: readonly HistoryFault[]): FrozenSpan[] {
+  const spans = faults
+    .filter((f): f is FrozenSpan => f.kind === 'process-frozen')
+    .sort((a, b) => String(a.process).localeCompare(String(b.process)) || a.from - b.from);
+  const out: FrozenSpan[] = [];
+  for (const f of spans) {
+    const last = out.at(-1);
+    if (last && last.process === f.process && f.from <= last.to)
+      out[out.length - 1] = { ...last, to: Math.max(last.to, f.to), source: joined(last, f) };
+    else out.push(f);
+  }
+  return out;
+}
+
+/** The sources of two joined freezes, each named once ('measured', 'holder-frozen-brief'...). */
+function joined(a: FrozenSpan, b: FrozenSpan): string | undefined {
+  const names = new Set([...(a.source ?? '').split('+'), ...(b.source ?? '').split('+')]);
+  names.delete('');
+  return names.size > 0 ? [...names].join('+') : undefined;
 }
