@@ -17,7 +17,7 @@
  *      without require(esm) (before 20.19, or 22.0 to 22.11), where that combination cannot run.
  *    - Nest 11 on Fastify (CommonJS): one HTTP request to a @Locked route.
  *    - An app without ioredis (Nest 11, CommonJS, pg installed): its types compile without
- *      skipLibCheck (a PostgreSQL group type-checked), and it starts and locks (memory backend).
+ *      skipLibCheck, and it starts and locks on a PostgreSQL started here (the tests' harness).
  *    The first two also compile the README's quick start as pasted into one file (as ESM under nodenext,
  *    and as CommonJS) and run it: it must sell exactly the stock.
  * 4. The README itself, run as a reader follows it (`scripts/readme-blocks.ts` finds its marked
@@ -39,6 +39,7 @@ import * as path from 'node:path';
 import { linkProblems } from './readme-links';
 import { type ReadmeBlock, readmeBlock, readmeBlocks, readmeCommands } from './readme-blocks';
 import { ensureRedisServer, killAllStartedSync, type RedisProcess, startRedis } from './redis';
+import { type PostgresServerHandle, startPostgres } from '../test/support/postgres-server';
 
 const root = path.resolve(__dirname, '..');
 const smokeSources = path.join(__dirname, 'package-smoke');
@@ -436,9 +437,10 @@ async function install(app: SmokeApp, dir: string): Promise<void> {
 async function runApp(
   app: SmokeApp,
   dir: string,
-  redis: RedisProcess,
+  servers: { redis: RedisProcess; postgres: PostgresServerHandle },
   pasted: string,
 ): Promise<void> {
+  const { redis, postgres } = servers;
   // The README's block as a user pastes it; only the Redis it names is ours.
   fs.writeFileSync(
     path.join(dir, 'quick-start.ts'),
@@ -448,7 +450,7 @@ async function runApp(
     const output = await run(`${app.name}: ${step.what}`, step.command, step.args, {
       cwd: dir,
       timeoutMs: APP_TIMEOUT_MS,
-      env: { REDIS_URL: redis.url },
+      env: { REDIS_URL: redis.url, PG_URL: postgres.url },
     });
     const line = step.expect ? step.expect.exec(output)?.[0] : 'passed';
     if (line === undefined) {
@@ -534,6 +536,7 @@ async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nest-locked-package-'));
   tmp = dir;
   let redis: RedisProcess | undefined;
+  let postgres: PostgresServerHandle | undefined;
   try {
     log(`packing (builds dist/) into ${dir}`);
     const tarball = await pack(dir);
@@ -561,17 +564,20 @@ async function main(): Promise<void> {
     const dirs = new Map(apps.map((app) => [app, path.join(dir, app.name)]));
     redis = await startRedis(ensureRedisServer(log));
     log(`redis-server ${redis.url} (pid ${redis.pid})`);
+    postgres = await startPostgres();
+    log(`postgres on port ${postgres.port} (pid ${postgres.pid})`);
     // Every install ends before a failure is reported: the temporary directory is removed then.
     const installs = await Promise.allSettled([
       ...apps.map((app) => install(app, dirs.get(app)!)),
       followReadme(blocks, tarball, path.join(dir, 'readme'), redis),
     ]);
     for (const result of installs) if (result.status === 'rejected') throw result.reason;
-    for (const app of apps) await runApp(app, dirs.get(app)!, redis, pasted);
+    for (const app of apps) await runApp(app, dirs.get(app)!, { redis, postgres }, pasted);
 
     log(`passed in ${((Date.now() - started) / 1000).toFixed(0)} s`);
   } finally {
     await redis?.stop();
+    await postgres?.stop();
     removeTmp();
   }
 }
