@@ -1,4 +1,3 @@
-import { hostname } from 'node:os';
 import {
   type BeforeApplicationShutdown,
   Inject,
@@ -38,14 +37,10 @@ import {
   type LockServiceEvents,
 } from './lock-events';
 import { LockGroups } from './lock-groups';
-import { callClassSet } from '../lock-order/call-classes';
-import { EdgeSharing } from '../lock-order/edge-sharing';
-import type { CallKind, HeldChain } from '../lock-order/held-chain';
-import { type FoundCycle, LockOrderChecker } from '../lock-order/lock-order-checker';
-import type { OrderEdgeStore } from '../core/order-edge-store';
-import { publicEdges } from '../lock-order/order-report';
-import { type LocalHolder, LongWaits } from '../lock-order/long-waits';
-import { type LockOrderGraphView, orderGraphView } from '../lock-order/order-graph-view';
+import { LockOrderCalls } from './lock-order-calls';
+import type { HeldChain } from '../lock-order/held-chain';
+import type { FoundCycle } from '../lock-order/lock-order-checker';
+import type { LockOrderGraphView } from '../lock-order/order-graph-view';
 import { LockTelemetry } from './lock-telemetry';
 
 /** Counters of a client group's waiting engine (see `LockService.stats`). */
@@ -96,12 +91,6 @@ interface HeldCall {
   readonly reject: (reason: unknown) => void;
 }
 
-/** How often the lock-order edges other instances stored are read again, in ms. */
-const ORDER_REFRESH_MS = 5_000;
-/** How long startup waits for the first read of the stored lock-order edges, and shutdown for
- * the last edges sent, in ms. */
-const ORDER_FIRST_READ_MS = 2_000;
-
 /** No hold re-entered (a call outside any locked call, or a segmented one). */
 const NONE: readonly HoldRecord[] = [];
 
@@ -136,11 +125,8 @@ export class LockService
   /** Resolved options of decorated methods, per options object. */
   private readonly behaviours = new WeakMap<LockedOptions, Behaviour>();
   private readonly segmented: SegmentedStrategy;
-  /** Lock-order checking (`lockOrder`), absent when `'off'`. */
-  private readonly order?: LockOrderChecker;
-  private readonly sharing?: EdgeSharing;
-  /** Long waits named with their holder (`holderReportAfter`), absent when 0. */
-  private readonly longWaits?: LongWaits;
+  /** Lock-order checking (`lockOrder`) and long-wait reports (`holderReportAfter`). */
+  private readonly order: LockOrderCalls;
 
   constructor(
     @Inject(RESOLVED_OPTIONS) private readonly options: ResolvedRedlockOptions,
@@ -148,45 +134,16 @@ export class LockService
     @Optional() private readonly moduleRef?: ModuleRef,
   ) {
     this.segmented = new SegmentedStrategy();
-    const instance = `${hostname()}:${process.pid}`;
-    if (options.holderReportAfter > 0) {
-      this.longWaits = new LongWaits(
-        options.holderReportAfter,
-        instance,
-        (backend, key) => this.holderOf(backend, key),
-        (message) => this.logger.warn(message),
-      );
-    }
-    if (options.lockOrder !== 'off') {
-      const sharing = new EdgeSharing(
-        (edges) => this.order?.merge(edges),
-        (message) => this.logger.warn(message),
-        ORDER_REFRESH_MS,
-      );
-      this.sharing = sharing;
-      this.order = new LockOrderChecker(
-        options.lockOrder,
-        instance,
-        (found) => this.cycleFound(found),
-        (group, store, edge) => sharing.send(group, store, edge),
-        (message) => this.logger.warn(message),
-      );
-    }
+    this.order = new LockOrderCalls(options, this.logger, this.events, this.holds);
   }
 
   /**
-   * @internal Reads the lock-order edges other instances stored in the groups' backends (bounded:
-   * a store that does not answer is read again in the background).
+   * @internal Starts the long-wait reports and reads the lock-order edges other instances stored
+   * in the groups' backends (bounded: a store that does not answer is read again in the
+   * background).
    */
   async onApplicationBootstrap(): Promise<void> {
-    const groups = this.registry.names.map((name) => this.registry.get(name));
-    this.longWaits?.start(groups);
-    if (!this.sharing) return;
-    const stores: [string, OrderEdgeStore][] = [];
-    for (const group of groups) {
-      if (group.orderEdges) stores.push([group.name, group.orderEdges]);
-    }
-    await this.sharing.start(stores, ORDER_FIRST_READ_MS);
+    await this.order.start(this.registry.names.map((name) => this.registry.get(name)));
   }
 
   /**
@@ -194,12 +151,12 @@ export class LockService
    * `nest-locked/testing`), oldest first. @internal
    */
   lockOrderCycles(): readonly FoundCycle[] {
-    return this.order?.cycles ?? [];
+    return this.order.cycles;
   }
 
   /** The lock-order graph this instance knows, for the lock board; none when `'off'`. @internal */
   lockOrderGraph(): LockOrderGraphView | undefined {
-    return this.order && orderGraphView(this.order.graph, this.order.cycles);
+    return this.order.graph();
   }
 
   /**
@@ -281,8 +238,8 @@ export class LockService
     try {
       // A handle's hold is not in the async context (nothing nests in it), but it may be asked
       // for inside a locked call: that nesting is an edge like any other.
-      if (this.order)
-        this.orderChain(LockContext.scope(), b, options, undefined, list, sorted, sorted);
+      if (this.order.checker)
+        this.order.chain(LockContext.scope(), b, options, undefined, list, sorted, sorted);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -370,8 +327,7 @@ export class LockService
   /** @internal */
   async beforeApplicationShutdown(): Promise<void> {
     // Edges still being stored are given a moment: the next instance to start reads them.
-    const edgesStored = this.sharing?.stop(ORDER_FIRST_READ_MS);
-    this.longWaits?.stop();
+    const edgesStored = this.order.stop();
     this.holds.shutdown();
     // Callers still waiting for a lock get a LockBackendError now instead of holding the
     // shutdown up until their waitTimeout.
@@ -453,7 +409,8 @@ export class LockService
 
     if (b.segments !== undefined) {
       const base = sorted[0];
-      const chain = this.order && this.orderChain(scope, b, options, method, keys, sorted, sorted);
+      const chain =
+        this.order.checker && this.order.chain(scope, b, options, method, keys, sorted, sorted);
       const runSlice = (hold: ActiveHold, taken: string[], segment: number) =>
         this.runWith(hold, taken, b, fn, scope, segment, undefined, NONE, chain);
       const running = this.segmented.run({
@@ -494,7 +451,8 @@ export class LockService
       }) as Promise<never>;
     }
     if (!scope) {
-      const chain = this.order && this.orderChain(scope, b, options, method, keys, sorted, sorted);
+      const chain =
+        this.order.checker && this.order.chain(scope, b, options, method, keys, sorted, sorted);
       const running = this.runWith(undefined, sorted, b, fn, scope, undefined, signal, NONE, chain);
       return running as Promise<never>;
     }
@@ -504,9 +462,9 @@ export class LockService
     // once, without a round trip.
     const { entered, needed } = reenter(scope, b.clientName, sorted);
     let chain: HeldChain | undefined;
-    if (this.order && needed.length > 0) {
+    if (this.order.checker && needed.length > 0) {
       try {
-        chain = this.orderChain(scope, b, options, method, keys, sorted, needed);
+        chain = this.order.chain(scope, b, options, method, keys, sorted, needed);
       } catch (err) {
         // Refused by the order check before any wait: it leaves the holds it entered.
         return new Promise<never>((_, reject) => leaveAll(entered, () => reject(err)));
@@ -592,96 +550,6 @@ export class LockService
       (value) => endCall(hold, entered, () => resolve(value)),
       (err: unknown) => endCall(hold, entered, () => reject(err)),
     );
-  }
-
-  /**
-   * The lock classes the call's context holds once it has taken `needed` (of `sorted`, rendered
-   * as `keys`): looked up by identity once the pair was seen (the steady state), checked against
-   * the order graph the first time.
-   * @throws LockOrderError with `lockOrder: 'throw'`, for a call that would close a cycle
-   */
-  private orderChain(
-    scope: LockScope | undefined,
-    b: Behaviour,
-    options: LockedOptions,
-    method: LockedMethod | undefined,
-    keys: readonly string[],
-    sorted: readonly string[],
-    needed: readonly string[],
-  ): HeldChain {
-    const order = this.order as LockOrderChecker;
-    let held = order.root;
-    let holder: LockScope | undefined;
-    for (let s = scope; s; s = s.parent) {
-      // The innermost hold still in force: a context can outlive its holds (a timer set inside).
-      if (s.record.active) {
-        held = s.chain ?? held;
-        holder = s;
-        break;
-      }
-    }
-    const templates = method?.classes;
-    // A method's templates are one class set whatever its arguments: found once, kept.
-    const set =
-      needed.length === sorted.length && templates
-        ? (b.orderSet ??= callClassSet(
-            order.classes,
-            b.clientName,
-            options,
-            keys,
-            templates,
-            sorted,
-          ))
-        : callClassSet(order.classes, b.clientName, options, keys, templates, needed);
-    if (!set) {
-      order.rawClassesFull();
-      return held;
-    }
-    const kind: CallKind =
-      b.waitTimeout === 0 && b.segments === undefined
-        ? 'tries'
-        : options.nestedInOrder
-          ? 'declared'
-          : 'waits';
-    return (
-      held.next(set, kind) ??
-      order.enter({
-        held,
-        set,
-        kind,
-        site: method?.where,
-        heldAt: holder?.record.site,
-        keys: needed,
-        group: b.clientName,
-        store: b.client.orderEdges,
-      })
-    );
-  }
-
-  /** The hold of this process on `key` of `backend`, if any (for a long wait's report). */
-  private holderOf(backend: LockBackend, key: string): LocalHolder | undefined {
-    for (const hold of this.holds) {
-      if (hold.client === backend && hold.active && hold.lease.keys.includes(key)) {
-        return {
-          site: hold.site ?? 'LockService.using/acquire',
-          acquiredAt: hold.lease.acquiredAt,
-        };
-      }
-    }
-    return undefined;
-  }
-
-  /** A lock-order cycle, once: logged, told to `lockOrder` listeners. */
-  private cycleFound(found: FoundCycle): void {
-    this.logger.warn(found.report);
-    if (this.events.lockOrder && this.events.wants('lockOrder')) {
-      this.events.emit('lockOrder', {
-        keys: found.keys,
-        client: found.group,
-        cycle: publicEdges(found.cycle),
-        report: found.report,
-      });
-    }
   }
 
   /** An acquire that failed: told to the `busy` / `error` listeners, and the error to throw. */
