@@ -221,6 +221,18 @@ describe('checkHistory', () => {
     expect(later.unexplained).toHaveLength(1);
   });
 
+  it('takes no real-time fence order from a hold whose session was killed before its holder saw the grant', () => {
+    // b asked at 0 and was granted fence 1; a kill at 5-19 ended b's session while b's reply
+    // waited; a asked at 2, was granted fence 2 at 10 and let go at 12; b saw its grant only at
+    // 14, and its loss at 16 (history-postgres, seed 1, with 4 jest workers).
+    const faults: HistoryFault[] = [{ kind: 'session-killed', from: 5, to: 19 }];
+    const events = [...call('a', 1, 2, [2, 10, 12, 13]), ...call('b', 1, 1, [0, 14, 18, 19], 16)];
+    expect(checkHistory({ events, faults, lease: 1_000 }).fenceViolations).toEqual([]);
+    // Not told it was lost: nothing says the kill ended it, so the order stands.
+    const untold = [...call('a', 1, 2, [2, 10, 12, 13]), ...call('b', 1, 1, [0, 14, 18, 19])];
+    expect(checkHistory({ events: untold, faults, lease: 1_000 }).fenceViolations).toHaveLength(1);
+  });
+
   it('takes no order between overlapping holds that asked at once (a session kill)', () => {
     // Both asked at 0-2; b was granted first (fence 1) but its reply came last.
     const report = checkHistory({
