@@ -33,7 +33,7 @@ export function checkHistory(input: HistoryInput): HistoryReport {
     overlaps,
     explained: overlaps.length - unexplained.length,
     unexplained,
-    fenceViolations: fenceViolations(holds),
+    fenceViolations: fenceViolations(holds, faults),
     writesAccepted: accepted,
     writesRefused: writes.length - accepted,
     staleWritesAccepted: staleWritesAccepted(writes, holds),

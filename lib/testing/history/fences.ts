@@ -1,4 +1,4 @@
-import type { FenceViolation, Hold } from './history.types';
+import type { FenceViolation, HistoryFault, Hold } from './history.types';
 import { byKey } from './overlaps';
 
 /**
@@ -6,20 +6,29 @@ import { byKey } from './overlaps';
  * every hold A that came before it in real time: A's section ended before B's began, or A was
  * granted before B even asked (A's acquire returned before B's was invoked). Holds that ran at
  * once and asked at once (an explained overlap) have no real-time order, only distinct fences.
- * One violation per hold that breaks it, naming the earlier hold with the largest fence.
+ * A hold B told it was lost, whose session a kill ended between its invoke and its start, began
+ * no later than that kill did: the server granted it, then ended it, before its holder saw the
+ * grant (its fence may be below those of holds that ran meanwhile; the fenced store refuses its
+ * writes). One violation per hold that breaks it, naming the earlier hold with the largest fence.
  */
-export function fenceViolations(holds: readonly Hold[]): FenceViolation[] {
+export function fenceViolations(
+  holds: readonly Hold[],
+  faults: readonly HistoryFault[] = [],
+): FenceViolation[] {
+  const begun = (h: Hold): number => {
+    if (h.lostAt === undefined) return h.start;
+    for (const f of faults) {
+      if (f.kind !== 'session-killed' || (f.process !== undefined && f.process !== h.process))
+        continue;
+      if (f.to >= h.invokedAt && f.from <= h.start) return Math.max(h.invokedAt, f.from);
+    }
+    return h.start;
+  };
   const violations: FenceViolation[] = [];
   for (const list of byKey(holds).values()) {
     const before = new Map<Hold, Hold>();
-    // A before B when A.end <= B.start, and when A.start < B.invokedAt.
-    largestBefore(
-      list,
-      (h) => h.end,
-      (h) => h.start,
-      true,
-      before,
-    );
+    // A before B when A.end <= B.start (B's `begun`), and when A.start < B.invokedAt.
+    largestBefore(list, (h) => h.end, begun, true, before);
     largestBefore(
       list,
       (h) => h.start,
