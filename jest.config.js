@@ -17,10 +17,9 @@ const common = {
 module.exports = {
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   // The specs mostly wait (on servers, timers, worker processes): one file at a time keeps a
-  // 2-vCPU machine a third busy. Four at once: `npm test` in 179 s on a quiet 2-vCPU machine
-  // (219 s with three). On a machine loaded by other work, `npx jest --maxWorkers=2` keeps the
-  // timing-sensitive specs in their bounds.
-  maxWorkers: 4,
+  // 2-vCPU machine a third busy. Three at once fill it without starving the timing-sensitive
+  // specs of CPU (four made them miss their bounds on a loaded machine).
+  maxWorkers: 3,
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.spec.ts'] },
     {
