@@ -13,6 +13,7 @@ import {
 } from 'nest-locked/board';
 import { redisForFile } from '../support/redis-for-file';
 import type { RedisServerHandle } from '../support/redis-server';
+import { RedisBoardSource } from '../../lib/redis/redis-board-source';
 import { holdUntilReleased, lockRedisKey, uniquePrefix } from '../support/lock-app';
 
 let server: RedisServerHandle;
@@ -287,6 +288,34 @@ describe('lock board', () => {
     } finally {
       release.forEach((done) => done());
       await Promise.all([worker.close(), web.close()]);
+    }
+  });
+
+  it('a hold this instance takes while the board reads the server shows its fence in that read', async () => {
+    const prefix = uniquePrefix('board-young');
+    const app = await boardApp(prefix, 'solo', 'express');
+    const release: Array<() => void> = [];
+    const scan = RedisBoardSource.prototype.scan;
+    // The hold is taken after the overview began, before it reads the server's keys.
+    const spy = jest.spyOn(RedisBoardSource.prototype, 'scan').mockImplementation(async function (
+      this: RedisBoardSource,
+      ...args
+    ) {
+      if (release.length === 0) release.push(await holdUntilReleased(locks, 'young:1'));
+      return scan.apply(this, args);
+    });
+    const locks = app.get(LockService);
+    try {
+      const res = await request(app.getHttpServer())
+        .get('/locks/api/overview')
+        .set('authorization', AUTH);
+      const rows = (res.body as BoardOverview).held.rows;
+      expect(rows).toMatchObject([{ key: 'young:1', instance: 'solo' }]);
+      expect(rows[0].fence).toEqual(expect.any(Number));
+    } finally {
+      spy.mockRestore();
+      release.forEach((done) => done());
+      await app.close();
     }
   });
 
