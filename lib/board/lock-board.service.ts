@@ -205,11 +205,11 @@ export class LockBoardService {
     const rows: BoardHeld[] = [];
     const lines: BoardLine[] = [];
     for (const source of sources) {
-      const { group, views, serverNow } = source;
+      const { group, serverNow } = source;
+      let { views } = source;
       const keys = shown.filter((s) => s.source === source).map((s) => s.key);
       const server = group.source;
       if (server) {
-        const holders = new Holders(views);
         const inProcess = server.everyCaller
           ? []
           : [...keysWaitedInProcess(views)].filter((k) => k.includes(search));
@@ -224,6 +224,8 @@ export class LockBoardService {
               )
             : [],
         ]);
+        views = this.withOwnView(group, views);
+        const holders = new Holders(views);
         for (const h of held) rows.push(heldFromServer(group.name, h, holders, serverNow, now));
         const times = { serverNow, now };
         lines.push(
@@ -268,13 +270,16 @@ export class LockBoardService {
     this.watch([group]);
     const now = Date.now();
     const all = await this.events(group, KEY_EVENTS_READ, 'all');
-    const { views, serverNow } = await this.sources(group);
+    const sources = await this.sources(group);
+    const { serverNow } = sources;
+    let { views } = sources;
     let held: BoardHeld[];
     let line: BoardLine | null = null;
     const server = group.source;
     if (server) {
-      const holders = new Holders(views);
       const found = await server.held([key]);
+      views = this.withOwnView(group, views);
+      const holders = new Holders(views);
       held = found.map((h) => heldFromServer(group.name, h, holders, serverNow, now));
       if (server.queued) {
         const [stored = { key, length: 0, waiters: [] }] = await server.lines([key], LINE_LIMIT);
@@ -336,6 +341,14 @@ export class LockBoardService {
     return this.groups.flatMap((g) =>
       g.source?.legend ? [{ group: g.name, text: g.source.legend }] : [],
     );
+  }
+
+  /**
+   * `views` with this instance's own view (first) taken again: after a read of the server, so
+   * a hold of this instance the server shows is in it, with its fence and age.
+   */
+  private withOwnView(group: BoardGroup, views: readonly InstanceView[]): InstanceView[] {
+    return [this.view(group), ...views.slice(1)];
   }
 
   /** This instance's view of a group, fresh. */
