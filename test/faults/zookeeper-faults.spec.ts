@@ -327,17 +327,6 @@ describe('zookeeper: a holder process killed or frozen (one member)', () => {
   });
 });
 
-/** Resolves once every member leads or follows (a restarted one has caught up), within 30 s. */
-async function allServing(zk: ZooKeeperEnsemble): Promise<void> {
-  const deadline = performance.now() + 30_000;
-  for (;;) {
-    const modes = await Promise.all(zk.members.map((m) => m.mode()));
-    if (modes.every((m) => m === 'leader' || m === 'follower')) return;
-    if (performance.now() > deadline) throw new Error(`members not all serving: ${modes.join()}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 describe('zookeeper: a 3-member ensemble under faults', () => {
   let zk: ZooKeeperEnsemble;
   let dataDir: string;
@@ -453,7 +442,7 @@ describe('zookeeper: a 3-member ensemble under faults', () => {
   });
 
   it('the member a caller is connected to SIGKILLed: its next lock goes through another member', async () => {
-    await allServing(zk);
+    await zk.waitServing('all');
     const locks = await service(zk);
     // Connected (start() waited for it): find the member that has this one session.
     const counts = await Promise.all(zk.members.map((m) => m.sessions()));
@@ -470,7 +459,7 @@ describe('zookeeper: a 3-member ensemble under faults', () => {
   });
 
   it('a minority down still locks; a majority down: a waiter rides it out to its deadline, LockBackendError, then recovers', async () => {
-    await allServing(zk);
+    await zk.waitServing('all');
     const locks = await service(zk);
     const health = () => apps[apps.length - 1].get(RedlockHealthIndicator).isHealthy();
     const group = async () =>

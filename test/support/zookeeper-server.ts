@@ -89,8 +89,12 @@ export interface ZooKeeperEnsemble {
   readonly connectString: string;
   /** The member that leads now (3 members), or the only one. */
   leader(): Promise<ZooKeeperMember | undefined>;
-  /** Resolves once a quorum serves (a leader and enough followers), within 30 s. */
-  waitServing(): Promise<void>;
+  /**
+   * Resolves once a quorum serves (a leader and enough followers), or with `'all'` once every
+   * member leads or follows (a restarted or resumed one has caught up), within 30 s; else
+   * fails with every member's mode and the end of its output.
+   */
+  waitServing(members?: 'quorum' | 'all'): Promise<void>;
   /** Stops every member (SIGCONT first, so a frozen one can exit) and removes the directory. */
   stop(): Promise<void>;
 }
@@ -212,9 +216,10 @@ class Ensemble implements ZooKeeperEnsemble {
     return this.members.find((_, i) => modes[i] === 'leader' || modes[i] === 'standalone');
   }
 
-  async waitServing(): Promise<void> {
+  async waitServing(members: 'quorum' | 'all' = 'quorum'): Promise<void> {
     const deadline = performance.now() + READY_TIMEOUT_MS;
-    const needed = Math.floor(this.members.length / 2) + 1;
+    const needed =
+      members === 'all' ? this.members.length : Math.floor(this.members.length / 2) + 1;
     for (;;) {
       const modes = await Promise.all(this.members.map((m) => m.mode()));
       const serving = modes.filter((m) => m === 'leader' || m === 'follower' || m === 'standalone');
