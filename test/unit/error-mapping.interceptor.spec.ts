@@ -17,6 +17,7 @@ import {
   LockKeyError,
   LockLostError,
   LockNotAcquiredError,
+  LockOrderError,
 } from '../../lib';
 
 type Transport = 'http' | 'rpc' | 'ws' | 'graphql';
@@ -129,6 +130,21 @@ describe('LockInterceptor over HTTP', () => {
         code: 'ALL_SEGMENTS_EXHAUSTED',
       },
     ],
+    [
+      'a deadlock the database broke (it chose this call)',
+      new LockOrderError(
+        ['order:secret-42'],
+        [],
+        'ERROR: deadlock detected (Process 7 waits for AdvisoryLock on Redis secret)',
+        'server',
+      ),
+      409,
+      {
+        error: 'Conflict',
+        message: 'The request conflicted with another one; retry it.',
+        code: 'LOCK_DEADLOCK',
+      },
+    ],
   ])('maps %s to its status, with a body in the client’s terms', async (_, error, status, body) => {
     const { thrown, headers } = await intercept(error);
     const http = thrown as HttpException;
@@ -165,6 +181,9 @@ describe('LockInterceptor over HTTP', () => {
     expect((await intercept(plain)).thrown).toBe(plain);
     const lost = new LockLostError(['p:1'], 'lost');
     expect((await intercept(lost)).thrown).toBe(lost);
+    // lockOrder: 'throw' refused a call: a programming error, a 500 with the report in the log.
+    const refused = new LockOrderError(['p:1'], [], 'a -> b, b -> a');
+    expect((await intercept(refused)).thrown).toBe(refused);
   });
 });
 
