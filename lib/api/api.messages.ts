@@ -14,6 +14,7 @@ export const CLIENT_MESSAGES = {
   busy: 'The resource is busy; retry later.',
   exhausted: 'The resource cannot serve this request now.',
   unavailable: 'The service is temporarily unavailable.',
+  deadlock: 'The request conflicted with another one; retry it.',
   badRequest: (placeholder: string | undefined) =>
     placeholder === undefined
       ? 'Invalid request: its values do not identify a resource.'

@@ -17,6 +17,7 @@ import {
   LockError,
   LockKeyError,
   LockNotAcquiredError,
+  LockOrderError,
 } from '../errors';
 import type { ResolvedRedlockOptions } from '../options/redlock-options';
 import { DEFAULT_OPTIONS, RESOLVED_OPTIONS } from '../redlock.constants';
@@ -151,6 +152,15 @@ export class LockInterceptor implements NestInterceptor {
         status: HttpStatus.SERVICE_UNAVAILABLE,
         code: 'LOCK_BACKEND_UNAVAILABLE',
         message: CLIENT_MESSAGES.unavailable,
+      };
+    }
+    // The database broke a deadlock by failing this call: another request got through, so a
+    // retry can too. A refusal of lockOrder: 'throw' is a programming error: left as a 500.
+    if (error instanceof LockOrderError && error.detectedBy === 'server') {
+      return {
+        status: HttpStatus.CONFLICT,
+        code: 'LOCK_DEADLOCK',
+        message: CLIENT_MESSAGES.deadlock,
       };
     }
     if (error instanceof LockKeyError) {
