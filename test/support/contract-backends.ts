@@ -29,6 +29,7 @@ export const CONTRACT_CASES = [
   'lease ends',
   'extend',
   'release',
+  'abort',
   'busy answer',
 ] as const;
 

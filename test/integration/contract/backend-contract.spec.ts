@@ -326,6 +326,39 @@ describe.each(CONTRACT_BACKENDS.map((b) => [b.name, b] as const))('%s', (_, back
     await next!.release();
   });
 
+  contractCase('abort', async () => {
+    const [a, b] = await processes(2);
+    const held = await a.acquire('s', { ttl: 60_000 });
+    const waitFor = (signal: AbortSignal) =>
+      b.acquire('s', { waitTimeout: 20_000, signal }).catch((e: unknown) => e);
+    // Aborted at once: while the call still enters the line (its first round trip).
+    const entering = new AbortController();
+    const first = waitFor(entering.signal);
+    entering.abort(new Error('gave up entering'));
+    expect(await within(first, 5_000, 'the wait aborted while entering')).toMatchObject({
+      message: 'gave up entering',
+    });
+    // Aborted in line.
+    const queued = new AbortController();
+    const second = waitFor(queued.signal);
+    await until(() => b.stats().queues > 0, 'the waiter in line');
+    queued.abort(new Error('gave up in line'));
+    expect(await within(second, 5_000, 'the wait aborted in line')).toMatchObject({
+      message: 'gave up in line',
+    });
+    // Nothing of either stays: once the holder releases, the key is free (at once, or once
+    // the server has deleted an aborted waiter's entry).
+    await held.release();
+    await until(
+      () =>
+        b.acquire('s', { waitTimeout: 0 }).then(
+          async (h) => (await h.release(), true),
+          (e: unknown) => (e instanceof LockNotAcquiredError ? false : Promise.reject(e)),
+        ),
+      'the key free',
+    );
+  });
+
   contractCase('busy answer', async () => {
     const [a, b] = await processes(2);
     // Renewed by the watchdog: the holder's lease left stays within 900 ms.
