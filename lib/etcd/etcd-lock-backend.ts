@@ -198,9 +198,11 @@ export class EtcdLockBackend extends SessionBackend<Held, EtcdWait> implements S
     // The keys of the place this caller was given.
     const names = entry.names;
     this.keys.add(names, session, entry.revision);
-    if (entry.mismatch) {
+    // An abort during the entry's round trip had no listener yet: heard here.
+    const refused = entry.mismatch ?? (signal?.aborted ? (signal.reason as unknown) : undefined);
+    if (refused !== undefined) {
       this.keys.discard(names, entry.revision, session);
-      throw entry.mismatch;
+      throw refused;
     }
     if (entry.granted.every(Boolean)) {
       return this.take(keys, names, session, entry.revision, ttl, startedAt, share);
