@@ -4,6 +4,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import Database from 'better-sqlite3';
 import { SAMPLE_CONFIG, type SampleConfig } from '../config/sample.config';
+import { useWalMode } from './wal-mode';
+
+/** How long an instance waits for another one's hold on the file. */
+const BUSY_TIMEOUT_MS = 10_000;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS products (
@@ -106,8 +110,8 @@ export class DatabaseService implements OnApplicationShutdown {
     }
     this.db = new Database(config.dbPath);
     // busy_timeout first: the other pragmas and the schema may meet another instance starting.
-    this.db.pragma('busy_timeout = 10000');
-    this.db.pragma('journal_mode = WAL');
+    this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    useWalMode(this.db, BUSY_TIMEOUT_MS);
     this.db.pragma('synchronous = NORMAL');
     // One instance at a time (IMMEDIATE takes the write lock first): instances starting together
     // would otherwise both see a column missing and both add it.
