@@ -18,7 +18,8 @@ export interface LockOrderEdge {
  * A lock order that can deadlock: with `lockOrder: 'throw'`, the acquire whose nesting would close
  * a cycle of lock classes (A inside B here, B inside A elsewhere, even in another instance) fails
  * with it before it waits, and nothing is locked. Also what a PostgreSQL (`40P01`) or MySQL
- * (`ER_LOCK_DEADLOCK`) server's own deadlock detection becomes, with the server's report.
+ * (`ER_LOCK_DEADLOCK`) server's own deadlock detection becomes, with the server's report
+ * (`LockInterceptor` answers that one 409 `LOCK_DEADLOCK`; a `'throw'` refusal is left a 500).
  *
  * Take the locks in one order everywhere, or in one multi-key call (which takes its keys in
  * sorted order).
