@@ -96,6 +96,30 @@ describe('postgresBackend: read locks, permits, session settings, pool size (rea
     );
   });
 
+  it('permits: holders granted at the same moment each get their own fence', async () => {
+    // PostgreSQL's clock has microseconds: two sessions granted a slot in the same one read the
+    // same fence. 4 apps x 20 sessions grant at once, 40 rounds: 2 runs of 3 had a duplicate
+    // before the fix (the scenario test's 12 holds once in a 4-worker run).
+    const services = await Promise.all(
+      [1, 2, 3, 4].map(() => locks({ backend: postgresBackend({ ...pg.config, max: 20 }) })),
+    );
+    const fences: number[] = [];
+    for (let round = 0; round < 40; round++) {
+      const holds = await Promise.all(
+        services.flatMap((s) =>
+          Array.from({ length: 20 }, () =>
+            s.acquire('burst', { permits: 1_000, waitTimeout: 10_000 }),
+          ),
+        ),
+      );
+      fences.push(...holds.map((h) => h.fence));
+      await Promise.all(holds.map((h) => h.release()));
+    }
+    const seen = new Map<number, number>();
+    for (const f of fences) seen.set(f, (seen.get(f) ?? 0) + 1);
+    expect([...seen].filter(([, n]) => n > 1)).toEqual([]);
+  }, 30_000);
+
   it('permits: 2**31 - 1 (the cost of a permit does not grow with N): holders take slots named as before', async () => {
     const huge = 2 ** 31 - 1;
     const [first, second] = [await locks(), await locks()];
