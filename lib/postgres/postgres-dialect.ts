@@ -72,6 +72,20 @@ const SLOT =
   `::bit(64)::bigint`;
 
 /**
+ * The fence of a permit, once the CTE `p` has a row (a slot taken): holders of one key's permits
+ * are granted at once, and two sessions may read the same microsecond. So each reads the clock
+ * under a transaction-level advisory lock of the key's (`$fenceLock`, held to the statement's
+ * end, microseconds) and does not end its statement before the clock has passed what it read:
+ * the next one reads a later microsecond.
+ */
+const permitFence = (fenceLock: string) =>
+  `x AS MATERIALIZED (SELECT pg_advisory_xact_lock(${fenceLock}) FROM p), ` +
+  `f AS MATERIALIZED (SELECT ${FENCE} AS fence FROM x), ` +
+  `w(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM w, f ` +
+  `WHERE ${FENCE}::bigint <= f.fence::bigint AND n < 1000000) ` +
+  `SELECT fence FROM f, (SELECT count(*) FROM w) AS c`;
+
+/**
  * A permit: the first free slot of the key, walking from slot `$2` over the `$3` slots; no row
  * when all are held. The walk is a recursive CTE, which PostgreSQL evaluates only as far as
  * LIMIT pulls it: it stops at the first slot it takes, so it tries at most one slot more than
@@ -80,8 +94,18 @@ const SLOT =
 const PERMIT_TRY = {
   name: 'nest-locked:p:walk',
   text:
-    `WITH RECURSIVE s(i) AS (SELECT 0::bigint UNION ALL SELECT i + 1 FROM s WHERE i + 1 < $3::bigint) ` +
-    `SELECT ${FENCE} AS fence FROM s WHERE pg_try_advisory_lock(${SLOT}) LIMIT 1`,
+    `WITH RECURSIVE s(i) AS (SELECT 0::bigint UNION ALL SELECT i + 1 FROM s WHERE i + 1 < $3::bigint), ` +
+    `p AS MATERIALIZED (SELECT 1 FROM s WHERE pg_try_advisory_lock(${SLOT}) LIMIT 1), ` +
+    permitFence('$4::bigint'),
+};
+
+/** A permit by waiting for slot `$1` (a lock name) under lock_timeout `$2`. */
+const PERMIT_WAIT = {
+  name: 'nest-locked:p:wait',
+  text:
+    `WITH RECURSIVE t AS MATERIALIZED (SELECT set_config('lock_timeout', $2, true)), ` +
+    `p AS MATERIALIZED (SELECT pg_advisory_lock($1::bigint) FROM t), ` +
+    permitFence('$3::bigint'),
 };
 
 /**
@@ -175,21 +199,24 @@ export class PostgresDialect extends SqlDialectBase<PostgresSession, Pool> {
       throw new LockConfigError(POSTGRES_PERMITS_ONE_KEY(names.length), 'permits');
     }
     const start = this.turn++ % permits;
+    const fenceLock = this.lockName(`${names[0]}#fence`);
     const { rows } = await session.client.query<{ fence: string }>({
       ...PERMIT_TRY,
-      values: [names[0], start, permits],
+      values: [names[0], start, permits, fenceLock],
     });
     let fence = rows[0]?.fence ?? null;
     if (fence === null && waitMs > 0) {
       try {
         const first = this.lockName(`${names[0]}#permit:${start}`);
         const { rows: waited } = await session.client.query<{ fence: string }>({
-          ...this.exclusive.wait,
-          values: [[first], `${Math.ceil(waitMs)}ms`],
+          ...PERMIT_WAIT,
+          values: [first, `${Math.ceil(waitMs)}ms`, fenceLock],
         });
         fence = waited[0].fence;
       } catch (err) {
         if ((err as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw err;
+        // The timeout may have met the fence's lock after the slot was granted.
+        await this.unlock(session);
       }
     }
     return fence === null ? undefined : [Number(fence)];
