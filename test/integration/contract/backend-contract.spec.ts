@@ -65,6 +65,18 @@ afterAll(() => {
   process.stdout.write(`\nThe backend contract:\n${lines.join('\n')}\n`);
 });
 
+/** Resolves once `locks` takes `key` with a try (and lets it go), within `until`'s 5 s. */
+function untilFree(locks: LockService, key: string, what: string): Promise<void> {
+  return until(
+    () =>
+      locks.acquire(key, { waitTimeout: 0 }).then(
+        async (h) => (await h.release(), true),
+        (e: unknown) => (e instanceof LockNotAcquiredError ? false : Promise.reject(e)),
+      ),
+    what,
+  );
+}
+
 describe.each(CONTRACT_BACKENDS.map((b) => [b.name, b] as const))('%s', (_, backend) => {
   const cells = new Map<ContractCase, Cell>();
   table.set(backend.name, cells);
@@ -192,14 +204,7 @@ describe.each(CONTRACT_BACKENDS.map((b) => [b.name, b] as const))('%s', (_, back
     );
     // Nothing of the failed call stays: x is free (at once, or soon: etcd deletes the waiter's
     // own key of x after the call rejected).
-    await until(
-      () =>
-        b.acquire('x', { waitTimeout: 0 }).then(
-          async (h) => (await h.release(), true),
-          (e: unknown) => (e instanceof LockNotAcquiredError ? false : Promise.reject(e)),
-        ),
-      'x free after the failed call',
-    );
+    await untilFree(b, 'x', 'x free after the failed call');
     await y.release();
     // Opposite orders from two processes, many times: all or nothing, no deadlock, no overlap.
     let inside = 0;
@@ -349,14 +354,7 @@ describe.each(CONTRACT_BACKENDS.map((b) => [b.name, b] as const))('%s', (_, back
     // Nothing of either stays: once the holder releases, the key is free (at once, or once
     // the server has deleted an aborted waiter's entry).
     await held.release();
-    await until(
-      () =>
-        b.acquire('s', { waitTimeout: 0 }).then(
-          async (h) => (await h.release(), true),
-          (e: unknown) => (e instanceof LockNotAcquiredError ? false : Promise.reject(e)),
-        ),
-      'the key free',
-    );
+    await untilFree(b, 's', 'the key free');
   });
 
   contractCase('busy answer', async () => {
