@@ -318,6 +318,7 @@ describe('etcd faults: one member, holders as processes', () => {
     });
     const q = backend(etcd, prefix, 1_000, 10_000);
     backends.push(p, q);
+    const reader = new Etcd3({ hosts: etcd.hosts });
     try {
       const first = await p.acquire(['k'], { ttl: 60_000, waitTimeout: 0 });
       late.holdNext(first.token);
@@ -326,18 +327,30 @@ describe('etcd faults: one member, holders as processes', () => {
       await late.retried;
       const second = await p.acquire(['k'], { ttl: 60_000, waitTimeout: 0 });
       expect(second.token).toBe(first.token);
-      const waiting = q.acquire(['k'], { ttl: 10_000, waitTimeout: 2_000 }).then(
-        (lease) => lease,
-        (error: unknown) => error,
-      );
-      await waitForLine(etcd, prefix, 2);
+      // Q waits in line behind P (no deadline in the test's way: it is aborted at the end).
+      const stop = new AbortController();
+      const waiting = q
+        .acquire(['k'], { ttl: 10_000, waitTimeout: 30_000, signal: stop.signal })
+        .then(
+          (lease) => lease,
+          (error: unknown) => error,
+        );
+      const settledEarly = waiting.then((got) => {
+        throw new Error(`Q's wait ended before it was seen in line: ${String(got)}`);
+      });
+      const line = await Promise.race([waitForLine(etcd, prefix, 2), settledEarly]);
+      // The late delete reaches etcd (flush waits for its answer): it must delete nothing of
+      // P's second hold, so P's key and Q's stay, and Q still waits.
       await late.flush();
-      // P still holds: Q must not get the key.
-      const got = await waiting;
-      expect(got).toMatchObject({ name: 'LockNotAcquiredError' });
+      expect((await lineKeys(reader, prefix)).map((kv) => kv.key.toString())).toEqual(
+        line.map((kv) => kv.key.toString()),
+      );
+      stop.abort(new Error('the test is done'));
+      expect(await waiting).toMatchObject({ message: 'the test is done' });
       await p.release(second);
     } finally {
       late.client.close();
+      reader.close();
     }
   });
 
