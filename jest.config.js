@@ -16,9 +16,10 @@ const common = {
 
 module.exports = {
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
-  // The specs mostly wait (on servers, timers, worker processes): one file at a time keeps a
-  // 2-vCPU machine a third busy. Three at once fill it without starving the timing-sensitive
-  // specs of CPU (four made them miss their bounds on a loaded machine).
+  // The specs mostly wait (on servers, timers, worker processes): the run takes the sum of the
+  // files' times over the workers (652 s / 3 = 218 s here on 2 vCPUs). Four took 180-184 s, but
+  // the files ran 11% slower and a timing-bound case failed in 1 of 5 runs: three keep the
+  // suite green on a fresh machine (docs/developing.md has the measurements).
   maxWorkers: 3,
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.spec.ts'] },
