@@ -18,7 +18,7 @@ module.exports = {
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   // The specs mostly wait (on servers, timers, worker processes): the run takes the sum of the
   // files' times over the workers (652 s / 3 = 218 s here on 2 vCPUs). Four took 180-184 s, but
-  // the files ran 11% slower and a timing-bound case failed in 1 of 5 runs: three keep the
+  // the files ran 11% slower and a timing-bound case failed in 1 of 7 runs: three keep the
   // suite green on a fresh machine (docs/developing.md has the measurements).
   maxWorkers: 3,
   projects: [
