@@ -16,5 +16,5 @@ export type {
   BoardOverview,
   BoardSeries,
   BoardWaiter,
-} from './board-data';
+} from './board-pages';
 export type { BoardEvent, BoardEventType } from './board-recorder';

@@ -11,11 +11,6 @@ import {
 } from './board.messages';
 import {
   type BoardGroup,
-  type BoardHeld,
-  type BoardKeyPage,
-  type BoardLine,
-  type BoardNode,
-  type BoardOverview,
   type EventFilter,
   type GroupSources,
   heldFromServer,
@@ -33,6 +28,7 @@ import {
   PAGE_SIZE,
   seriesOf,
 } from './board-data';
+import type { BoardHeld, BoardKeyPage, BoardLine, BoardNode, BoardOverview } from './board-pages';
 import { type BoardEvent, BoardRecorder } from './board-recorder';
 import { type InstanceView, InstanceViews } from './instance-view';
 import type { ResolvedLockBoardOptions } from './lock-board-options.interface';
